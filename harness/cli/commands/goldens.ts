@@ -1,0 +1,67 @@
+import type { Command } from "commander";
+import { BenchError } from "../../errors.js";
+import { resolveModel } from "../../fixtures/registry.js";
+import { goldensDir } from "../../goldens/goldens.js";
+import { importGoldens } from "../../goldens/import.js";
+import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
+import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
+import { loadParitySuite } from "../../suites/parity-suite.js";
+import { paint, progress, say, warn } from "../output.js";
+import { setExitCode } from "../exit-code.js";
+
+export function registerGoldens(program: Command): void {
+  const goldens = program.command("goldens").description("make, verify and import oracle goldens (goldens/<model>/<suite>/)");
+
+  goldens
+    .command("make")
+    .description("run the llama.cpp oracle on a suite's prompts and write its goldens atomically")
+    .option("--suite <suite>", "suite name or path", "parity16")
+    .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: the suite's oracle)")
+    .action(async (options: { suite: string; model?: string }) => {
+      const suite = loadParitySuite(options.suite);
+      const model = await resolveModel(options.model ?? suite.oracle.model);
+      progress(`making goldens for ${suite.name} on ${model.id}`);
+      const manifest = await makeGoldens(suite, model);
+      say(`wrote ${goldensDir(goldensModelDirName(model), suite.name)} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+    });
+
+  goldens
+    .command("verify")
+    .description("re-check every committed goldens directory against its model artifact, prompts, tokenizer and oracle settings")
+    .argument("[directories...]", "goldens directories (default: all under goldens/)")
+    .option("--recompute", "also re-run the oracle and require identical greedy ids")
+    .action(async (directories: string[], options: { recompute?: boolean }) => {
+      const targets = directories.length > 0 ? directories : listGoldensDirectories();
+      if (targets.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make`" });
+      let failed = 0;
+      for (const directory of targets) {
+        progress(`verifying ${directory}`);
+        const check = await verifyGoldens(directory, { recompute: options.recompute === true });
+        if (check.status === "ok") {
+          say(`${paint("OK", "green")}        ${directory}`);
+          for (const warning of check.warnings) warn(`${directory}: ${warning}`);
+        } else {
+          failed++;
+          say(`${paint("MISMATCH", "red")}  ${check.reason}`);
+        }
+      }
+      say(`${targets.length - failed}/${targets.length} goldens directories verified`);
+      if (failed > 0) setExitCode(2);
+    });
+
+  goldens
+    .command("import")
+    .description("import another project's goldens (greedy_ids.npy <i4 [P,T] + prompt ids <i4 [P,L]) with provenance \"imported\"")
+    .requiredOption("--greedy <file>", "greedy_ids.npy, <i4 [P, T]")
+    .requiredOption("--prompts <file>", "prompt ids .npy, <i4 [P, L], padded with -1, BOS included")
+    .requiredOption("--model <model>", "the model the ids belong to (fixture[:QUANT] or .gguf path)")
+    .requiredOption("--suite <name>", "suite name to file the goldens under")
+    .option("--source <text>", "where the goldens came from (recorded in the manifest)", "imported")
+    .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
+    .action(async (options: { greedy: string; prompts: string; model: string; suite: string; source: string; out?: string }) => {
+      const model = await resolveModel(options.model);
+      const directory = options.out ?? goldensDir(goldensModelDirName(model), options.suite);
+      const manifest = await importGoldens({ greedyPath: options.greedy, promptsPath: options.prompts, model, suite: options.suite, source: options.source, directory });
+      say(`imported ${manifest.prompts.count} prompts × ${manifest.T} tokens into ${directory}`);
+    });
+}

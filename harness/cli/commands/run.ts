@@ -1,0 +1,111 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { BenchError } from "../../errors.js";
+import { RUNS_DIR } from "../../paths.js";
+import { EXIT } from "../../results/exit-code.js";
+import { newRunId, RunDirectory } from "../../results/run-directory.js";
+import type { GateVerdict, RunEvent } from "../../results/types.js";
+import { exitCodeFor } from "../../results/verdicts.js";
+import { DEFAULT_BATTERY, DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import type { LlamaCppSettings } from "../../sut/llamacpp.js";
+import { setExitCode } from "../exit-code.js";
+import { paint, progress, say } from "../output.js";
+
+interface RunCliOptions {
+  suite: string[];
+  arm: string[];
+  model?: string;
+  prompt: number[];
+  flashAttention?: boolean;
+  kvCacheType?: "F32" | "F16";
+  threads?: number;
+  caseTimeout: number;
+  runsDir: string;
+  runId?: string;
+}
+
+const collect = <T>(parse: (v: string) => T) => (value: string, previous: T[]): T[] => [...previous, parse(value)];
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
+  return n;
+}
+
+function verdictWord(v: GateVerdict): string {
+  if (v.status === "skip" && v.gate === "required") return paint("SKIPPED — NOT A PASS", "red");
+  return { pass: paint("PASS", "green"), fail: paint("FAIL", "red"), skip: "skipped", error: paint("ERROR", "red") }[v.status];
+}
+
+function renderTable(verdicts: readonly GateVerdict[]): string[] {
+  const rows = verdicts.map((v) => [v.suite, v.arm, v.check, v.gate, verdictWord(v), "summary" in v ? v.summary.replace(/^.*?: /, "") : v.reason]);
+  const header = ["suite", "arm", "check", "gate", "verdict", "detail"];
+  const plain = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, "");
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => plain(r[i]).length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i] - plain(c).length))).join("  ");
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)];
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command("run")
+    .description(`run suites against their SUT arms and gate the result (default battery: ${DEFAULT_BATTERY.join(", ")})`)
+    .option("--suite <name>", "suite name or path (repeatable)", collect(String), [])
+    .option("--arm <label>", "only this arm of the suite (repeatable)", collect(String), [])
+    .option("--model <model>", "replace the suite's arms with one required arm on this model (fixture[:QUANT] or .gguf)")
+    .option("--prompt <index>", "only this prompt index (repeatable)", collect(positiveInt), [])
+    .option("--flash-attention", "force flash attention on for every arm")
+    .option("--no-flash-attention", "force flash attention off for every arm")
+    .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)")
+    .option("--threads <n>", "llama.cpp threads for every arm", positiveInt)
+    .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", positiveInt, DEFAULT_CASE_TIMEOUT_S)
+    .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
+    .option("--run-id <id>", "run directory name (default: timestamp)")
+    .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error, 77 a required gate did not run (SKIPPED — NOT A PASS).")
+    .action(async (options: RunCliOptions) => {
+      if (options.kvCacheType !== undefined && options.kvCacheType !== "F32" && options.kvCacheType !== "F16") {
+        throw new BenchError(`unknown KV cache type "${String(options.kvCacheType)}"`, { field: "--kv-cache-type", fix: "use F32 or F16" });
+      }
+      const settings: Partial<LlamaCppSettings> = {
+        ...(options.flashAttention === undefined ? {} : { flashAttention: options.flashAttention }),
+        ...(options.kvCacheType === undefined ? {} : { kvCacheType: options.kvCacheType }),
+        ...(options.threads === undefined ? {} : { threads: options.threads }),
+      };
+      const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
+      await recorder.open();
+      const controller = new AbortController();
+      const onSignal = (): void => controller.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      const emit = async (event: RunEvent): Promise<void> => {
+        await recorder.record(event);
+        if (event.kind === "progress") progress(event.message);
+        if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
+      };
+      try {
+        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, prompts: options.prompt, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
+      } catch (error) {
+        await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
+        throw error;
+      } finally {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+      }
+      const verdicts = recorder.allVerdicts();
+      if (controller.signal.aborted) {
+        await recorder.flush("interrupted", EXIT.error);
+        say(`interrupted: kept ${verdicts.length} finished gate verdicts in ${recorder.directory}`);
+        setExitCode(EXIT.error);
+        return;
+      }
+      const code = exitCodeFor(verdicts);
+      await recorder.flush("complete", code);
+      say("");
+      for (const line of renderTable(verdicts)) say(line);
+      say("");
+      const skippedRequired = verdicts.filter((v) => v.status === "skip" && v.gate === "required");
+      for (const v of skippedRequired) say(paint(`SKIPPED — NOT A PASS: ${v.suite} / ${v.arm} / ${v.check}: ${"reason" in v ? v.reason : ""}`, "red"));
+      const word = { [EXIT.pass]: paint("PASS", "green"), [EXIT.gateFailed]: paint("FAIL", "red"), [EXIT.error]: paint("ERROR", "red"), [EXIT.requiredSkipped]: paint("SKIPPED — NOT A PASS", "red") }[code];
+      say(`${word} (exit ${code}) — results in ${recorder.directory}`);
+      setExitCode(code);
+    });
+}

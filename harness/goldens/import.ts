@@ -1,0 +1,57 @@
+import { BenchError } from "../errors.js";
+import { readGguf } from "../gguf/read.js";
+import { tokenizerFingerprint } from "../gguf/tokenizer-fingerprint.js";
+import type { ModelRef } from "../fixtures/registry.js";
+import { sha256File } from "../io/sha256.js";
+import { HARNESS_VERSION } from "../version.js";
+import { PROMPT_PAD, promptIdsSha256, writeGoldens } from "./goldens.js";
+import { creationTime, type GoldensManifest } from "./manifest.js";
+import { readNpyInt32 } from "./npy.js";
+import { statSync } from "node:fs";
+
+export interface ImportRequest {
+  /** Another project's `greedy_ids.npy`: `<i4` [P, T]. */
+  readonly greedyPath: string;
+  /** Prompt ids `<i4` [P, L], padded with -1 (BOS included, as fed to the model). */
+  readonly promptsPath: string;
+  readonly suite: string;
+  readonly model: ModelRef;
+  readonly source: string;
+  readonly directory: string;
+}
+
+/** Writes another project's greedy goldens in our format, with provenance "imported". */
+export async function importGoldens(request: ImportRequest): Promise<GoldensManifest> {
+  const greedy = readNpyInt32(request.greedyPath, 2);
+  const prompts = readNpyInt32(request.promptsPath, 2);
+  const [P, T] = greedy.shape;
+  if (prompts.shape[0] !== P) {
+    throw new BenchError(`holds ${prompts.shape[0]} prompts, greedy_ids.npy holds ${P}`, { file: request.promptsPath, field: "shape[0]", fix: "pass the prompt ids that produced these greedy ids" });
+  }
+  const file = readGguf(request.model.path);
+  const vocabSize = (file.metadata.get("tokenizer.ggml.tokens")?.value as unknown[] | undefined)?.length ?? 0;
+  const width = prompts.shape[1];
+  const promptIds = Array.from({ length: P }, (_, p) => Array.from(prompts.data.subarray(p * width, (p + 1) * width)).filter((id) => id !== PROMPT_PAD));
+  const greedyIds = Array.from({ length: P }, (_, p) => Array.from(greedy.data.subarray(p * T, (p + 1) * T)));
+  for (const [path, table] of [[request.promptsPath, promptIds], [request.greedyPath, greedyIds]] as const) {
+    table.forEach((ids, p) => ids.forEach((id, j) => {
+      if (id < 0 || id >= vocabSize) {
+        throw new BenchError(`id ${id} at [${p}, ${j}] is outside the model's vocabulary (0..${vocabSize - 1})`, { file: path, field: `[${p}, ${j}]`, fix: "import against the model these ids were made with" });
+      }
+    }));
+  }
+  return writeGoldens(request.directory, { promptIds, greedyIds }, {
+    schema_version: 1,
+    suite: request.suite,
+    model: { id: request.model.id, file: request.model.path.split("/").pop()!, sha256: await sha256File(request.model.path), bytes: statSync(request.model.path).size },
+    oracle: { name: "imported", engine: "unknown", settings: {}, source: request.source },
+    tokenizer: { fingerprint: tokenizerFingerprint(file) },
+    prompts: { count: P, texts_sha256: null, ids_sha256: promptIdsSha256(promptIds) },
+    T,
+    K: 0,
+    sampler: { temperature: 0, decoding: "greedy" },
+    created: creationTime(),
+    harness_version: HARNESS_VERSION,
+  });
+}
+

@@ -1,0 +1,47 @@
+import { readGguf } from "../gguf/read.js";
+import { tokenizerFingerprint } from "../gguf/tokenizer-fingerprint.js";
+import type { ModelRef } from "../fixtures/registry.js";
+import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
+import type { ParitySuite } from "../suites/parity-suite.js";
+import { HARNESS_VERSION } from "../version.js";
+import { goldensDir, promptIdsSha256, promptTextsSha256, writeGoldens } from "./goldens.js";
+import { creationTime, type GoldensManifest } from "./manifest.js";
+
+/** Evaluates the oracle on a suite's prompts and writes goldens/<model>/<suite>/ atomically. */
+export async function makeGoldens(suite: ParitySuite, model: ModelRef, directory = goldensDir(goldensModelDirName(model), suite.name)): Promise<GoldensManifest> {
+  const oracle = await openLlamaCppOracle(model);
+  try {
+    const promptIds = await oracle.tokenize(suite.prompts);
+    const greedyIds = await oracle.greedy(promptIds.map((ids) => ({ promptIds: ids, maxTokens: suite.max_tokens })));
+    const topk = await oracle.teacherForcedTopK(promptIds.map((ids, p) => ({ promptIds: ids, continuationIds: greedyIds[p], k: suite.top_k })));
+    return await writeGoldens(
+      directory,
+      {
+        promptIds,
+        greedyIds,
+        topkIds: topk.map((prompt) => prompt.map((row) => [...row.ids])),
+        topkLogprobs: topk.map((prompt) => prompt.map((row) => [...row.logprobs])),
+      },
+      {
+        schema_version: 1,
+        suite: suite.name,
+        model: { id: model.id, file: model.path.split("/").pop()!, sha256: oracle.provenance.modelSha256!, bytes: oracle.provenance.modelBytes! },
+        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings },
+        tokenizer: { fingerprint: tokenizerFingerprint(readGguf(model.path)) },
+        prompts: { count: promptIds.length, texts_sha256: promptTextsSha256(suite.prompts), ids_sha256: promptIdsSha256(promptIds) },
+        T: suite.max_tokens,
+        K: suite.top_k,
+        sampler: { temperature: 0, decoding: "greedy" },
+        created: creationTime(),
+        harness_version: HARNESS_VERSION,
+      },
+    );
+  } finally {
+    await oracle.close();
+  }
+}
+
+/** goldens/<this>/<suite>: `tiny-random.F32` for fixtures, the file's base name for user models. */
+export function goldensModelDirName(model: ModelRef): string {
+  return model.quant === "file" ? model.name : `${model.name}.${model.quant}`;
+}

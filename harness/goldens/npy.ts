@@ -1,0 +1,74 @@
+import { readFileSync } from "node:fs";
+import { dump, parse } from "npyjs";
+import { BenchError } from "../errors.js";
+
+/** The two encodings the goldens contract allows: `<i4` ids and `<f4` log-probs. */
+export type NpyDtype = "<i4" | "<f4";
+
+export interface NpyInt32 { readonly dtype: "<i4"; readonly shape: readonly number[]; readonly data: Int32Array }
+export interface NpyFloat32 { readonly dtype: "<f4"; readonly shape: readonly number[]; readonly data: Float32Array }
+
+/** Serialises a C-order little-endian .npy v1.0 array. */
+export function encodeNpy(data: Int32Array | Float32Array, shape: readonly number[]): Uint8Array {
+  const elements = shape.reduce((a, b) => a * b, 1);
+  if (elements !== data.length) throw new Error(`npy: shape [${shape.join(", ")}] holds ${elements} values, ${data.length} given`);
+  return new Uint8Array(dump(data, [...shape]));
+}
+
+/**
+ * Reads the .npy header ourselves before handing the bytes to npyjs, because the goldens contract
+ * is strict where npyjs is lenient: exactly `descr`, C order, and the expected rank.
+ */
+function readHeader(bytes: Uint8Array, path: string): { descr: string; fortranOrder: boolean; shape: number[] } {
+  const magic = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];
+  if (bytes.length < 10 || magic.some((b, i) => bytes[i] !== b)) {
+    throw new BenchError("not a .npy file (bad magic)", { file: path, fix: "write the array with numpy.save" });
+  }
+  const major = bytes[6];
+  const headerLength = major === 1 ? bytes[8] | (bytes[9] << 8) : bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (bytes[11] << 24);
+  const headerStart = major === 1 ? 10 : 12;
+  const header = Buffer.from(bytes.subarray(headerStart, headerStart + headerLength)).toString("latin1");
+  const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
+  const fortran = /'fortran_order':\s*(True|False)/.exec(header)?.[1];
+  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)?.[1];
+  if (descr === undefined || fortran === undefined || shapeText === undefined) {
+    throw new BenchError(`unreadable .npy header ${JSON.stringify(header.trim())}`, { file: path, fix: "write the array with numpy.save" });
+  }
+  const shape = shapeText.split(",").map((s) => s.trim()).filter((s) => s !== "").map(Number);
+  return { descr, fortranOrder: fortran === "True", shape };
+}
+
+function readChecked(path: string, dtype: NpyDtype, rank: number): { shape: number[]; buffer: ArrayBuffer } {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(readFileSync(path));
+  } catch (error) {
+    throw new BenchError(`cannot read (${(error as NodeJS.ErrnoException).code ?? String(error)})`, { file: path, fix: "make the goldens with `bench goldens make`" });
+  }
+  const header = readHeader(bytes, path);
+  if (header.descr !== dtype) {
+    const hint = header.descr.slice(1) === dtype.slice(1) ? "byte order is big-endian" : `dtype is ${header.descr}`;
+    throw new BenchError(`${hint}, the goldens contract needs ${dtype}`, { file: path, field: "descr", fix: `save it as numpy.asarray(x, dtype="${dtype}")` });
+  }
+  if (header.fortranOrder) {
+    throw new BenchError("array is in Fortran order", { file: path, field: "fortran_order", fix: "save numpy.ascontiguousarray(x)" });
+  }
+  if (header.shape.length !== rank) {
+    throw new BenchError(`array has shape (${header.shape.join(", ")}), rank ${rank} expected`, { file: path, field: "shape", fix: "check which file this is" });
+  }
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return { shape: header.shape, buffer: copy.buffer };
+}
+
+export function readNpyInt32(path: string, rank: number): NpyInt32 {
+  const { shape, buffer } = readChecked(path, "<i4", rank);
+  const parsed = parse(buffer);
+  return { dtype: "<i4", shape, data: parsed.data as Int32Array };
+}
+
+export function readNpyFloat32(path: string, rank: number): NpyFloat32 {
+  const { shape, buffer } = readChecked(path, "<f4", rank);
+  const parsed = parse(buffer);
+  return { dtype: "<f4", shape, data: parsed.data as Float32Array };
+}

@@ -1,0 +1,25 @@
+import { Bool, Int32, Table, Utf8, tableToIPC, vectorFromArray } from "apache-arrow";
+import type { CellRecord } from "./types.js";
+
+/** cells.arrow: Arrow IPC file, one row per cell; columns typed, inapplicable values null. */
+export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
+  const text = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as string | null), new Utf8());
+  const int = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as number | null), new Int32());
+  const table = new Table({
+    suite: text("suite"),
+    arm: text("arm"),
+    check: text("check"),
+    gate: text("gate"),
+    prompt: int("prompt"),
+    position: int("position"),
+    status: text("status"),
+    expected_id: int("expected_id"),
+    observed_id: int("observed_id"),
+    gap_mnats: int("gap_mnats"),
+    gap_lower_bound: vectorFromArray(cells.map((c) => c.gap_lower_bound), new Bool()),
+    prompt_class: text("prompt_class"),
+    detail: text("detail"),
+    reproduce: text("reproduce"),
+  });
+  return tableToIPC(table, "file");
+}

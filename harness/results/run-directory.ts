@@ -1,0 +1,100 @@
+import { appendFile, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { writeFileAtomic } from "../io/atomic-write.js";
+import { assertMatchesSchema } from "../io/json-schema.js";
+import { PACKAGE_ROOT } from "../paths.js";
+import { HARNESS_VERSION } from "../version.js";
+import { encodeCellsArrow } from "./cells-arrow.js";
+import { renderJunit } from "./junit.js";
+import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
+import { renderMarkdownSummary } from "./markdown.js";
+import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
+import { countVerdicts } from "./verdicts.js";
+
+export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");
+
+export type RunStatus = "running" | "complete" | "interrupted" | "error";
+
+export interface RunProvenance {
+  readonly suites: { name: string; path: string; sha256: string }[];
+  readonly oracles: { suite: string; goldens: string; model: Record<string, unknown>; oracle: Record<string, unknown> }[];
+  readonly suts: { suite: string; arm: string; provenance: Record<string, unknown> }[];
+}
+
+/**
+ * reports/runs/<run-id>/, written as the run goes: cells.jsonl is appended per batch of cells,
+ * and cells.arrow, summary.json, junit.xml and summary.md are rewritten atomically after every
+ * arm, so a crash or Ctrl-C keeps every finished cell (hyperfine's crash-safe exports).
+ */
+export class RunDirectory {
+  readonly directory: string;
+  private readonly cells: CellRecord[] = [];
+  private readonly verdicts: GateVerdict[] = [];
+  private readonly summaryLines: string[] = [];
+  private readonly machine: MachineInfo = machineInfo();
+  private readonly started = new Date().toISOString();
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [] };
+
+  constructor(readonly runId: string, runsDir: string, private readonly command: readonly string[]) {
+    this.directory = join(runsDir, runId);
+  }
+
+  async open(): Promise<void> {
+    await mkdir(this.directory, { recursive: true });
+    await this.flush("running", null);
+  }
+
+  /** The run's listener: records events, flushing exports at each arm's end. */
+  readonly record = async (event: RunEvent): Promise<void> => {
+    if (event.kind === "cells") {
+      this.cells.push(...event.cells);
+      await appendFile(join(this.directory, "cells.jsonl"), event.cells.map((c) => `${JSON.stringify(c)}\n`).join(""));
+    } else if (event.kind === "verdict") {
+      this.verdicts.push(event.verdict);
+    } else if (event.kind === "arm-end") {
+      if (event.summaryLine !== undefined) this.summaryLines.push(event.summaryLine);
+      await this.flush("running", null);
+    }
+  };
+
+  allVerdicts(): readonly GateVerdict[] {
+    return this.verdicts;
+  }
+
+  async flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+    const counts = countVerdicts(this.verdicts);
+    const summary = {
+      schema_version: 1,
+      run_id: this.runId,
+      status,
+      started: this.started,
+      finished: status === "running" ? null : new Date().toISOString(),
+      exit_code: exitCode,
+      ...(error === undefined ? {} : { error }),
+      harness_version: HARNESS_VERSION,
+      seed: null,
+      machine: this.machine,
+      command: [...this.command],
+      suites: this.provenance.suites,
+      oracles: this.provenance.oracles,
+      suts: this.provenance.suts,
+      verdicts: this.verdicts,
+      counts,
+      summary_lines: this.summaryLines,
+      cells: this.cells.length,
+    };
+    assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
+    await writeFileAtomic(join(this.directory, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
+    await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts));
+    await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({
+      runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine),
+    }));
+  }
+}
+
+/** Sortable, unique enough for one machine: 20261130-041802-3f9a. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `${stamp}-${Math.random().toString(16).slice(2, 6)}`;
+}

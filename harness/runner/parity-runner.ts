@@ -1,0 +1,209 @@
+import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
+import { BenchError } from "../errors.js";
+import { classifyPrompt, paritySummaryLine, tallyParity, type PromptParity } from "../parity/classify.js";
+import type { Goldens } from "../goldens/goldens.js";
+import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
+import type { CellRecord, CheckName, GateVerdict, RunListener } from "../results/types.js";
+import type { GateLevel, ParityArm, ParitySuite } from "../suites/parity-suite.js";
+import { hasCapability, type SystemUnderTest, type TokenId } from "../sut/types.js";
+
+/** Teacher-forced top-1 accuracy below this fails the teacher_forced check (tt-metal gates on top-1/top-5). */
+export const DEFAULT_MIN_TOP1 = 0.9;
+
+export interface ParityArmContext {
+  readonly suite: ParitySuite;
+  readonly arm: ParityArm;
+  readonly sut: SystemUnderTest;
+  readonly goldens: Goldens;
+  readonly oracle: TeacherForcedCache;
+  /** Prompt indices to run (all by default). */
+  readonly prompts: readonly number[];
+  readonly emit: RunListener;
+  readonly signal: AbortSignal;
+}
+
+/** Gate level of a check on an arm: required only if both the arm and the check are. */
+function gateOf(arm: ParityArm, check: GateLevel): GateLevel {
+  return arm.gate === "required" && check === "required" ? "required" : "informational";
+}
+
+function reproduce(context: ParityArmContext, prompt?: number): string {
+  const promptPart = prompt === undefined ? "" : ` --prompt ${prompt}`;
+  return `bench run --suite ${context.suite.name} --arm ${JSON.stringify(context.arm.label)}${promptPart}`;
+}
+
+function cell(context: ParityArmContext, check: CheckName, gate: GateLevel, fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">): CellRecord {
+  return {
+    suite: context.suite.name, arm: context.arm.label, check, gate,
+    prompt: null, position: null, expected_id: null, observed_id: null, gap_mnats: null, gap_lower_bound: null, prompt_class: null,
+    reproduce: reproduce(context, fields.prompt ?? undefined),
+    ...fields,
+  };
+}
+
+/** Classifies SUT paths against the goldens, teacher-forcing the oracle only where they differ. */
+async function classifyPaths(context: ParityArmContext, paths: ReadonlyMap<number, readonly TokenId[]>): Promise<PromptParity[]> {
+  const { goldens, suite } = context;
+  const divergent = [...paths.entries()].filter(([p, ids]) => ids.join(",") !== goldens.greedyIds[p].join(","));
+  const rows = await context.oracle.rows(divergent.map(([p, ids]) => ({ promptIds: goldens.promptIds[p], continuationIds: ids, k: Math.max(goldens.manifest.K, suite.top_k) })));
+  const oracleRows = new Map(divergent.map(([p], i) => [p, rows[i]]));
+  return [...paths.entries()].map(([p, ids]) => classifyPrompt(p, goldens.greedyIds[p], ids, suite.band_mnats, oracleRows.get(p)));
+}
+
+function parityCells(context: ParityArmContext, check: CheckName, gate: GateLevel, results: readonly PromptParity[]): CellRecord[] {
+  return results.flatMap((result) => result.cells.map((c) => cell(context, check, gate, {
+    prompt: result.prompt, position: c.position, status: c.withinBand ? "pass" : "fail",
+    expected_id: c.expectedId, observed_id: c.observedId, gap_mnats: c.gapMnats, gap_lower_bound: c.lowerBound, prompt_class: result.verdict,
+    detail: c.expectedId === c.observedId ? "match" : `gap ${c.gapMnats}${c.lowerBound ? "+ (outside oracle top-k)" : ""} mnats`,
+  })));
+}
+
+type CheckOutcome = { status: "pass" | "fail"; summary: string; metrics: Record<string, number | string | null> };
+
+/**
+ * Runs every check of one arm. A check whose capability is missing is SKIPPED with the reason;
+ * a check that throws becomes an error verdict; the other checks still run.
+ */
+export async function runParityArm(context: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
+  const { suite, arm, sut, goldens, emit } = context;
+  const T = goldens.manifest.T;
+  let aloneIds: Map<number, TokenId[]> | undefined;
+  let summaryLine: string | undefined;
+
+  const check = async (name: CheckName, level: GateLevel | undefined, needs: readonly Parameters<typeof hasCapability>[1][], body: (gate: GateLevel) => Promise<CheckOutcome>): Promise<void> => {
+    if (level === undefined) return;
+    const gate = gateOf(arm, level);
+    const base = { suite: suite.name, arm: arm.label, check: name, gate };
+    if (context.signal.aborted) return;
+    const missing = needs.filter((capability) => !hasCapability(sut, capability));
+    let verdict: GateVerdict;
+    if (missing.length > 0) {
+      verdict = { ...base, status: "skip", reason: `${sut.label} lacks ${missing.join(", ")}` };
+      await emit({ kind: "cells", cells: [cell(context, name, gate, { status: "skip", detail: verdict.reason })] });
+    } else {
+      try {
+        await emit({ kind: "progress", message: `${suite.name} · ${arm.label} · ${name}` });
+        verdict = { ...base, ...(await body(gate)) };
+      } catch (error) {
+        if (error instanceof BenchError && error.file !== undefined) throw error;
+        const reason = error instanceof Error ? error.message : String(error);
+        verdict = { ...base, status: "error", reason };
+        await emit({ kind: "cells", cells: [cell(context, name, gate, { status: "error", detail: reason })] });
+      }
+    }
+    await emit({ kind: "verdict", verdict });
+  };
+
+  await check("greedy_parity", suite.checks.greedy_parity, ["greedy"], async (gate) => {
+    const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
+    aloneIds = new Map(context.prompts.map((p, i) => [p, ids[i]]));
+    const results = await classifyPaths(context, aloneIds);
+    await emit({ kind: "cells", cells: parityCells(context, "greedy_parity", gate, results) });
+    const tally = tallyParity(results);
+    summaryLine = paritySummaryLine(arm.label, tally);
+    return {
+      status: tally.forwardDivergent === 0 ? "pass" : "fail",
+      summary: summaryLine,
+      metrics: {
+        prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent,
+        max_gap_mnats: tally.maxGapMnats, max_gap_prompt: tally.maxGapAt?.prompt ?? null, max_gap_position: tally.maxGapAt?.position ?? null,
+        band_mnats: suite.band_mnats,
+      },
+    };
+  });
+
+  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate) => {
+    if (goldens.topkIds === undefined || goldens.topkLogprobs === undefined) {
+      throw new Error("the goldens hold no top-k (imported greedy-only goldens): teacher-forced accuracy cannot be scored");
+    }
+    const rows = await sut.teacherForcedTopK!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: goldens.manifest.K })));
+    const oracle = context.prompts.map((p) => goldens.topkIds![p].map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
+    const accuracy = teacherForcedAccuracy(context.prompts.map((p) => goldens.greedyIds[p]), oracle, rows);
+    await emit({
+      kind: "cells",
+      cells: context.prompts.flatMap((p, i) => rows[i].map((row, t) => cell(context, "teacher_forced", gate, {
+        prompt: p, position: t, status: row.ids[0] === oracle[i][t].ids[0] ? "pass" : "fail",
+        expected_id: oracle[i][t].ids[0], observed_id: row.ids[0],
+        detail: oracle[i][t].ids.slice(0, 5).includes(row.ids[0]) ? "in reference top-5" : "outside reference top-5",
+      }))),
+    });
+    const kld = accuracy.kldTopK;
+    const summary = `${arm.label} teacher-forced: top-1 ${(accuracy.top1.p * 100).toFixed(2)}%, top-5 ${(accuracy.top5.p * 100).toFixed(2)}% over ${accuracy.positions} positions; ` +
+      `KLD (top-${goldens.manifest.K} support) mean ${kld?.mean.toExponential(3)} ± ${kld?.stderr?.toExponential(2) ?? "n/a"}; RMS Δp ${(accuracy.rmsDeltaP * 100).toFixed(3)}%`;
+    return {
+      status: accuracy.top1.p >= DEFAULT_MIN_TOP1 ? "pass" : "fail",
+      summary,
+      metrics: {
+        positions: accuracy.positions, top1: accuracy.top1.p, top1_stderr: accuracy.top1.stderr ?? null, top5: accuracy.top5.p,
+        same_top: accuracy.sameTop.p, kld_topk_mean: kld?.mean ?? null, kld_topk_stderr: kld?.stderr ?? null, kld_topk_max: kld?.max ?? null,
+        kld_topk_p99: kld?.p99 ?? null, kld_topk_median: kld?.median ?? null, kld_floored_terms: accuracy.kldFlooredTerms,
+        delta_p_mean: accuracy.deltaP?.mean ?? null, delta_p_stderr: accuracy.deltaP?.stderr ?? null, rms_delta_p: accuracy.rmsDeltaP,
+        min_top1: DEFAULT_MIN_TOP1,
+      },
+    };
+  });
+
+  const determinism = suite.checks.determinism;
+  await check("determinism", determinism?.gate, ["greedy"], async (gate) => {
+    const reruns = determinism!.reruns;
+    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
+    const first = aloneIds ?? new Map(context.prompts.map((p, i) => [p, [] as TokenId[]]));
+    const runs: TokenId[][][] = [];
+    const startAt = aloneIds === undefined ? 0 : 1;
+    if (aloneIds !== undefined) runs.push(context.prompts.map((p) => first.get(p)!));
+    for (let r = startAt; r < reruns; r++) runs.push(await sut.greedy!(requests));
+    let logprobBytesDiffer = 0;
+    if (hasCapability(sut, "teacherForcedTopK")) {
+      const tf = () => sut.teacherForcedTopK!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: 5 })));
+      const [a, b] = [await tf(), await tf()];
+      const bytes = (rows: typeof a) => Buffer.from(Float32Array.from(rows.flat().flatMap((row) => row.logprobs)).buffer).toString("hex");
+      logprobBytesDiffer = a.map((_, i) => bytes([a[i]]) !== bytes([b[i]])).filter(Boolean).length;
+    }
+    const unstable = context.prompts.filter((_, i) => runs.some((run) => run[i].join(",") !== runs[0][i].join(",")));
+    await emit({
+      kind: "cells",
+      cells: context.prompts.map((p) => cell(context, "determinism", gate, {
+        prompt: p, status: unstable.includes(p) ? "fail" : "pass",
+        detail: unstable.includes(p) ? `ids differ across ${reruns} reruns` : `identical ids across ${reruns} reruns`,
+      })),
+    });
+    const ok = unstable.length === 0 && logprobBytesDiffer === 0;
+    return {
+      status: ok ? "pass" : "fail",
+      summary: `${arm.label} determinism: ${context.prompts.length - unstable.length}/${context.prompts.length} prompts identical over ${reruns} reruns` +
+        (hasCapability(sut, "teacherForcedTopK") ? `; log-prob bytes ${logprobBytesDiffer === 0 ? "identical" : `differ on ${logprobBytesDiffer} prompts`}` : ""),
+      metrics: { reruns, unstable_prompts: unstable.length, logprob_bytes_differ: logprobBytesDiffer },
+    };
+  });
+
+  await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate) => {
+    const alone = aloneIds ?? new Map(context.prompts.map((p, i) => [p, [] as TokenId[]]));
+    if (aloneIds === undefined) {
+      const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
+      context.prompts.forEach((p, i) => alone.set(p, ids[i]));
+    }
+    const batched = await sut.batchedGreedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
+    const changed = new Map(context.prompts.map((p, i) => [p, batched[i]] as const).filter(([p, ids]) => ids.join(",") !== alone.get(p)!.join(",")));
+    const classified = await classifyPaths(context, changed);
+    const bad = classified.filter((r) => r.verdict === "FORWARD-DIVERGENT");
+    await emit({
+      kind: "cells",
+      cells: context.prompts.map((p) => {
+        const result = classified.find((r) => r.prompt === p);
+        return cell(context, "batch_invariance", gate, {
+          prompt: p, status: result?.verdict === "FORWARD-DIVERGENT" ? "fail" : "pass",
+          gap_mnats: result?.maxGapMnats ?? 0, prompt_class: result === undefined ? "IDENTICAL" : result.verdict,
+          detail: result === undefined ? `identical alone and in a batch of ${context.prompts.length}` : `batched ids differ from alone at token ${result.cells.findIndex((c, j) => c.observedId !== alone.get(p)![j])}; max gap ${result.maxGapMnats} mnats`,
+        });
+      }),
+    });
+    return {
+      status: bad.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} batch invariance (B=1 vs B=${context.prompts.length}): ${context.prompts.length - changed.size}/${context.prompts.length} identical, ` +
+        `${changed.size - bad.length} near-tie, ${bad.length} forward-divergent`,
+      metrics: { batch: context.prompts.length, identical: context.prompts.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length },
+    };
+  });
+
+  return { summaryLine };
+}

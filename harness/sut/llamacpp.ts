@@ -1,0 +1,198 @@
+import { availableParallelism } from "node:os";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { BenchError } from "../errors.js";
+import { readGguf } from "../gguf/read.js";
+import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
+import { sha256File } from "../io/sha256.js";
+import { argmaxToken, topKFromProbabilities } from "./topk.js";
+import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TopK } from "./types.js";
+
+/** Settings that change what llama.cpp computes or how fast; all recorded in provenance. */
+export interface LlamaCppSettings {
+  /** Off for oracles: with it on, results depend on how tokens were batched. */
+  readonly flashAttention: boolean;
+  /** F32 gets within ~3e-7 of a float64 reference; F16 is llama.cpp's default. */
+  readonly kvCacheType: "F32" | "F16";
+  /** Explicit: llama.cpp's default of 4 on a 2-core machine collapses throughput ~300x. */
+  readonly threads: number;
+  readonly batchSize: number;
+  /** Tokens per sequence; the context holds contextSize × sequences cells so sequences never evict each other. */
+  readonly contextSize: number;
+  /** Parallel sequences in the context (batched greedy uses one per request). */
+  readonly sequences: number;
+}
+
+/** The oracle recipe: deterministic and batch-invariant. */
+export const ORACLE_SETTINGS: LlamaCppSettings = {
+  flashAttention: false,
+  kvCacheType: "F32",
+  threads: 1,
+  batchSize: 512,
+  contextSize: 1024,
+  sequences: 1,
+};
+
+/** The package hides package.json behind "exports"; find it beside the resolved entry point. */
+const NODE_LLAMA_CPP_VERSION: string = (() => {
+  const entry = createRequire(import.meta.url).resolve("node-llama-cpp");
+  const manifest = join(entry.slice(0, entry.lastIndexOf("/node_modules/node-llama-cpp/") + "/node_modules/node-llama-cpp/".length), "package.json");
+  return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+})();
+
+let llamaInstance: Promise<Llama> | undefined;
+
+/** One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built). */
+function runtime(): Promise<Llama> {
+  llamaInstance ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  return llamaInstance;
+}
+
+export async function llamaCppEngineVersion(): Promise<string> {
+  const llama = await runtime();
+  return `node-llama-cpp ${NODE_LLAMA_CPP_VERSION} / llama.cpp ${llama.llamaCppRelease.release}`;
+}
+
+/**
+ * The embedded SUT: any llama-architecture GGUF evaluated by llama.cpp on CPU. The file is
+ * validated by our own GGUF reader first, because some malformed files abort llama.cpp's process.
+ */
+export class LlamaCppSut implements SystemUnderTest {
+  readonly label: string;
+  private closed = false;
+
+  private constructor(
+    readonly provenance: SutProvenance,
+    private readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    private readonly settings: LlamaCppSettings,
+    label: string,
+  ) {
+    this.label = label;
+    // Sequences are taken once and reused (history cleared per request): a disposed sequence's
+    // KV cells are erased asynchronously, and a sequence taken right after could be poisoned.
+    this.sequences = Array.from({ length: settings.sequences }, () => context.getSequence());
+  }
+
+  private readonly sequences: LlamaContextSequence[];
+
+  static async open(modelPath: string, settings: LlamaCppSettings, label?: string): Promise<LlamaCppSut> {
+    validateLlamaMetadata(readGguf(modelPath), modelPath);
+    const llama = await runtime();
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+    } catch (error) {
+      throw new BenchError(`llama.cpp could not load the model: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete llama GGUF" });
+    }
+    const context = await model.createContext({
+      contextSize: settings.contextSize * settings.sequences,
+      batchSize: settings.batchSize,
+      sequences: settings.sequences,
+      threads: { ideal: settings.threads, min: settings.threads },
+      flashAttention: settings.flashAttention,
+      experimentalKvCacheKeyType: settings.kvCacheType,
+      experimentalKvCacheValueType: settings.kvCacheType,
+    });
+    const provenance: SutProvenance = {
+      kind: "llamacpp",
+      modelPath,
+      modelSha256: await sha256File(modelPath),
+      modelBytes: statSync(modelPath).size,
+      engine: await llamaCppEngineVersion(),
+      settings: { ...settings },
+    };
+    return new LlamaCppSut(provenance, model, context, settings, label ?? `llamacpp ${modelPath.split("/").pop()}`);
+  }
+
+  async tokenize(texts: readonly string[]): Promise<TokenId[][]> {
+    const bos = this.model.tokens.bos;
+    return texts.map((text) => {
+      const ids = this.model.tokenize(text) as number[];
+      return bos === null ? ids : [bos, ...ids];
+    });
+  }
+
+  /** Detokenises ids (BOS and other control tokens drop out). */
+  detokenize(ids: readonly TokenId[]): string {
+    return this.model.detokenize(ids as Token[]);
+  }
+
+  async greedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
+    const results: TokenId[][] = [];
+    for (const request of requests) {
+      assertFits(this.settings, request.promptIds.length + request.maxTokens);
+      results.push(await greedyOnSequence(this.sequences[0], request));
+    }
+    return results;
+  }
+
+  async batchedGreedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
+    if (requests.length > this.settings.sequences) {
+      throw new BenchError(`${requests.length} prompts in one batch need ${requests.length} sequences, the context has ${this.settings.sequences}`, {
+        field: "sequences", fix: "open the SUT with sequences >= the batch size",
+      });
+    }
+    for (const request of requests) assertFits(this.settings, request.promptIds.length + request.maxTokens);
+    return Promise.all(requests.map((request, i) => greedyOnSequence(this.sequences[i], request)));
+  }
+
+  async teacherForcedTopK(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]> {
+    const sequence = this.sequences[0];
+    const results: TopK[][] = [];
+    for (const request of requests) {
+      await sequence.clearHistory();
+      const ids = [...request.promptIds, ...request.continuationIds];
+      assertFits(this.settings, ids.length);
+      // The distribution before continuation token j comes from the position of the token just before it.
+      const firstScored = request.promptIds.length - 1;
+      const input = ids.slice(0, -1).map((id, position) =>
+        position >= firstScored ? ([id as Token, { generateNext: { probabilities: true } }] as const) : (id as Token));
+      const output = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
+      const rows: TopK[] = [];
+      for (let position = firstScored; position < ids.length - 1; position++) {
+        const probabilities = output[position]?.next.probabilities;
+        if (probabilities === undefined) throw new Error(`llama.cpp returned no distribution at position ${position}`);
+        rows.push(topKFromProbabilities(probabilities, request.k));
+      }
+      results.push(rows);
+    }
+    return results;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}
+
+/** Refuses work that would overflow a sequence: llama.cpp would shift the context and compute garbage silently. */
+function assertFits(settings: LlamaCppSettings, tokens: number): void {
+  if (tokens > settings.contextSize) {
+    throw new BenchError(`a request needs ${tokens} tokens, the context holds ${settings.contextSize} per sequence`, { field: "context_size", fix: "raise the arm's context_size" });
+  }
+}
+
+async function greedyOnSequence(sequence: LlamaContextSequence, request: GreedyRequest): Promise<TokenId[]> {
+  await sequence.clearHistory();
+  const generated: TokenId[] = [];
+  const prompt = request.promptIds as Token[];
+  let next = await evaluateNext(sequence, [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]);
+  while (generated.length < request.maxTokens) {
+    generated.push(next);
+    if (generated.length === request.maxTokens) break;
+    next = await evaluateNext(sequence, [[next as Token, { generateNext: { probabilities: true } }]]);
+  }
+  return generated;
+}
+
+async function evaluateNext(sequence: LlamaContextSequence, input: Parameters<LlamaContextSequence["controlledEvaluate"]>[0]): Promise<TokenId> {
+  const output = await sequence.controlledEvaluate(input);
+  const probabilities = output[output.length - 1]?.next.probabilities;
+  if (probabilities === undefined) throw new Error("llama.cpp returned no next-token distribution");
+  return argmaxToken(probabilities);
+}

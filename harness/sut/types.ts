@@ -1,0 +1,64 @@
+/**
+ * The system-under-test interface: small, batch-shaped, capability-declaring. Every method takes
+ * a whole batch of immutable requests; a capability a SUT lacks is simply absent, and a suite that
+ * needs it is SKIPPED with the reason, never passed.
+ */
+
+export type TokenId = number;
+
+/** Top-k of one next-token distribution, sorted by log-prob descending (ties: lower id first). */
+export interface TopK {
+  readonly ids: readonly TokenId[];
+  /** Natural-log probabilities (log-softmax) of `ids`. */
+  readonly logprobs: readonly number[];
+}
+
+export interface GreedyRequest {
+  /** Prompt ids including BOS, exactly as the SUT must be fed them. */
+  readonly promptIds: readonly TokenId[];
+  readonly maxTokens: number;
+}
+
+export interface TeacherForcedRequest {
+  /** Prompt ids including BOS. */
+  readonly promptIds: readonly TokenId[];
+  /** Continuation fed one by one; the SUT returns the distribution before each of these tokens. */
+  readonly continuationIds: readonly TokenId[];
+  readonly k: number;
+}
+
+/** Who and what the SUT is: recorded with every result so a number can be traced to its source. */
+export interface SutProvenance {
+  readonly kind: string;
+  readonly modelPath?: string;
+  readonly modelSha256?: string;
+  readonly modelBytes?: number;
+  /** Engine name and version, e.g. node-llama-cpp 3.21.1 / llama.cpp b6xxx. */
+  readonly engine: string;
+  /** Settings that change numerics (flash attention, KV cache type, threads, batch size …). */
+  readonly settings: Readonly<Record<string, string | number | boolean>>;
+}
+
+export type Capability = "tokenize" | "greedy" | "teacherForcedTopK" | "batchedGreedy";
+
+export interface SystemUnderTest {
+  /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
+  readonly label: string;
+  readonly provenance: SutProvenance;
+
+  /** Text to ids, BOS included, as this SUT's tokenizer does it. */
+  tokenize?(texts: readonly string[]): Promise<TokenId[][]>;
+  /** Greedy (temperature 0) continuations, each prompt evaluated alone. */
+  greedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
+  /** Greedy continuations with all requests in flight together (several sequences in one batch). */
+  batchedGreedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
+  /** Teacher-forced top-k: one TopK per continuation token, for each request. */
+  teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
+
+  /** Releases the SUT (engine, processes); safe to call twice. */
+  close(): Promise<void>;
+}
+
+export function hasCapability(sut: SystemUnderTest, capability: Capability): boolean {
+  return typeof sut[capability] === "function";
+}
