@@ -94,6 +94,29 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     await emit({ kind: "verdict", verdict });
   };
 
+  await check("tokenizer", suite.checks.tokenizer, ["tokenize"], async (gate) => {
+    const ids = await sut.tokenize!(context.prompts.map((p) => suite.prompts[p]));
+    const drifted = context.prompts.filter((p, i) => ids[i].join(",") !== goldens.promptIds[p].join(","));
+    await emit({
+      kind: "cells",
+      cells: context.prompts.map((p, i) => {
+        const at = ids[i].findIndex((id, j) => id !== goldens.promptIds[p][j]);
+        return cell(context, "tokenizer", gate, {
+          prompt: p, status: drifted.includes(p) ? "fail" : "pass",
+          position: drifted.includes(p) ? (at < 0 ? ids[i].length : at) : null,
+          expected_id: drifted.includes(p) ? (goldens.promptIds[p][at < 0 ? ids[i].length : at] ?? null) : null,
+          observed_id: drifted.includes(p) && at >= 0 ? ids[i][at] : null,
+          detail: drifted.includes(p) ? "the SUT's tokenizer gives other prompt ids than the oracle's" : "same prompt ids as the goldens",
+        });
+      }),
+    });
+    return {
+      status: drifted.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} tokenizer: ${context.prompts.length - drifted.length}/${context.prompts.length} prompts tokenize to the goldens' ids`,
+      metrics: { prompts: context.prompts.length, drifted: drifted.length },
+    };
+  });
+
   await check("greedy_parity", suite.checks.greedy_parity, ["greedy"], async (gate) => {
     const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
     aloneIds = new Map(context.prompts.map((p, i) => [p, ids[i]]));

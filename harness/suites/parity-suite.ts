@@ -35,6 +35,8 @@ export interface ParitySuite {
   readonly top_k: number;
   readonly band_mnats: number;
   readonly checks: {
+    /** The SUT's own tokenizer must give the goldens' prompt ids (drift is its own check, not a parity failure). */
+    readonly tokenizer?: GateLevel;
     readonly greedy_parity: GateLevel;
     readonly teacher_forced?: GateLevel;
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };

@@ -17,12 +17,14 @@ export function registerGoldens(program: Command): void {
     .description("run the llama.cpp oracle on a suite's prompts and write its goldens atomically")
     .option("--suite <suite>", "suite name or path", "parity16")
     .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: the suite's oracle)")
-    .action(async (options: { suite: string; model?: string }) => {
+    .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
+    .action(async (options: { suite: string; model?: string; out?: string }) => {
       const suite = loadParitySuite(options.suite);
       const model = await resolveModel(options.model ?? suite.oracle.model);
+      const directory = options.out ?? goldensDir(goldensModelDirName(model), suite.name);
       progress(`making goldens for ${suite.name} on ${model.id}`);
-      const manifest = await makeGoldens(suite, model);
-      say(`wrote ${goldensDir(goldensModelDirName(model), suite.name)} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+      const manifest = await makeGoldens(suite, model, directory);
+      say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
     });
 
   goldens

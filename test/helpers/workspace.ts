@@ -1,0 +1,29 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { spawnSync } from "node:child_process";
+import { PACKAGE_ROOT } from "../../harness/paths.js";
+
+export const BENCH_BIN = resolve(PACKAGE_ROOT, "bin", "bench.js");
+
+export function temporaryDirectory(prefix: string): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), `bench-${prefix}-`));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface CliResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the real CLI in a child process, the way a user or CI does. */
+export function bench(args: readonly string[], env: Record<string, string> = {}): CliResult {
+  const result = spawnSync(process.execPath, [BENCH_BIN, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: { ...process.env, NO_COLOR: "1", CI: "1", ...env },
+    encoding: "utf8",
+    timeout: 300_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
