@@ -136,7 +136,26 @@ export class LlamaCppSut implements SystemUnderTest {
       });
     }
     for (const request of requests) assertFits(this.settings, request.promptIds.length + request.maxTokens);
-    return Promise.all(requests.map((request, i) => greedyOnSequence(this.sequences[i], request)));
+    // Lockstep: all prompts are prefilled together, then every sequence advances one token per
+    // step, as a continuous-batching server's decode loop does. Free-running sequences (each at
+    // its own phase within one batch) gave wrong tokens for 3-10% of prompts in node-llama-cpp
+    // 3.21.1 on CPU (README, "Findings"), which would make this check measure that bug every run.
+    const sequences = this.sequences.slice(0, requests.length);
+    await Promise.all(sequences.map((sequence) => sequence.clearHistory()));
+    const generated: TokenId[][] = requests.map(() => []);
+    let next = await Promise.all(requests.map((request, i) => {
+      const prompt = request.promptIds as Token[];
+      return evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]);
+    }));
+    for (;;) {
+      const active = requests.map((request, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
+      active.forEach((i) => generated[i].push(next[i]));
+      const continuing = active.filter((i) => generated[i].length < requests[i].maxTokens);
+      if (continuing.length === 0) return generated;
+      const stepped = await Promise.all(continuing.map((i) => evaluateNext(sequences[i], [[next[i] as Token, { generateNext: { probabilities: true } }]])));
+      next = [...next];
+      continuing.forEach((i, j) => { next[i] = stepped[j]; });
+    }
   }
 
   async teacherForcedTopK(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]> {

@@ -11,6 +11,12 @@ export function temporaryDirectory(prefix: string): { path: string; remove: () =
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
+/** uvu sets FORCE_COLOR, which makes Node warn about NO_COLOR on stderr in every child. */
+export function withoutForceColor(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { FORCE_COLOR: _ignored, ...rest } = env;
+  return rest;
+}
+
 export interface CliResult {
   readonly status: number | null;
   readonly stdout: string;
@@ -21,7 +27,7 @@ export interface CliResult {
 export function bench(args: readonly string[], env: Record<string, string> = {}): CliResult {
   const result = spawnSync(process.execPath, [BENCH_BIN, ...args], {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, NO_COLOR: "1", CI: "1", ...env },
+    env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1", ...env },
     encoding: "utf8",
     timeout: 300_000,
   });

@@ -73,9 +73,15 @@ export function registerRun(program: Command): void {
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
       await recorder.open();
       const controller = new AbortController();
-      const onSignal = (): void => controller.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
+      // Stays registered for the life of the process: node-llama-cpp's dependencies (signal-exit)
+      // re-raise a signal that no other listener holds, which would kill us before results are kept.
+      // A second signal means "stop now".
+      const onSignal = (): void => {
+        if (controller.signal.aborted) process.exit(EXIT.error);
+        controller.abort();
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
       const emit = async (event: RunEvent): Promise<void> => {
         await recorder.record(event);
         if (event.kind === "progress") progress(event.message);
@@ -86,9 +92,6 @@ export function registerRun(program: Command): void {
       } catch (error) {
         await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
         throw error;
-      } finally {
-        process.off("SIGINT", onSignal);
-        process.off("SIGTERM", onSignal);
       }
       const verdicts = recorder.allVerdicts();
       if (controller.signal.aborted) {

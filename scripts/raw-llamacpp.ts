@@ -1,0 +1,56 @@
+/**
+ * The baseline for the harness's overhead benchmarks: the same evaluations written directly
+ * against node-llama-cpp, with nothing of the harness in between (no validation, hashing,
+ * scoring or result files). Same settings as the oracle recipe.
+ */
+import { availableParallelism } from "node:os";
+import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
+
+export interface RawSession {
+  tokenize(text: string): Token[];
+  greedy(prompt: Token[], maxTokens: number): Promise<Token[]>;
+  teacherForced(prompt: Token[], continuation: Token[], k: number): Promise<Array<Array<[Token, number]>>>;
+  close(): Promise<void>;
+}
+
+function argmax(probabilities: Map<Token, number>): Token {
+  let best = -1 as Token;
+  let bestP = -Infinity;
+  for (const [id, p] of probabilities) if (p > bestP) { best = id; bestP = p; }
+  return best;
+}
+
+export async function openRaw(modelPath: string, options: { flashAttention?: boolean; sequences?: number } = {}): Promise<RawSession> {
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+  const context = await model.createContext({
+    contextSize: 1024, batchSize: 512, sequences: options.sequences ?? 1, threads: { ideal: 1, min: 1 },
+    flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+  });
+  const sequence: LlamaContextSequence = context.getSequence();
+  const probe = { generateNext: { probabilities: true } } as const;
+  return {
+    tokenize: (text) => [model.tokens.bos!, ...model.tokenize(text)],
+    async greedy(prompt, maxTokens) {
+      await sequence.clearHistory();
+      const out: Token[] = [];
+      let result = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], probe]]);
+      for (;;) {
+        const next = argmax(result[result.length - 1]!.next.probabilities!);
+        out.push(next);
+        if (out.length === maxTokens) return out;
+        result = await sequence.controlledEvaluate([[next, probe]]);
+      }
+    },
+    async teacherForced(prompt, continuation, k) {
+      await sequence.clearHistory();
+      const ids = [...prompt, ...continuation];
+      const result = await sequence.controlledEvaluate(ids.slice(0, -1).map((id, i) => (i >= prompt.length - 1 ? [id, probe] as [Token, typeof probe] : id)));
+      return continuation.map((_, j) => [...result[prompt.length - 1 + j]!.next.probabilities!.entries()].sort((a, b) => b[1] - a[1]).slice(0, k));
+    },
+    async close() {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
+}

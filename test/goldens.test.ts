@@ -1,0 +1,135 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { cpSync, readdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
+import { verifyGoldens } from "../harness/goldens/verify.js";
+import { encodeNpy, readNpyInt32 } from "../harness/goldens/npy.js";
+import { BenchError } from "../harness/errors.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("goldens");
+test.after(() => work.remove());
+const committed = goldensDir("tiny-random.F32", "parity16");
+
+test("the committed parity16 goldens verify against the fixture, prompts, tokenizer and oracle recipe", async () => {
+  const check = await verifyGoldens(committed);
+  assert.is(check.status, "ok", check.status === "mismatch" ? check.reason : "");
+  const goldens = readGoldens(committed);
+  assert.is(goldens.promptIds.length, 16);
+  assert.is(goldens.greedyIds[0].length, 16);
+  assert.is(goldens.topkIds![0][0].length, 20);
+  assert.is(goldens.manifest.oracle.settings.flashAttention, false);
+  assert.is(goldens.manifest.oracle.settings.kvCacheType, "F32");
+  assert.is(goldens.manifest.oracle.settings.threads, 1);
+  // Golden top-1 is the greedy id: the oracle teacher-forced on its own continuation agrees with itself.
+  goldens.greedyIds.forEach((ids, p) => ids.forEach((id, t) => assert.is(goldens.topkIds![p][t][0], id)));
+});
+
+test("two separate processes produce byte-identical goldens, equal to the committed ones", () => {
+  const env = { SOURCE_DATE_EPOCH: "1764460800" };
+  const a = join(work.path, "a");
+  const b = join(work.path, "b");
+  for (const out of [a, b]) {
+    const result = bench(["goldens", "make", "--suite", "parity16", "--out", out], env);
+    assert.is(result.status, 0, result.stderr);
+  }
+  const files = readdirSync(a).sort();
+  assert.equal(files, ["greedy_ids.npy", "manifest.json", "prompt_ids.npy", "topk_ids.npy", "topk_logprobs.npy"]);
+  for (const file of files) assert.ok(readFileSync(join(a, file)).equals(readFileSync(join(b, file))), file);
+  for (const file of files.filter((f) => f.endsWith(".npy"))) assert.ok(readFileSync(join(a, file)).equals(readFileSync(join(committed, file))), `${file} matches the committed goldens`);
+});
+
+test("verify fails loudly on an edited array, a different model artifact, and changed oracle settings", async () => {
+  const edited = join(work.path, "edited");
+  cpSync(committed, edited, { recursive: true });
+  const greedy = readNpyInt32(join(edited, "greedy_ids.npy"), 2);
+  greedy.data[5] += 1;
+  writeFileSync(join(edited, "greedy_ids.npy"), encodeNpy(greedy.data, greedy.shape));
+  const editedCheck = await verifyGoldens(edited);
+  assert.is(editedCheck.status, "mismatch");
+  assert.match(editedCheck.status === "mismatch" ? editedCheck.reason : "", /greedy_ids\.npy: files\.greedy_ids\.npy: sha256 .* does not match/);
+
+  const otherModel = join(work.path, "other-model");
+  cpSync(committed, otherModel, { recursive: true });
+  const manifest = JSON.parse(readFileSync(join(otherModel, "manifest.json"), "utf8"));
+  manifest.model.id = "tiny-random:Q8_0";
+  writeFileSync(join(otherModel, "manifest.json"), JSON.stringify(manifest));
+  const modelCheck = await verifyGoldens(otherModel);
+  assert.match(modelCheck.status === "mismatch" ? modelCheck.reason : "ok", /model\.sha256: goldens were made from a different model artifact/);
+
+  const settings = join(work.path, "settings");
+  cpSync(committed, settings, { recursive: true });
+  const m2 = JSON.parse(readFileSync(join(settings, "manifest.json"), "utf8"));
+  m2.oracle.settings.flashAttention = true;
+  writeFileSync(join(settings, "manifest.json"), JSON.stringify(m2));
+  const settingsCheck = await verifyGoldens(settings);
+  assert.match(settingsCheck.status === "mismatch" ? settingsCheck.reason : "ok", /oracle\.settings\.flashAttention: oracle setting flashAttention is true/);
+
+  const schema = join(work.path, "schema");
+  cpSync(committed, schema, { recursive: true });
+  const m3 = JSON.parse(readFileSync(join(schema, "manifest.json"), "utf8"));
+  m3.extra = 1;
+  writeFileSync(join(schema, "manifest.json"), JSON.stringify(m3));
+  const schemaCheck = await verifyGoldens(schema);
+  assert.match(schemaCheck.status === "mismatch" ? schemaCheck.reason : "ok", /manifest\.json: extra: unknown field/);
+});
+
+test(".npy with the wrong dtype, byte order or rank is refused with the fix", () => {
+  const path = join(work.path, "bad.npy");
+  const npy = (descr: string, shape: string, bytes: number) => {
+    let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape}), }`;
+    while ((10 + header.length + 1) % 64 !== 0) header += " ";
+    header += "\n";
+    const out = Buffer.alloc(10 + header.length + bytes);
+    out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]);
+    out.writeUInt16LE(header.length, 8);
+    out.write(header, 10, "latin1");
+    return out;
+  };
+  const message = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (error) {
+      if (error instanceof BenchError) return error.oneLine();
+      throw error;
+    }
+    return "no error";
+  };
+  writeFileSync(path, npy(">i4", "2, 2", 16));
+  assert.match(message(() => readNpyInt32(path, 2)), /bad\.npy: descr: byte order is big-endian.*fix: save it as numpy\.asarray\(x, dtype="<i4"\)/);
+  writeFileSync(path, npy("<i8", "2, 2", 32));
+  assert.match(message(() => readNpyInt32(path, 2)), /dtype is <i8, the goldens contract needs <i4/);
+  writeFileSync(path, npy("<i4", "4,", 16));
+  assert.match(message(() => readNpyInt32(path, 2)), /shape: array has shape \(4\), rank 2 expected/);
+  writeFileSync(path, "not numpy");
+  assert.match(message(() => readNpyInt32(path, 2)), /not a \.npy file/);
+});
+
+test("bench goldens import takes another project's <i4 [16,16] greedy ids and writes our format, provenance imported", () => {
+  // Another project's files, written as numpy would (numpy-style header padding, '<i4').
+  const source = readGoldens(committed);
+  const greedyPath = join(work.path, "theirs-greedy.npy");
+  const promptsPath = join(work.path, "theirs-prompts.npy");
+  writeFileSync(greedyPath, encodeNpy(Int32Array.from(source.greedyIds.flat()), [16, 16]));
+  const width = Math.max(...source.promptIds.map((p) => p.length));
+  const padded = new Int32Array(16 * width).fill(-1);
+  source.promptIds.forEach((ids, p) => padded.set(ids, p * width));
+  writeFileSync(promptsPath, encodeNpy(padded, [16, width]));
+  const out = join(work.path, "imported");
+  const result = bench(["goldens", "import", "--greedy", greedyPath, "--prompts", promptsPath, "--model", "tiny-random", "--suite", "parity16", "--source", "vllm.cpp tests/parity", "--out", out]);
+  assert.is(result.status, 0, result.stderr);
+  const imported = readGoldens(out);
+  assert.is(imported.manifest.oracle.name, "imported");
+  assert.is(imported.manifest.oracle.source, "vllm.cpp tests/parity");
+  assert.is(imported.manifest.K, 0);
+  assert.equal(imported.greedyIds, source.greedyIds);
+  assert.ok(!existsSync(join(out, "topk_ids.npy")));
+
+  const wrong = bench(["goldens", "import", "--greedy", greedyPath, "--prompts", greedyPath.replace("greedy", "missing"), "--model", "tiny-random", "--suite", "x", "--out", join(work.path, "never")]);
+  assert.is(wrong.status, 2);
+  assert.match(wrong.stderr, /^bench: error: .*theirs-missing\.npy: cannot read \(ENOENT\)/m);
+  assert.ok(!existsSync(join(work.path, "never")), "nothing half-written");
+});
+
+test.run();

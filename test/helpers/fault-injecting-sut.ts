@@ -1,0 +1,36 @@
+import type { GreedyRequest, SystemUnderTest } from "../../harness/sut/types.js";
+
+/**
+ * FAKE, for fault injection only: wraps a REAL SUT and misbehaves on demand in ways llama.cpp
+ * cannot be made to on cue (hang, crash, lose a capability, be fed other prompt ids).
+ * Every number it returns otherwise comes from the real SUT underneath.
+ */
+export type Fault =
+  | { readonly kind: "hang-on-greedy-call"; readonly call: number }
+  | { readonly kind: "crash-on-greedy-call"; readonly call: number }
+  | { readonly kind: "without"; readonly capability: "batchedGreedy" | "teacherForcedTopK" | "tokenize" }
+  | { readonly kind: "tamper-prompt-ids" };
+
+export function faultInjectingSut(real: SystemUnderTest, fault: Fault): SystemUnderTest {
+  let greedyCalls = 0;
+  const greedy = async (requests: readonly GreedyRequest[]) => {
+    greedyCalls++;
+    if (fault.kind === "hang-on-greedy-call" && greedyCalls === fault.call) return new Promise<number[][]>(() => {});
+    if (fault.kind === "crash-on-greedy-call" && greedyCalls === fault.call) throw new Error("SUT process exited with signal SIGSEGV");
+    if (fault.kind === "tamper-prompt-ids") {
+      return real.greedy!(requests.map((r) => ({ ...r, promptIds: [r.promptIds[0], 260, ...r.promptIds.slice(2)] })));
+    }
+    return real.greedy!(requests);
+  };
+  const sut: SystemUnderTest = {
+    label: `${real.label} [fault: ${fault.kind}]`,
+    provenance: real.provenance,
+    tokenize: real.tokenize?.bind(real),
+    greedy,
+    batchedGreedy: real.batchedGreedy?.bind(real),
+    teacherForcedTopK: real.teacherForcedTopK?.bind(real),
+    close: () => real.close(),
+  };
+  if (fault.kind === "without") delete sut[fault.capability];
+  return sut;
+}

@@ -1,0 +1,166 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { tableFromIPC } from "apache-arrow";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { RunDirectory } from "../harness/results/run-directory.js";
+import { exitCodeFor } from "../harness/results/verdicts.js";
+import { runBattery } from "../harness/runner/run.js";
+import { LlamaCppSut } from "../harness/sut/llamacpp.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
+import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { faultInjectingSut, type Fault } from "./helpers/fault-injecting-sut.js";
+
+const work = temporaryDirectory("run");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+
+function summaryOf(runId: string) {
+  return JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
+}
+
+test("bench run on the clean model: exit 0, summary line, every result file written and consistent", () => {
+  const result = bench(["run", "--arm", "F32", "--arm", "Q8_0", "--runs-dir", runs, "--run-id", "clean"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^F32 correctness gate: 16\/16 prompts PASS \(STRICT 16\/16; near-tie-band only 0\/16; max gap 0\.000 nats; 0 forward-divergent\)$/m);
+  assert.match(result.stdout, /^Q8_0 correctness gate: 16\/16 prompts PASS \(STRICT \d+\/16; near-tie-band only \d+\/16; max gap 0\.\d+ nats @ prompt\[\d+\] tok=\d+; 0 forward-divergent\)$/m);
+  const summary = summaryOf("clean");
+  assert.is(summary.status, "complete");
+  assert.is(summary.exit_code, 0);
+  assert.is(summary.counts.required_failed, 0);
+  assert.ok(summary.suts.every((s: { provenance: { modelSha256: string } }) => /^[0-9a-f]{64}$/.test(s.provenance.modelSha256)));
+  const cells = tableFromIPC(readFileSync(join(runs, "clean", "cells.arrow")));
+  assert.is(cells.numRows, summary.cells);
+  const parityCells = cells.toArray().filter((r) => r.check === "greedy_parity" && r.arm === "F32");
+  assert.is(parityCells.length, 256, "16 prompts × 16 positions");
+  assert.ok(parityCells.every((r) => r.status === "pass" && r.gap_mnats === 0));
+  assert.match(readFileSync(join(runs, "clean", "junit.xml"), "utf8"), /<testsuite name="parity16" tests="\d+" failures="0"/);
+  assert.match(readFileSync(join(runs, "clean", "summary.md"), "utf8"), /\| parity16 \| Q8_0 \| greedy_parity \| informational \| PASS \|/);
+});
+
+for (const [model, expectation] of [
+  ["tiny-random-perturbed-layer", /FORWARD|forward-divergent/],
+  ["tiny-random-rope-base", /forward-divergent/],
+] as const) {
+  test(`planted fault ${model}: FORWARD-DIVERGENT, exit 1`, () => {
+    const result = bench(["run", "--model", model, "--runs-dir", runs, "--run-id", model]);
+    assert.is(result.status, 1, result.stdout + result.stderr);
+    assert.match(result.stdout, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
+    assert.match(result.stdout, expectation);
+    const failed = summaryOf(model).verdicts.filter((v: { status: string }) => v.status === "fail").map((v: { check: string }) => v.check);
+    assert.ok(failed.includes("greedy_parity"));
+  });
+}
+
+test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, exit 1", () => {
+  const result = bench(["run", "--model", "tiny-random-swapped-vocab", "--runs-dir", runs, "--run-id", "swapped"]);
+  assert.is(result.status, 1);
+  const tokenizer = summaryOf("swapped").verdicts.find((v: { check: string }) => v.check === "tokenizer");
+  assert.is(tokenizer.status, "fail");
+  assert.match(tokenizer.summary, /\d+\/16 prompts tokenize to the goldens' ids/);
+});
+
+async function programmaticRun(runId: string, fault: Fault | undefined, options: { arms?: string[]; caseTimeoutS?: number } = {}) {
+  const recorder = new RunDirectory(runId, runs, ["test"]);
+  await recorder.open();
+  let error: unknown;
+  try {
+    await runBattery({
+      arms: options.arms ?? ["F32"],
+      caseTimeoutS: options.caseTimeoutS,
+      openSut: async (arm, settings) => {
+        const real = await LlamaCppSut.open((await resolveModel(arm.model)).path, settings, arm.label);
+        return fault === undefined ? real : faultInjectingSut(real, fault);
+      },
+    }, recorder, recorder.record);
+  } catch (e) {
+    error = e;
+  }
+  const code = exitCodeFor(recorder.allVerdicts());
+  await recorder.flush("complete", code);
+  return { code, verdicts: recorder.allVerdicts(), error };
+}
+
+test("planted fault: a SUT fed different prompt ids ends FORWARD-DIVERGENT, exit 1", async () => {
+  const { code, verdicts } = await programmaticRun("tamper", { kind: "tamper-prompt-ids" });
+  assert.is(code, 1);
+  const parity = verdicts.find((v) => v.check === "greedy_parity")!;
+  assert.is(parity.status, "fail");
+  assert.ok(parity.status === "fail" && Number(parity.metrics.forward_divergent) > 0);
+});
+
+test("a required check whose capability the SUT lacks is SKIPPED — NOT A PASS, exit 77", async () => {
+  const { code, verdicts } = await programmaticRun("no-batch", { kind: "without", capability: "batchedGreedy" });
+  assert.is(code, 77);
+  const skipped = verdicts.find((v) => v.check === "batch_invariance")!;
+  assert.is(skipped.status, "skip");
+  assert.match(skipped.status === "skip" ? skipped.reason : "", /lacks batchedGreedy/);
+  assert.match(readFileSync(join(runs, "no-batch", "junit.xml"), "utf8"), /<failure message="SKIPPED — NOT A PASS: .*lacks batchedGreedy"/);
+});
+
+test("a SUT that crashes or hangs mid-run: error verdict with a one-line reason, exit 2, finished results kept", async () => {
+  const crash = await programmaticRun("crash", { kind: "crash-on-greedy-call", call: 2 }, { arms: ["F32", "Q8_0"] });
+  assert.is(crash.code, 2);
+  const determinism = crash.verdicts.find((v) => v.arm === "F32" && v.check === "determinism")!;
+  assert.is(determinism.status, "error");
+  assert.match(determinism.status === "error" ? determinism.reason : "", /^SUT process exited with signal SIGSEGV$/);
+  assert.ok(crash.verdicts.some((v) => v.arm === "Q8_0" && v.status === "pass"), "later arms still ran");
+  const hang = await programmaticRun("hang", { kind: "hang-on-greedy-call", call: 1 }, { caseTimeoutS: 1 });
+  assert.is(hang.code, 2);
+  const parity = hang.verdicts.find((v) => v.check === "greedy_parity")!;
+  assert.match(parity.status === "error" ? parity.reason : "", /greedy did not answer within 1 s \(per-case timeout\)/);
+  const lines = readFileSync(join(runs, "hang", "cells.jsonl"), "utf8").trim().split("\n");
+  assert.ok(lines.length > 1, "cells of the checks that finished are kept");
+});
+
+test("the clean model passes in every one of 10 reruns", () => {
+  for (let i = 0; i < 10; i++) {
+    const result = bench(["run", "--arm", "F32", "--runs-dir", runs, "--run-id", `rerun-${i}`]);
+    assert.is(result.status, 0, `rerun ${i}: ${result.stdout}`);
+  }
+});
+
+test("bad input: unknown suite field, missing goldens, goldens for another artifact, unknown arm — one line, exit 2", () => {
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "parity16.json"), "utf8"));
+  const unknownField = join(work.path, "unknown-field.json");
+  writeFileSync(unknownField, JSON.stringify({ ...suite, $schema: undefined, promtps: [] }));
+  let result = bench(["run", "--suite", unknownField, "--runs-dir", runs]);
+  assert.is(result.status, 2);
+  assert.match(result.stderr, /^bench: error: .*unknown-field\.json: promtps: unknown field \(fix: remove it or check its spelling/m);
+  assert.is(result.stderr.trim().split("\n").length, 1, `one line: ${result.stderr}`);
+
+  const noGoldens = join(work.path, "no-goldens.json");
+  writeFileSync(noGoldens, JSON.stringify({ ...suite, $schema: undefined, name: "no-goldens" }));
+  result = bench(["run", "--suite", noGoldens, "--runs-dir", runs]);
+  assert.is(result.status, 2);
+  assert.match(result.stderr, /no goldens for suite no-goldens on tiny-random:F32 \(fix: make them: bench goldens make --suite no-goldens\)/);
+
+  const otherOracle = join(work.path, "parity16.json");
+  writeFileSync(otherOracle, JSON.stringify({ ...suite, $schema: undefined, oracle: { model: "tiny-random:Q8_0" } }));
+  result = bench(["run", "--suite", otherOracle, "--runs-dir", runs]);
+  assert.is(result.status, 2);
+  assert.match(result.stderr, /no goldens for suite parity16 on tiny-random:Q8_0/);
+
+  result = bench(["run", "--arm", "Q4_KM", "--runs-dir", runs]);
+  assert.is(result.status, 2);
+  assert.match(result.stderr, /no arm "Q4_KM" in suite parity16 \(did you mean "Q4_K"\?\)/);
+});
+
+test("Ctrl-C mid-run: the SUT is stopped, finished cells are kept, status interrupted, exit 2", async () => {
+  const child = spawn(process.execPath, [BENCH_BIN, "run", "--runs-dir", runs, "--run-id", "interrupted"], { cwd: PACKAGE_ROOT, env: { ...withoutForceColor(process.env), CI: "1" } });
+  let stdout = "";
+  child.stdout.on("data", (chunk) => {
+    stdout += chunk;
+    if (stdout.includes("correctness gate")) child.kill("SIGINT");
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  assert.is(code, 2, stdout);
+  const summary = summaryOf("interrupted");
+  assert.is(summary.status, "interrupted");
+  assert.ok(summary.cells > 0);
+  assert.ok(existsSync(join(runs, "interrupted", "cells.arrow")));
+});
+
+test.run();
