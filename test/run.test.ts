@@ -45,7 +45,7 @@ for (const [model, expectation] of [
   ["tiny-random-rope-base", /forward-divergent/],
 ] as const) {
   test(`planted fault ${model}: FORWARD-DIVERGENT, exit 1`, () => {
-    const result = bench(["run", "--model", model, "--runs-dir", runs, "--run-id", model]);
+    const result = bench(["run", "--suite", "parity16", "--model", model, "--runs-dir", runs, "--run-id", model]);
     assert.is(result.status, 1, result.stdout + result.stderr);
     assert.match(result.stdout, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
     assert.match(result.stdout, expectation);
@@ -55,7 +55,7 @@ for (const [model, expectation] of [
 }
 
 test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, exit 1", () => {
-  const result = bench(["run", "--model", "tiny-random-swapped-vocab", "--runs-dir", runs, "--run-id", "swapped"]);
+  const result = bench(["run", "--suite", "parity16", "--model", "tiny-random-swapped-vocab", "--runs-dir", runs, "--run-id", "swapped"]);
   assert.is(result.status, 1);
   const tokenizer = summaryOf("swapped").verdicts.find((v: { check: string }) => v.check === "tokenizer");
   assert.is(tokenizer.status, "fail");
@@ -68,6 +68,7 @@ async function programmaticRun(runId: string, fault: Fault | undefined, options:
   let error: unknown;
   try {
     await runBattery({
+      suites: ["parity16"],
       arms: options.arms ?? ["F32"],
       caseTimeoutS: options.caseTimeoutS,
       openSut: async (arm, settings) => {
@@ -145,7 +146,7 @@ test("bad input: unknown suite field, missing goldens, goldens for another artif
 
   result = bench(["run", "--arm", "Q4_KM", "--runs-dir", runs]);
   assert.is(result.status, 2);
-  assert.match(result.stderr, /no arm "Q4_KM" in suite parity16 \(did you mean "Q4_K"\?\)/);
+  assert.match(result.stderr, /no arm "Q4_KM" in parity16, niah \(did you mean "Q4_K"\?\)/);
 });
 
 test("Ctrl-C mid-run: the SUT is stopped, finished cells are kept, status interrupted, exit 2", async () => {

@@ -1,4 +1,4 @@
-import { Bool, Int32, Table, Utf8, tableToIPC, vectorFromArray } from "apache-arrow";
+import { Bool, Float64, Int32, Table, Uint32, Utf8, tableToIPC, vectorFromArray } from "apache-arrow";
 import type { CellRecord } from "./types.js";
 
 /** cells.arrow: Arrow IPC file, one row per cell; columns typed, inapplicable values null. */
@@ -18,6 +18,10 @@ export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
     gap_mnats: int("gap_mnats"),
     gap_lower_bound: vectorFromArray(cells.map((c) => c.gap_lower_bound), new Bool()),
     prompt_class: text("prompt_class"),
+    niah_length: int("niah_length"),
+    niah_depth: vectorFromArray(cells.map((c) => c.niah_depth), new Float64()),
+    niah_trial: int("niah_trial"),
+    niah_seed: vectorFromArray(cells.map((c) => c.niah_seed), new Uint32()),
     detail: text("detail"),
     reproduce: text("reproduce"),
   });

@@ -14,6 +14,11 @@ export interface CellRecord {
   readonly gap_mnats: number | null;
   readonly gap_lower_bound: boolean | null;
   readonly prompt_class: string | null;
+  /** Needle cases: target length, depth, trial and the seed that reproduces the needle. */
+  readonly niah_length: number | null;
+  readonly niah_depth: number | null;
+  readonly niah_trial: number | null;
+  readonly niah_seed: number | null;
   readonly detail: string;
   /** One command line that reproduces this cell (test-backend-ops style). */
   readonly reproduce: string;

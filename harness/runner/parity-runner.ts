@@ -1,44 +1,25 @@
 import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
-import { BenchError } from "../errors.js";
 import { classifyPrompt, paritySummaryLine, tallyParity, type PromptParity } from "../parity/classify.js";
 import type { Goldens } from "../goldens/goldens.js";
 import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
-import type { CellRecord, CheckName, GateVerdict, RunListener } from "../results/types.js";
-import type { GateLevel, ParityArm, ParitySuite } from "../suites/parity-suite.js";
-import { hasCapability, type SystemUnderTest, type TokenId } from "../sut/types.js";
+import type { CellRecord, CheckName } from "../results/types.js";
+import type { GateLevel, ParitySuite } from "../suites/parity-suite.js";
+import { hasCapability, type Capability, type TokenId } from "../sut/types.js";
+import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 
 /** Teacher-forced top-1 accuracy below this fails the teacher_forced check (tt-metal gates on top-1/top-5). */
 export const DEFAULT_MIN_TOP1 = 0.9;
 
-export interface ParityArmContext {
+export interface ParityArmContext extends ArmScope {
   readonly suite: ParitySuite;
-  readonly arm: ParityArm;
-  readonly sut: SystemUnderTest;
   readonly goldens: Goldens;
   readonly oracle: TeacherForcedCache;
   /** Prompt indices to run (all by default). */
   readonly prompts: readonly number[];
-  readonly emit: RunListener;
-  readonly signal: AbortSignal;
-}
-
-/** Gate level of a check on an arm: required only if both the arm and the check are. */
-function gateOf(arm: ParityArm, check: GateLevel): GateLevel {
-  return arm.gate === "required" && check === "required" ? "required" : "informational";
-}
-
-function reproduce(context: ParityArmContext, prompt?: number): string {
-  const promptPart = prompt === undefined ? "" : ` --prompt ${prompt}`;
-  return `bench run --suite ${context.suite.name} --arm ${JSON.stringify(context.arm.label)}${promptPart}`;
 }
 
 function cell(context: ParityArmContext, check: CheckName, gate: GateLevel, fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">): CellRecord {
-  return {
-    suite: context.suite.name, arm: context.arm.label, check, gate,
-    prompt: null, position: null, expected_id: null, observed_id: null, gap_mnats: null, gap_lower_bound: null, prompt_class: null,
-    reproduce: reproduce(context, fields.prompt ?? undefined),
-    ...fields,
-  };
+  return makeCell(context, check, gate, fields, fields.prompt === undefined || fields.prompt === null ? "" : ` --prompt ${fields.prompt}`);
 }
 
 /** Classifies SUT paths against the goldens, teacher-forcing the oracle only where they differ. */
@@ -58,8 +39,6 @@ function parityCells(context: ParityArmContext, check: CheckName, gate: GateLeve
   })));
 }
 
-type CheckOutcome = { status: "pass" | "fail"; summary: string; metrics: Record<string, number | string | null> };
-
 /**
  * Runs every check of one arm. A check whose capability is missing is SKIPPED with the reason;
  * a check that throws becomes an error verdict; the other checks still run.
@@ -70,29 +49,8 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
   let aloneIds: Map<number, TokenId[]> | undefined;
   let summaryLine: string | undefined;
 
-  const check = async (name: CheckName, level: GateLevel | undefined, needs: readonly Parameters<typeof hasCapability>[1][], body: (gate: GateLevel) => Promise<CheckOutcome>): Promise<void> => {
-    if (level === undefined) return;
-    const gate = gateOf(arm, level);
-    const base = { suite: suite.name, arm: arm.label, check: name, gate };
-    if (context.signal.aborted) return;
-    const missing = needs.filter((capability) => !hasCapability(sut, capability));
-    let verdict: GateVerdict;
-    if (missing.length > 0) {
-      verdict = { ...base, status: "skip", reason: `${sut.label} lacks ${missing.join(", ")}` };
-      await emit({ kind: "cells", cells: [cell(context, name, gate, { status: "skip", detail: verdict.reason })] });
-    } else {
-      try {
-        await emit({ kind: "progress", message: `${suite.name} · ${arm.label} · ${name}` });
-        verdict = { ...base, ...(await body(gate)) };
-      } catch (error) {
-        if (error instanceof BenchError && error.file !== undefined) throw error;
-        const reason = error instanceof Error ? error.message : String(error);
-        verdict = { ...base, status: "error", reason };
-        await emit({ kind: "cells", cells: [cell(context, name, gate, { status: "error", detail: reason })] });
-      }
-    }
-    await emit({ kind: "verdict", verdict });
-  };
+  const check = (name: CheckName, level: GateLevel | undefined, needs: readonly Capability[], body: (gate: GateLevel) => Promise<CheckOutcome>) =>
+    runCheck(context, name, level, needs, body);
 
   await check("tokenizer", suite.checks.tokenizer, ["tokenize"], async (gate) => {
     const ids = await sut.tokenize!(context.prompts.map((p) => suite.prompts[p]));

@@ -11,14 +11,17 @@ import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
-import { loadParitySuite, type ParityArm, type ParitySuite } from "../suites/parity-suite.js";
+import type { SuiteArm, ParitySuite } from "../suites/parity-suite.js";
+import { loadSuite, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest } from "../sut/types.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { runParityArm } from "./parity-runner.js";
+import { needleCases, runNiahArm } from "./niah-runner.js";
+import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 
 /** The battery `bench run` runs with no --suite. */
-export const DEFAULT_BATTERY = ["parity16"] as const;
+export const DEFAULT_BATTERY = ["parity16", "niah"] as const;
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -28,14 +31,16 @@ export interface RunOptions {
   readonly arms?: readonly string[];
   /** Replace the suite's arms with one required arm on this model. */
   readonly model?: string;
-  /** Only these prompt indices. */
+  /** Only these prompt indices (parity suites). */
   readonly prompts?: readonly number[];
+  /** Only these needle cases, as `L:depth:trial` (needle suites). */
+  readonly niahCases?: readonly string[];
   /** Overrides applied to every arm's llama.cpp settings. */
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
   readonly signal?: AbortSignal;
   /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
-  readonly openSut?: (arm: ParityArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
+  readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
 }
 
 /** A complete, read-only view of the options, resolved once. */
@@ -44,10 +49,11 @@ interface ResolvedRunOptions {
   readonly arms: readonly string[] | undefined;
   readonly model: string | undefined;
   readonly prompts: readonly number[] | undefined;
+  readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
   readonly signal: AbortSignal;
-  readonly openSut: (arm: ParityArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
+  readonly openSut: (arm: SuiteArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
 }
 
 function resolveOptions(options: RunOptions): ResolvedRunOptions {
@@ -56,6 +62,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     arms: options.arms !== undefined && options.arms.length > 0 ? options.arms : undefined,
     model: options.model,
     prompts: options.prompts !== undefined && options.prompts.length > 0 ? options.prompts : undefined,
+    niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
     signal: options.signal ?? new AbortController().signal,
@@ -64,29 +71,37 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
 }
 
 /** An arm's llama.cpp settings: the oracle recipe, then the suite's arm settings, then CLI overrides. */
-export function armSettings(suite: ParitySuite, arm: ParityArm, overrides: Partial<LlamaCppSettings>, promptCount: number): LlamaCppSettings {
+export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>, sequences: number): LlamaCppSettings {
   const s = arm.settings ?? {};
   return {
     ...ORACLE_SETTINGS,
-    sequences: Math.max(1, promptCount),
+    sequences: Math.max(1, sequences),
     ...(s.flash_attention === undefined ? {} : { flashAttention: s.flash_attention }),
     ...(s.kv_cache_type === undefined ? {} : { kvCacheType: s.kv_cache_type }),
     ...(s.threads === undefined ? {} : { threads: s.threads }),
     ...(s.batch_size === undefined ? {} : { batchSize: s.batch_size }),
     ...(s.context_size === undefined ? {} : { contextSize: s.context_size }),
+    ...(s.prompt_overflow === undefined ? {} : { promptOverflow: s.prompt_overflow }),
     ...overrides,
   };
 }
 
-function selectArms(suite: ParitySuite, options: ResolvedRunOptions): ParityArm[] {
+function selectArms(suite: Suite, options: ResolvedRunOptions): SuiteArm[] {
   if (options.model !== undefined) return [{ label: options.model, model: options.model, gate: "required" }];
   if (options.arms === undefined) return [...suite.arms];
-  const labels = suite.arms.map((arm) => arm.label);
-  return options.arms.map((label) => {
-    const arm = suite.arms.find((a) => a.label === label);
-    if (arm === undefined) throw new BenchError(`no arm "${label}" in suite ${suite.name}${didYouMean(label, labels)}`, { file: suite.path, field: "arms", fix: `use one of ${labels.map((l) => JSON.stringify(l)).join(", ")}` });
-    return arm;
-  });
+  return suite.arms.filter((arm) => options.arms!.includes(arm.label));
+}
+
+/** Every --arm must name an arm of some suite in the run. */
+function assertArmsExist(suites: readonly Suite[], options: ResolvedRunOptions): void {
+  const labels = suites.flatMap((suite) => suite.arms.map((arm) => arm.label));
+  for (const label of options.arms ?? []) {
+    if (!labels.includes(label)) {
+      throw new BenchError(`no arm "${label}" in ${suites.map((s) => s.name).join(", ")}${didYouMean(label, labels)}`, {
+        file: suites[0]?.path, field: "arms", fix: `use one of ${labels.map((l) => JSON.stringify(l)).join(", ")}`,
+      });
+    }
+  }
 }
 
 function selectPrompts(suite: ParitySuite, options: ResolvedRunOptions): number[] {
@@ -116,38 +131,74 @@ async function loadVerifiedGoldens(suite: ParitySuite) {
   return { goldens, oracleModel };
 }
 
+/** Opens each arm's SUT in turn, hands it to `runArm`, and always closes it. */
+async function forEachArm(
+  suite: Suite,
+  arms: readonly SuiteArm[],
+  sequences: number,
+  options: ResolvedRunOptions,
+  recorder: RunDirectory,
+  emit: RunListener,
+  runArm: (arm: SuiteArm, sut: SystemUnderTest) => Promise<{ summaryLine: string | undefined }>,
+): Promise<void> {
+  for (const arm of arms) {
+    if (options.signal.aborted) return;
+    if (arm.sut === "http") throw new BenchError(`arm "${arm.label}" asks for the HTTP SUT, which is not built yet`, { file: suite.path, field: "arms.sut", fix: "use the llamacpp SUT until the server lands" });
+    const sut = withCaseTimeout(await options.openSut(arm, armSettings(arm, options.settings, sequences)), suite.case_timeout_s ?? options.caseTimeoutS);
+    recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
+    await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
+    try {
+      const { summaryLine } = await runArm(arm, sut);
+      await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
+    } finally {
+      await sut.close();
+    }
+  }
+}
+
+function armCommand(suite: Suite, arm: SuiteArm, options: ResolvedRunOptions): string {
+  const target = options.model === undefined ? `--arm ${JSON.stringify(arm.label)}` : `--model ${arm.model}`;
+  return `bench run --suite ${suite.name} ${target}`;
+}
+
+async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
+  const arms = selectArms(suite, options);
+  const prompts = selectPrompts(suite, options);
+  const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
+  const oracle = await openLlamaCppOracle(oracleModel);
+  recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
+  try {
+    const cache = new TeacherForcedCache(oracle);
+    await forEachArm(suite, arms, prompts.length, options, recorder, emit, (arm, sut) => runParityArm({
+      suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+    }));
+  } finally {
+    await oracle.close();
+  }
+}
+
+async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
+  const spec = resolveNiahSuite(suite);
+  const cases = needleCases(spec, options.niahCases);
+  if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
+  await forEachArm(suite, selectArms(suite, options), 1, options, recorder, emit, (arm, sut) => runNiahArm({
+    suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+  }));
+}
+
 /**
- * Runs suites arm by arm: resolve and verify the goldens, open the oracle, then for every arm open
- * the SUT, run its checks, and close it. Emits events; never prints.
+ * Runs suites arm by arm: resolve and validate every suite first (bad input fails before any work),
+ * then per suite verify its goldens and open its oracle where it has one, and per arm open the SUT,
+ * run its checks and close it. Emits events; never prints.
  */
 export async function runBattery(input: RunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const options = resolveOptions(input);
-  const plans = options.suites.map((name) => {
-    const suite = loadParitySuite(name);
-    return { suite, arms: selectArms(suite, options), prompts: selectPrompts(suite, options) };
-  });
-  for (const { suite, arms, prompts } of plans) {
+  const suites = options.suites.map((name) => loadSuite(name));
+  assertArmsExist(suites, options);
+  for (const suite of suites.filter((s) => selectArms(s, options).length > 0)) {
     recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
-    const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
-    const oracle = await openLlamaCppOracle(oracleModel);
-    recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
-    try {
-      const cache = new TeacherForcedCache(oracle);
-      for (const arm of arms) {
-        if (options.signal.aborted) return;
-        const settings = armSettings(suite, arm, options.settings, prompts.length);
-        const sut = withCaseTimeout(await options.openSut(arm, settings), suite.case_timeout_s ?? options.caseTimeoutS);
-        recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
-        await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
-        try {
-          const { summaryLine } = await runParityArm({ suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal });
-          await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
-        } finally {
-          await sut.close();
-        }
-      }
-    } finally {
-      await oracle.close();
-    }
+    if (options.signal.aborted) return;
+    if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
+    else await runNiahSuite(suite, options, recorder, emit);
   }
 }

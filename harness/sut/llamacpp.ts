@@ -8,7 +8,7 @@ import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
 import { argmaxToken, topKFromProbabilities } from "./topk.js";
-import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TopK } from "./types.js";
+import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** Settings that change what llama.cpp computes or how fast; all recorded in provenance. */
 export interface LlamaCppSettings {
@@ -23,6 +23,11 @@ export interface LlamaCppSettings {
   readonly contextSize: number;
   /** Parallel sequences in the context (batched greedy uses one per request). */
   readonly sequences: number;
+  /**
+   * A prompt that does not fit: "error" refuses it; "truncate-left" keeps BOS and the most recent
+   * tokens, as many servers do (and silently lose what was cut: a planted fault for long context).
+   */
+  readonly promptOverflow: "error" | "truncate-left";
 }
 
 /** The oracle recipe: deterministic and batch-invariant. */
@@ -33,6 +38,7 @@ export const ORACLE_SETTINGS: LlamaCppSettings = {
   batchSize: 512,
   contextSize: 1024,
   sequences: 1,
+  promptOverflow: "error",
 };
 
 /** The package hides package.json behind "exports"; find it beside the resolved entry point. */
@@ -115,17 +121,34 @@ export class LlamaCppSut implements SystemUnderTest {
     });
   }
 
-  /** Detokenises ids (BOS and other control tokens drop out). */
-  detokenize(ids: readonly TokenId[]): string {
-    return this.model.detokenize(ids as Token[]);
+  async detokenize(sequences: readonly (readonly TokenId[])[]): Promise<string[]> {
+    return sequences.map((ids) => this.model.detokenize(ids as Token[]));
+  }
+
+  async inspectTokens(ids: readonly TokenId[]): Promise<TokenKind[]> {
+    return ids.map((id) => {
+      const attributes = this.model.getTokenAttributes(id as Token);
+      if (attributes.byte) return "byte";
+      if (attributes.unknown) return "unknown";
+      if (attributes.control) return "control";
+      return "text";
+    });
+  }
+
+  /** Applies the overflow policy: the prompt as it will really be evaluated. */
+  private fitPrompt(request: GreedyRequest): GreedyRequest {
+    const needed = request.promptIds.length + request.maxTokens;
+    if (needed <= this.settings.contextSize || this.settings.promptOverflow === "error") {
+      assertFits(this.settings, needed);
+      return request;
+    }
+    const keep = this.settings.contextSize - request.maxTokens - 1;
+    return { ...request, promptIds: [request.promptIds[0], ...request.promptIds.slice(request.promptIds.length - keep)] };
   }
 
   async greedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
     const results: TokenId[][] = [];
-    for (const request of requests) {
-      assertFits(this.settings, request.promptIds.length + request.maxTokens);
-      results.push(await greedyOnSequence(this.sequences[0], request));
-    }
+    for (const request of requests) results.push(await greedyOnSequence(this.sequences[0], this.fitPrompt(request)));
     return results;
   }
 

@@ -39,7 +39,10 @@ export interface SutProvenance {
   readonly settings: Readonly<Record<string, string | number | boolean>>;
 }
 
-export type Capability = "tokenize" | "greedy" | "teacherForcedTopK" | "batchedGreedy";
+/** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */
+export type TokenKind = "text" | "byte" | "unknown" | "control";
+
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -48,6 +51,10 @@ export interface SystemUnderTest {
 
   /** Text to ids, BOS included, as this SUT's tokenizer does it. */
   tokenize?(texts: readonly string[]): Promise<TokenId[][]>;
+  /** Ids to text, for each sequence (BOS and control tokens drop out). */
+  detokenize?(sequences: readonly (readonly TokenId[])[]): Promise<string[]>;
+  /** The kind of each id (to refuse text a tokenizer can only spell in byte-fallback pieces). */
+  inspectTokens?(ids: readonly TokenId[]): Promise<TokenKind[]>;
   /** Greedy (temperature 0) continuations, each prompt evaluated alone. */
   greedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
   /** Greedy continuations with all requests in flight together (several sequences in one batch). */

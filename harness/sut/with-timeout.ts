@@ -26,6 +26,8 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number): SystemUn
     label: sut.label,
     provenance: sut.provenance,
     tokenize: wrap("tokenize", sut.tokenize),
+    detokenize: wrap("detokenize", sut.detokenize),
+    inspectTokens: wrap("inspectTokens", sut.inspectTokens),
     greedy: wrap("greedy", sut.greedy),
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),

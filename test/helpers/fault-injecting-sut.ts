@@ -26,6 +26,8 @@ export function faultInjectingSut(real: SystemUnderTest, fault: Fault): SystemUn
     label: `${real.label} [fault: ${fault.kind}]`,
     provenance: real.provenance,
     tokenize: real.tokenize?.bind(real),
+    detokenize: real.detokenize?.bind(real),
+    inspectTokens: real.inspectTokens?.bind(real),
     greedy,
     batchedGreedy: real.batchedGreedy?.bind(real),
     teacherForcedTopK: real.teacherForcedTopK?.bind(real),

@@ -15,6 +15,7 @@ interface RunCliOptions {
   arm: string[];
   model?: string;
   prompt: number[];
+  niahCase: string[];
   flashAttention?: boolean;
   kvCacheType?: "F32" | "F16";
   threads?: number;
@@ -52,7 +53,8 @@ export function registerRun(program: Command): void {
     .option("--suite <name>", "suite name or path (repeatable)", collect(String), [])
     .option("--arm <label>", "only this arm of the suite (repeatable)", collect(String), [])
     .option("--model <model>", "replace the suite's arms with one required arm on this model (fixture[:QUANT] or .gguf)")
-    .option("--prompt <index>", "only this prompt index (repeatable)", collect(positiveInt), [])
+    .option("--prompt <index>", "parity suites: only this prompt index (repeatable)", collect(positiveInt), [])
+    .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
     .option("--flash-attention", "force flash attention on for every arm")
     .option("--no-flash-attention", "force flash attention off for every arm")
     .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)")
@@ -88,7 +90,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
       try {
-        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, prompts: options.prompt, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
+        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
       } catch (error) {
         await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
         throw error;

@@ -1,0 +1,66 @@
+import { BenchError } from "../errors.js";
+import type { CellRecord, CheckName, GateVerdict, RunListener } from "../results/types.js";
+import type { GateLevel, SuiteArm } from "../suites/parity-suite.js";
+import { hasCapability, type Capability, type SystemUnderTest } from "../sut/types.js";
+
+/** What every check of one arm shares. */
+export interface ArmScope {
+  readonly suiteName: string;
+  readonly arm: SuiteArm;
+  readonly sut: SystemUnderTest;
+  readonly emit: RunListener;
+  readonly signal: AbortSignal;
+  /** The command line that reruns this arm; `--prompt` / `--niah-case` selectors are appended per cell. */
+  readonly reproduce: string;
+}
+
+export type CheckOutcome = { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> };
+
+/** Gate level of a check on an arm: required only if both the arm and the check are. */
+export function gateOf(arm: SuiteArm, check: GateLevel): GateLevel {
+  return arm.gate === "required" && check === "required" ? "required" : "informational";
+}
+
+const EMPTY_CELL = {
+  prompt: null, position: null, expected_id: null, observed_id: null, gap_mnats: null, gap_lower_bound: null, prompt_class: null,
+  niah_length: null, niah_depth: null, niah_trial: null, niah_seed: null,
+} as const;
+
+export function makeCell(scope: ArmScope, check: CheckName, gate: GateLevel, fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">, selector = ""): CellRecord {
+  return { suite: scope.suiteName, arm: scope.arm.label, check, gate, ...EMPTY_CELL, reproduce: `${scope.reproduce}${selector}`, ...fields };
+}
+
+/**
+ * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs (never passed),
+ * an error verdict when it throws (the other checks still run), otherwise the body's verdict.
+ * A BenchError naming a file is bad input and aborts the run instead.
+ */
+export async function runCheck(
+  scope: ArmScope,
+  name: CheckName,
+  level: GateLevel | undefined,
+  needs: readonly Capability[],
+  body: (gate: GateLevel) => Promise<CheckOutcome>,
+): Promise<GateVerdict | undefined> {
+  if (level === undefined || scope.signal.aborted) return undefined;
+  const gate = gateOf(scope.arm, level);
+  const base = { suite: scope.suiteName, arm: scope.arm.label, check: name, gate };
+  const missing = needs.filter((capability) => !hasCapability(scope.sut, capability));
+  let verdict: GateVerdict;
+  if (missing.length > 0) {
+    verdict = { ...base, status: "skip", reason: `${scope.sut.label} lacks ${missing.join(", ")}` };
+    await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "skip", detail: verdict.reason })] });
+  } else {
+    try {
+      await scope.emit({ kind: "progress", message: `${scope.suiteName} · ${scope.arm.label} · ${name}` });
+      verdict = { ...base, ...(await body(gate)) };
+    } catch (error) {
+      if (error instanceof BenchError && error.file !== undefined) throw error;
+      const reason = error instanceof BenchError ? error.oneLine() : error instanceof Error ? error.message : String(error);
+      verdict = { ...base, status: "error", reason };
+      await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "error", detail: reason })] });
+    }
+  }
+  await scope.emit({ kind: "verdict", verdict });
+  return verdict;
+}

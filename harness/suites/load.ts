@@ -1,0 +1,46 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { BenchError } from "../errors.js";
+import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
+import { SUITES_DIR } from "../paths.js";
+import { didYouMean } from "../registry/did-you-mean.js";
+import type { NiahSuite } from "./niah-suite.js";
+import type { ParitySuite } from "./parity-suite.js";
+
+export type Suite = ParitySuite | NiahSuite;
+
+/** Suite kinds and the schema each is validated against. */
+const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
+  parity: join(SUITES_DIR, "schema", "parity.schema.json"),
+  niah: join(SUITES_DIR, "schema", "niah.schema.json"),
+};
+
+export function suiteNames(): string[] {
+  return readdirSync(SUITES_DIR).filter((f) => f.endsWith(".json")).map((f) => f.replace(/\.json$/, "")).sort();
+}
+
+/** Resolves a suite by name (suites/<name>.json) or path, and validates it against its kind's schema. */
+export function loadSuite(nameOrPath: string): Suite {
+  const path = nameOrPath.endsWith(".json") ? nameOrPath : join(SUITES_DIR, `${nameOrPath}.json`);
+  if (!existsSync(path)) {
+    throw new BenchError(`no such suite "${nameOrPath}"${didYouMean(nameOrPath, suiteNames())}`, { file: path, fix: `use one of ${suiteNames().join(", ")}` });
+  }
+  const raw = readJsonFile(path);
+  const kind = (raw as { kind?: unknown } | null)?.kind;
+  if (typeof kind !== "string" || !(kind in SCHEMAS)) {
+    throw new BenchError(`unknown suite kind ${JSON.stringify(kind)}`, { file: path, field: "kind", fix: `use one of ${Object.keys(SCHEMAS).join(", ")}` });
+  }
+  const suite = assertMatchesSchema<Omit<Suite, "path">>(raw, SCHEMAS[kind as Suite["kind"]], path);
+  const labels = new Set<string>();
+  for (const arm of suite.arms) {
+    if (labels.has(arm.label)) throw new BenchError(`two arms share the label "${arm.label}"`, { file: path, field: "arms", fix: "give each arm its own label" });
+    labels.add(arm.label);
+  }
+  return { ...suite, path } as Suite;
+}
+
+export function loadParitySuite(nameOrPath: string): ParitySuite {
+  const suite = loadSuite(nameOrPath);
+  if (suite.kind !== "parity") throw new BenchError(`suite ${suite.name} is a ${suite.kind} suite, a parity suite is needed here`, { file: suite.path, field: "kind", fix: "pass a parity suite" });
+  return suite;
+}
