@@ -87,7 +87,8 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
 }
 
 function selectArms(suite: Suite, options: ResolvedRunOptions): SuiteArm[] {
-  if (options.model !== undefined) return [{ label: options.model, model: options.model, gate: "required" }];
+  // --model keeps the first arm's settings (a needle suite's context size, say) and swaps the model.
+  if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
   if (options.arms === undefined) return [...suite.arms];
   return suite.arms.filter((arm) => options.arms!.includes(arm.label));
 }
