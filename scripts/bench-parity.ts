@@ -24,7 +24,7 @@ bench
   .add("harness: default parity battery (bench run)", async () => {
     const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:parity"]);
     await recorder.open();
-    await runBattery({}, recorder, recorder.record);
+    await runBattery({ suites: ["parity16"] }, recorder, recorder.record);
   })
   .add("raw node-llama-cpp: same SUT evaluations", async () => {
     for (const arm of suite.arms) {

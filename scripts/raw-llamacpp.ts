@@ -20,11 +20,15 @@ function argmax(probabilities: Map<Token, number>): Token {
   return best;
 }
 
-export async function openRaw(modelPath: string, options: { flashAttention?: boolean; sequences?: number } = {}): Promise<RawSession> {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+let runtime: ReturnType<typeof getLlama> | undefined;
+
+export async function openRaw(modelPath: string, options: { flashAttention?: boolean; contextSize?: number; threads?: number } = {}): Promise<RawSession> {
+  // One runtime per process, as the harness keeps it: its start-up is not part of either side's work.
+  runtime ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  const llama = await runtime;
   const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
   const context = await model.createContext({
-    contextSize: 1024, batchSize: 512, sequences: options.sequences ?? 1, threads: { ideal: 1, min: 1 },
+    contextSize: options.contextSize ?? 1024, batchSize: 512, sequences: 1, threads: { ideal: options.threads ?? 1, min: options.threads ?? 1 },
     flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
   });
   const sequence: LlamaContextSequence = context.getSequence();

@@ -70,12 +70,16 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
   };
 }
 
-/** An arm's llama.cpp settings: the oracle recipe, then the suite's arm settings, then CLI overrides. */
-export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>, sequences: number): LlamaCppSettings {
+/**
+ * An arm's llama.cpp settings: the oracle recipe, then what the suite's shape needs (`fitted`),
+ * then the suite's arm settings, then CLI overrides.
+ */
+export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>, sequences: number, fitted: Partial<LlamaCppSettings> = {}): LlamaCppSettings {
   const s = arm.settings ?? {};
   return {
     ...ORACLE_SETTINGS,
     sequences: Math.max(1, sequences),
+    ...fitted,
     ...(s.flash_attention === undefined ? {} : { flashAttention: s.flash_attention }),
     ...(s.kv_cache_type === undefined ? {} : { kvCacheType: s.kv_cache_type }),
     ...(s.threads === undefined ? {} : { threads: s.threads }),
@@ -137,6 +141,7 @@ async function forEachArm(
   suite: Suite,
   arms: readonly SuiteArm[],
   sequences: number,
+  fitted: Partial<LlamaCppSettings>,
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
@@ -145,7 +150,7 @@ async function forEachArm(
   for (const arm of arms) {
     if (options.signal.aborted) return;
     if (arm.sut === "http") throw new BenchError(`arm "${arm.label}" asks for the HTTP SUT, which is not built yet`, { file: suite.path, field: "arms.sut", fix: "use the llamacpp SUT until the server lands" });
-    const sut = withCaseTimeout(await options.openSut(arm, armSettings(arm, options.settings, sequences)), suite.case_timeout_s ?? options.caseTimeoutS);
+    const sut = withCaseTimeout(await options.openSut(arm, armSettings(arm, options.settings, sequences, fitted)), suite.case_timeout_s ?? options.caseTimeoutS);
     recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
@@ -170,7 +175,11 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
   recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
   try {
     const cache = new TeacherForcedCache(oracle);
-    await forEachArm(suite, arms, prompts.length, options, recorder, emit, (arm, sut) => runParityArm({
+    // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
+    // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
+    const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
+    const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
+    await forEachArm(suite, arms, prompts.length, fitted, options, recorder, emit, (arm, sut) => runParityArm({
       suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     }));
   } finally {
@@ -182,7 +191,7 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  await forEachArm(suite, selectArms(suite, options), 1, options, recorder, emit, (arm, sut) => runNiahArm({
+  await forEachArm(suite, selectArms(suite, options), 1, {}, options, recorder, emit, (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
