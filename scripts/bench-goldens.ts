@@ -3,42 +3,34 @@
  * node-llama-cpp doing the same evaluations (16 greedy runs of T tokens + 16 teacher-forced passes),
  * measured side by side in one run with tinybench. Target: the harness adds at most 25%.
  */
-import { Bench } from "tinybench";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { makeGoldens } from "../harness/goldens/make.js";
 import { loadParitySuite } from "../harness/suites/parity-suite.js";
-import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { openRaw } from "./raw-llamacpp.js";
+import { sideBySide } from "./side-by-side.js";
 
 const suite = loadParitySuite("parity16");
 const model = await resolveModel(suite.oracle.model);
 const scratch = mkdtempSync(join(tmpdir(), "bench-goldens-"));
 
-const bench = new Bench({ iterations: 7, time: 0, warmupIterations: 1 });
-bench
-  .add("harness: bench goldens make (parity16)", async () => {
-    await makeGoldens(suite, model, join(scratch, "goldens"));
-  })
-  .add("raw node-llama-cpp: same evaluations", async () => {
-    const raw = await openRaw(model.path);
-    for (const text of suite.prompts) {
-      const prompt = raw.tokenize(text);
-      const greedy = await raw.greedy(prompt, suite.max_tokens);
-      await raw.teacherForced(prompt, greedy, suite.top_k);
-    }
-    await raw.close();
-  });
-await bench.run();
+const { harnessMs, rawMs, ratio } = await sideBySide(
+  { name: "harness: bench goldens make (parity16)", run: () => makeGoldens(suite, model, join(scratch, "goldens")).then(() => undefined) },
+  {
+    name: "raw node-llama-cpp: same evaluations",
+    run: async () => {
+      const raw = await openRaw(model.path);
+      for (const text of suite.prompts) {
+        const prompt = raw.tokenize(text);
+        const greedy = await raw.greedy(prompt, suite.max_tokens);
+        await raw.teacherForced(prompt, greedy, suite.top_k);
+      }
+      await raw.close();
+    },
+  },
+  { iterations: 7 },
+);
 rmSync(scratch, { recursive: true, force: true });
-
-const [harness, raw] = bench.tasks.map((task) => {
-  if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
-  return task.result.latency;
-});
-console.log(`machine: ${describeMachine(machineInfo())}`);
-console.table(bench.table());
-const ratio = harness.p50! / raw.p50!;
-console.log(`median: harness ${harness.p50!.toFixed(1)} ms, raw ${raw.p50!.toFixed(1)} ms — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%, target ≤ 25%) ${ratio <= 1.25 ? "OK" : "OVER TARGET"}`);
+console.log(`median: harness ${harnessMs.toFixed(1)} ms, raw ${rawMs.toFixed(1)} ms — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%, target ≤ 25%) ${ratio <= 1.25 ? "OK" : "OVER TARGET"}`);

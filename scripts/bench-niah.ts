@@ -3,7 +3,6 @@
  * (haystack building with the SUT's tokenizer, greedy decode, scoring, result files) against raw
  * node-llama-cpp decoding the same prompts, measured side by side in one run with tinybench.
  */
-import { Bench } from "tinybench";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +10,6 @@ import type { Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { buildHaystack } from "../harness/niah/haystack.js";
 import { needleFromSeed, needleSeed } from "../harness/niah/needle.js";
-import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
 import { armSettings, runBattery } from "../harness/runner/run.js";
 import { needleCases } from "../harness/runner/niah-runner.js";
@@ -19,6 +17,7 @@ import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
 import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { openRaw } from "./raw-llamacpp.js";
+import { sideBySide } from "./side-by-side.js";
 
 const suite = loadSuite("niah") as NiahSuite;
 const spec = resolveNiahSuite(suite);
@@ -37,26 +36,25 @@ await builder.close();
 
 const scratch = mkdtempSync(join(tmpdir(), "bench-niah-"));
 let runNumber = 0;
-const bench = new Bench({ iterations: 3, time: 0, warmupIterations: 1 });
-bench
-  .add(`harness: niah suite (${prompts.length} cases at L = ${suite.lengths.join(", ")})`, async () => {
-    const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:niah"]);
-    await recorder.open();
-    await runBattery({ suites: ["niah"] }, recorder, recorder.record);
-  })
-  .add("raw node-llama-cpp: greedy on the same prompts", async () => {
-    const raw = await openRaw(model.path, { contextSize: settings.contextSize, threads: settings.threads });
-    for (const prompt of prompts) await raw.greedy(prompt, spec.maxTokens);
-    await raw.close();
-  });
-await bench.run();
+const { harnessMs, rawMs, ratio } = await sideBySide(
+  {
+    name: `harness: niah suite (${prompts.length} cases at L = ${suite.lengths.join(", ")})`,
+    run: async () => {
+      const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:niah"]);
+      await recorder.open();
+      await runBattery({ suites: ["niah"] }, recorder, recorder.record);
+    },
+  },
+  {
+    name: "raw node-llama-cpp: greedy on the same prompts",
+    run: async () => {
+      const raw = await openRaw(model.path, { contextSize: settings.contextSize, threads: settings.threads });
+      for (const prompt of prompts) await raw.greedy(prompt, spec.maxTokens);
+      await raw.close();
+    },
+  },
+  { iterations: 3, note: `llama.cpp threads: ${settings.threads}` },
+);
 rmSync(scratch, { recursive: true, force: true });
-
-const [harness, raw] = bench.tasks.map((task) => {
-  if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
-  return task.result.latency;
-});
-console.log(`machine: ${describeMachine(machineInfo())}; llama.cpp threads: ${settings.threads}`);
-console.table(bench.table());
-console.log(`median suite wall time at L = ${suite.lengths.join(", ")}: harness ${(harness.p50! / 1000).toFixed(2)} s ` +
-  `(${(harness.p50! / prompts.length / 1000).toFixed(2)} s per case), raw ${(raw.p50! / 1000).toFixed(2)} s — harness/raw = ${(harness.p50! / raw.p50!).toFixed(3)}`);
+console.log(`median suite wall time at L = ${suite.lengths.join(", ")}: harness ${(harnessMs / 1000).toFixed(2)} s ` +
+  `(${(harnessMs / prompts.length / 1000).toFixed(2)} s per case), raw ${(rawMs / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)}`);

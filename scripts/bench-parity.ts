@@ -4,51 +4,48 @@
  * same SUT evaluations per arm (3 rounds of greedy + teacher-forced over the 16 prompts, and a 4th
  * greedy round standing in for the batched one), measured side by side in one run with tinybench.
  */
-import { Bench } from "tinybench";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
 import { runBattery } from "../harness/runner/run.js";
 import { loadParitySuite } from "../harness/suites/parity-suite.js";
 import { openRaw } from "./raw-llamacpp.js";
+import { sideBySide } from "./side-by-side.js";
 
 const suite = loadParitySuite("parity16");
 const scratch = mkdtempSync(join(tmpdir(), "bench-parity-"));
 let runNumber = 0;
 
-const bench = new Bench({ iterations: 5, time: 0, warmupIterations: 1 });
-bench
-  .add("harness: default parity battery (bench run)", async () => {
-    const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:parity"]);
-    await recorder.open();
-    await runBattery({ suites: ["parity16"] }, recorder, recorder.record);
-  })
-  .add("raw node-llama-cpp: same SUT evaluations", async () => {
-    for (const arm of suite.arms) {
-      const model = await resolveModel(arm.model);
-      const raw = await openRaw(model.path, { flashAttention: arm.settings?.flash_attention ?? false });
-      const prompts = suite.prompts.map((text) => raw.tokenize(text));
-      for (let round = 0; round < 3; round++) {
-        for (const prompt of prompts) {
-          const ids = await raw.greedy(prompt, suite.max_tokens);
-          await raw.teacherForced(prompt, ids, suite.top_k);
+const { harnessMs, rawMs, ratio } = await sideBySide(
+  {
+    name: "harness: parity16 battery (bench run --suite parity16)",
+    run: async () => {
+      const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:parity"]);
+      await recorder.open();
+      await runBattery({ suites: ["parity16"] }, recorder, recorder.record);
+    },
+  },
+  {
+    name: "raw node-llama-cpp: same SUT evaluations",
+    run: async () => {
+      for (const arm of suite.arms) {
+        const model = await resolveModel(arm.model);
+        const raw = await openRaw(model.path, { flashAttention: arm.settings?.flash_attention ?? false });
+        const prompts = suite.prompts.map((text) => raw.tokenize(text));
+        for (let round = 0; round < 3; round++) {
+          for (const prompt of prompts) {
+            const ids = await raw.greedy(prompt, suite.max_tokens);
+            await raw.teacherForced(prompt, ids, suite.top_k);
+          }
         }
+        for (const prompt of prompts) await raw.greedy(prompt, suite.max_tokens);
+        await raw.close();
       }
-      for (const prompt of prompts) await raw.greedy(prompt, suite.max_tokens);
-      await raw.close();
-    }
-  });
-await bench.run();
+    },
+  },
+  { iterations: 5 },
+);
 rmSync(scratch, { recursive: true, force: true });
-
-const [harness, raw] = bench.tasks.map((task) => {
-  if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
-  return task.result.latency;
-});
-console.log(`machine: ${describeMachine(machineInfo())}`);
-console.table(bench.table());
-const ratio = harness.p50! / raw.p50!;
-console.log(`median battery wall time: harness ${(harness.p50! / 1000).toFixed(2)} s, raw ${(raw.p50! / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%)`);
+console.log(`median battery wall time: harness ${(harnessMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%)`);

@@ -82,3 +82,28 @@ export function quantizeAffineSuperBlock(x: Float32Array, levels: number): Affin
   }
   return { dBits, dminBits, scales, mins, quants };
 }
+
+/** Writes the 16-byte head shared by Q4_K and Q5_K blocks: fp16 d, fp16 dmin, the scale/min table. */
+export function writeAffineHead(out: Uint8Array, at: number, block: AffineSuperBlock): void {
+  out[at] = block.dBits & 0xff;
+  out[at + 1] = block.dBits >> 8;
+  out[at + 2] = block.dminBits & 0xff;
+  out[at + 3] = block.dminBits >> 8;
+  packScaleMin(out, at + 4, block.scales, block.mins);
+}
+
+/**
+ * The two (step, offset) pairs of 64-value chunk `chunk` of a Q4_K / Q5_K block at `at`, in
+ * float32 exactly as ggml forms them: d1 = d·scale, m1 = dmin·min for the chunk's first 32 values,
+ * d2, m2 for its next 32.
+ */
+export function chunkSteps(blocks: Uint8Array, at: number, chunk: number): { d1: number; m1: number; d2: number; m2: number } {
+  const d = f16ToF32(blocks[at] | (blocks[at + 1] << 8));
+  const dmin = f16ToF32(blocks[at + 2] | (blocks[at + 3] << 8));
+  const low = unpackScaleMin(blocks, at + 4, 2 * chunk);
+  const high = unpackScaleMin(blocks, at + 4, 2 * chunk + 1);
+  return {
+    d1: Math.fround(d * low.scale), m1: Math.fround(dmin * low.min),
+    d2: Math.fround(d * high.scale), m2: Math.fround(dmin * high.min),
+  };
+}

@@ -1,6 +1,5 @@
 import { checkBlockCount, type QuantCodec } from "./codec.js";
-import { f16ToF32 } from "./fp16.js";
-import { packScaleMin, quantizeAffineSuperBlock, unpackScaleMin } from "./k-scales.js";
+import { chunkSteps, quantizeAffineSuperBlock, writeAffineHead } from "./k-scales.js";
 
 /**
  * Q4_K: super-blocks of 256 values, 144 bytes = fp16 d, fp16 dmin, 12-byte scale/min table,
@@ -15,13 +14,10 @@ export const q4_K: QuantCodec = {
   encode(values: Float32Array): Uint8Array {
     const blocks = checkBlockCount(this, values.length, "values");
     const out = new Uint8Array(blocks * 144);
-    const view = new DataView(out.buffer);
     for (let b = 0; b < blocks; b++) {
       const at = b * 144;
       const block = quantizeAffineSuperBlock(values.subarray(b * 256, b * 256 + 256), 15);
-      view.setUint16(at, block.dBits, true);
-      view.setUint16(at + 2, block.dminBits, true);
-      packScaleMin(out, at + 4, block.scales, block.mins);
+      writeAffineHead(out, at, block);
       for (let chunk = 0; chunk < 4; chunk++) {
         for (let l = 0; l < 32; l++) {
           out[at + 16 + chunk * 32 + l] = block.quants[chunk * 64 + l] | (block.quants[chunk * 64 + 32 + l] << 4);
@@ -37,15 +33,8 @@ export const q4_K: QuantCodec = {
     let o = 0;
     for (let b = 0; b < count; b++) {
       const at = b * 144;
-      const d = f16ToF32(blocks[at] | (blocks[at + 1] << 8));
-      const dmin = f16ToF32(blocks[at + 2] | (blocks[at + 3] << 8));
       for (let chunk = 0; chunk < 4; chunk++) {
-        const low = unpackScaleMin(blocks, at + 4, 2 * chunk);
-        const high = unpackScaleMin(blocks, at + 4, 2 * chunk + 1);
-        const d1 = Math.fround(d * low.scale);
-        const m1 = Math.fround(dmin * low.min);
-        const d2 = Math.fround(d * high.scale);
-        const m2 = Math.fround(dmin * high.min);
+        const { d1, m1, d2, m2 } = chunkSteps(blocks, at, chunk);
         const q = at + 16 + chunk * 32;
         for (let l = 0; l < 32; l++) y[o++] = Math.fround(d1 * (blocks[q + l] & 0xf)) - m1;
         for (let l = 0; l < 32; l++) y[o++] = Math.fround(d2 * (blocks[q + l] >> 4)) - m2;

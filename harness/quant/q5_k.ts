@@ -1,6 +1,5 @@
 import { checkBlockCount, type QuantCodec } from "./codec.js";
-import { f16ToF32 } from "./fp16.js";
-import { packScaleMin, quantizeAffineSuperBlock, unpackScaleMin } from "./k-scales.js";
+import { chunkSteps, quantizeAffineSuperBlock, writeAffineHead } from "./k-scales.js";
 
 /**
  * Q5_K: super-blocks of 256 values, 176 bytes = fp16 d, fp16 dmin, 12-byte scale/min table,
@@ -15,13 +14,10 @@ export const q5_K: QuantCodec = {
   encode(values: Float32Array): Uint8Array {
     const blocks = checkBlockCount(this, values.length, "values");
     const out = new Uint8Array(blocks * 176);
-    const view = new DataView(out.buffer);
     for (let b = 0; b < blocks; b++) {
       const at = b * 176;
       const block = quantizeAffineSuperBlock(values.subarray(b * 256, b * 256 + 256), 31);
-      view.setUint16(at, block.dBits, true);
-      view.setUint16(at + 2, block.dminBits, true);
-      packScaleMin(out, at + 4, block.scales, block.mins);
+      writeAffineHead(out, at, block);
       for (let chunk = 0; chunk < 4; chunk++) {
         for (let l = 0; l < 32; l++) {
           const first = block.quants[chunk * 64 + l];
@@ -40,16 +36,9 @@ export const q5_K: QuantCodec = {
     let o = 0;
     for (let b = 0; b < count; b++) {
       const at = b * 176;
-      const d = f16ToF32(blocks[at] | (blocks[at + 1] << 8));
-      const dmin = f16ToF32(blocks[at + 2] | (blocks[at + 3] << 8));
       const qh = at + 16;
       for (let chunk = 0; chunk < 4; chunk++) {
-        const low = unpackScaleMin(blocks, at + 4, 2 * chunk);
-        const high = unpackScaleMin(blocks, at + 4, 2 * chunk + 1);
-        const d1 = Math.fround(d * low.scale);
-        const m1 = Math.fround(dmin * low.min);
-        const d2 = Math.fround(d * high.scale);
-        const m2 = Math.fround(dmin * high.min);
+        const { d1, m1, d2, m2 } = chunkSteps(blocks, at, chunk);
         const u1 = 1 << (2 * chunk);
         const u2 = 2 << (2 * chunk);
         const ql = at + 48 + chunk * 32;

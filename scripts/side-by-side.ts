@@ -1,0 +1,25 @@
+import { Bench } from "tinybench";
+import { describeMachine, machineInfo } from "../harness/results/machine.js";
+
+/**
+ * Runs the harness task and its raw node-llama-cpp baseline in one tinybench session (same process,
+ * same warm caches), prints the machine and the table, and returns the median ratio harness/raw.
+ */
+export async function sideBySide(
+  harness: { readonly name: string; readonly run: () => Promise<void> },
+  raw: { readonly name: string; readonly run: () => Promise<void> },
+  options: { readonly iterations: number; readonly note?: string },
+): Promise<{ harnessMs: number; rawMs: number; ratio: number }> {
+  const bench = new Bench({ iterations: options.iterations, time: 0, warmupIterations: 1 });
+  bench.add(harness.name, harness.run).add(raw.name, raw.run);
+  await bench.run();
+  const [harnessLatency, rawLatency] = bench.tasks.map((task) => {
+    if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
+    return task.result.latency;
+  });
+  console.log(`machine: ${describeMachine(machineInfo())}${options.note === undefined ? "" : `; ${options.note}`}`);
+  console.table(bench.table());
+  const harnessMs = harnessLatency.p50!;
+  const rawMs = rawLatency.p50!;
+  return { harnessMs, rawMs, ratio: harnessMs / rawMs };
+}
