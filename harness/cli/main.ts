@@ -4,6 +4,8 @@ import { HARNESS_VERSION } from "../version.js";
 import { registerFixtures } from "./commands/fixtures.js";
 import { registerGoldens } from "./commands/goldens.js";
 import { registerRun } from "./commands/run.js";
+import { registerReport } from "./commands/report.js";
+import { registerGate } from "./commands/gate.js";
 import { EXIT } from "../results/exit-code.js";
 import { pendingExitCode } from "./exit-code.js";
 import { clearProgress } from "./output.js";
@@ -16,6 +18,8 @@ const program = new Command()
   .exitOverride();
 
 registerRun(program);
+registerReport(program);
+registerGate(program);
 registerFixtures(program);
 registerGoldens(program);
 

@@ -9,6 +9,7 @@ import { renderJunit } from "./junit.js";
 import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
 import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
+import type { TraceDemand } from "./read-run.js";
 import { countVerdicts } from "./verdicts.js";
 
 export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");
@@ -19,6 +20,8 @@ export interface RunProvenance {
   readonly suites: { name: string; path: string; sha256: string }[];
   readonly oracles: { suite: string; goldens: string; model: Record<string, unknown>; oracle: Record<string, unknown> }[];
   readonly suts: { suite: string; arm: string; provenance: Record<string, unknown> }[];
+  /** Trace-region demand reported by SUTs that expose it (none of the embedded ones do). */
+  readonly trace: TraceDemand[];
 }
 
 /**
@@ -33,7 +36,7 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [] };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [] };
 
   constructor(readonly runId: string, runsDir: string, private readonly command: readonly string[]) {
     this.directory = join(runsDir, runId);
@@ -82,6 +85,7 @@ export class RunDirectory {
       counts,
       summary_lines: this.summaryLines,
       cells: this.cells.length,
+      trace: this.provenance.trace,
     };
     assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
     await writeFileAtomic(join(this.directory, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);

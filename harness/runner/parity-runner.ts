@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
 import { classifyPrompt, paritySummaryLine, tallyParity, type PromptParity } from "../parity/classify.js";
 import type { Goldens } from "../goldens/goldens.js";
@@ -76,7 +77,10 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
   });
 
   await check("greedy_parity", suite.checks.greedy_parity, ["greedy"], async (gate) => {
+    const started = performance.now();
     const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
+    const greedyMs = performance.now() - started;
+    const generated = ids.reduce((sum, row) => sum + row.length, 0);
     aloneIds = new Map(context.prompts.map((p, i) => [p, ids[i]]));
     const results = await classifyPaths(context, aloneIds);
     await emit({ kind: "cells", cells: parityCells(context, "greedy_parity", gate, results) });
@@ -89,6 +93,11 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
         prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent,
         max_gap_mnats: tally.maxGapMnats, max_gap_prompt: tally.maxGapAt?.prompt ?? null, max_gap_position: tally.maxGapAt?.position ?? null,
         band_mnats: suite.band_mnats,
+        // Batch-1 speed of this check's own greedy pass (prompt evaluation included): a single-sequence perf row.
+        greedy_ms: Math.round(greedyMs * 1000) / 1000,
+        generated_tokens: generated,
+        ms_per_token: greedyMs / generated,
+        tokens_per_second: generated / (greedyMs / 1000),
       },
     };
   });

@@ -8,6 +8,9 @@ import { exitCodeFor } from "../../results/verdicts.js";
 import { DEFAULT_BATTERY, DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
 import { setExitCode } from "../exit-code.js";
+import { annotate, appendStepSummary } from "../github.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { paint, progress, say } from "../output.js";
 
 interface RunCliOptions {
@@ -111,6 +114,10 @@ export function registerRun(program: Command): void {
       for (const v of skippedRequired) say(paint(`SKIPPED — NOT A PASS: ${v.suite} / ${v.arm} / ${v.check}: ${"reason" in v ? v.reason : ""}`, "red"));
       const word = { [EXIT.pass]: paint("PASS", "green"), [EXIT.gateFailed]: paint("FAIL", "red"), [EXIT.error]: paint("ERROR", "red"), [EXIT.requiredSkipped]: paint("SKIPPED — NOT A PASS", "red") }[code];
       say(`${word} (exit ${code}) — results in ${recorder.directory}`);
+      for (const v of verdicts.filter((v) => v.gate === "required" && v.status !== "pass")) {
+        annotate("error", `bench run ${v.suite}/${v.arm}/${v.check}`, "summary" in v ? v.summary : `${v.status === "skip" ? "SKIPPED — NOT A PASS: " : ""}${v.reason}`);
+      }
+      appendStepSummary(readFileSync(join(recorder.directory, "summary.md"), "utf8"));
       setExitCode(code);
     });
 }

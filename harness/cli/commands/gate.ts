@@ -1,0 +1,73 @@
+import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import { basename } from "node:path";
+import { BenchError } from "../../errors.js";
+import { baselineFromRun, gatedMetrics, readBaseline, type Baseline } from "../../gates/baseline.js";
+import { applyRatchets, baselineDiff } from "../../gates/ratchets.js";
+import { writeFileAtomic } from "../../io/atomic-write.js";
+import { RUNS_DIR } from "../../paths.js";
+import { EXIT, type ExitCode } from "../../results/exit-code.js";
+import { latestRunDirectory, readRun } from "../../results/read-run.js";
+import { setExitCode } from "../exit-code.js";
+import { annotate, appendStepSummary } from "../github.js";
+import { paint, say, warn } from "../output.js";
+
+interface GateOptions {
+  baseline: string;
+  runsDir: string;
+  strict?: boolean;
+  update?: boolean;
+}
+
+export function registerGate(program: Command): void {
+  program
+    .command("gate")
+    .description("hold a run to a baseline: parity and needle ratchets, two-sided perf bands, trace-region demand")
+    .argument("[run]", "run id under --runs-dir or a run directory (default: the latest run)")
+    .requiredOption("--baseline <file>", "reports/baselines/<name>.json")
+    .option("--runs-dir <dir>", "where run directories are", RUNS_DIR)
+    .option("--strict", "a gated metric missing from the baseline fails instead of warning")
+    .option("--update", "write the baseline from this run (keeping its tolerances) and print the diff")
+    .addHelpText("after", "\nExit codes: 0 pass, 1 a ratchet or band failed (or the run itself failed), 2 error, 77 the run skipped a required gate.")
+    .action(async (runArg: string | undefined, options: GateOptions) => {
+      const run = readRun(runArg ?? latestRunDirectory(options.runsDir), options.runsDir);
+      const previous: Baseline | undefined = existsSync(options.baseline) ? readBaseline(options.baseline) : undefined;
+      if (options.update === true) {
+        const next = baselineFromRun(previous?.name ?? basename(options.baseline, ".json"), run, previous);
+        const before = previous === undefined ? "" : `${JSON.stringify(previous, null, 2)}\n`;
+        const after = `${JSON.stringify(next, null, 2)}\n`;
+        await writeFileAtomic(options.baseline, after);
+        const diff = baselineDiff(before, after);
+        say(diff.length === 0 ? `${options.baseline}: unchanged` : [`${options.baseline} updated from run ${run.summary.run_id}:`, ...diff].join("\n"));
+        return;
+      }
+      if (previous === undefined) {
+        throw new BenchError("baseline file does not exist", { file: options.baseline, fix: `create it from a good run: bench gate --baseline ${options.baseline} --update` });
+      }
+      const findings = applyRatchets(gatedMetrics(run), previous);
+      const lines: string[] = [];
+      for (const finding of findings) {
+        if (finding.level === "fail") {
+          lines.push(`${paint("FAIL", "red")}  ${finding.key}: ${finding.message}`);
+          annotate("error", `bench gate ${finding.key}`, finding.message);
+        } else if (finding.level === "warn") {
+          const failsNow = finding.strictFails && options.strict === true;
+          lines.push(`${paint(failsNow ? "FAIL" : "WARN", failsNow ? "red" : "yellow")}  ${finding.key}: ${finding.message} (hint: ${finding.hint})`);
+          annotate(failsNow ? "error" : "warning", `bench gate ${finding.key}`, `${finding.message} (${finding.hint})`);
+        } else {
+          lines.push(`ok    ${finding.key}: ${finding.message}`);
+        }
+      }
+      for (const line of lines) say(line);
+      const failed = findings.some((f) => f.level === "fail" || (f.level === "warn" && f.strictFails && options.strict === true));
+      const runCode = (run.summary.exit_code ?? EXIT.error) as ExitCode;
+      if (run.summary.status !== "complete") warn(`run ${run.summary.run_id} is ${run.summary.status}`, "gate a complete run");
+      if (runCode !== EXIT.pass) say(`run ${run.summary.run_id} itself exited ${runCode}${runCode === EXIT.requiredSkipped ? " (SKIPPED — NOT A PASS)" : ""}`);
+      const code: ExitCode = runCode === EXIT.error || runCode === EXIT.gateFailed ? runCode : failed ? EXIT.gateFailed : runCode;
+      const word = { [EXIT.pass]: paint("PASS", "green"), [EXIT.gateFailed]: paint("FAIL", "red"), [EXIT.error]: paint("ERROR", "red"), [EXIT.requiredSkipped]: paint("SKIPPED — NOT A PASS", "red") }[code];
+      say(`${word} (exit ${code}) — run ${run.summary.run_id} against ${options.baseline}`);
+      appendStepSummary([`### bench gate: ${run.summary.run_id} against \`${options.baseline}\` — exit ${code}`, "", "```", ...lines.map((l) => l.replace(/\u001b\[[0-9;]*m/g, "")), "```"].join("\n"));
+      setExitCode(code);
+    });
+}
+

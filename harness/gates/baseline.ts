@@ -1,0 +1,67 @@
+import { join } from "node:path";
+import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
+import { PACKAGE_ROOT } from "../paths.js";
+import type { StoredRun } from "../results/read-run.js";
+
+/** reports/baselines/<name>.json (schema: reports/baselines/baseline.schema.json). */
+export interface Baseline {
+  readonly schema_version: 1;
+  readonly name: string;
+  readonly from_run: string;
+  readonly parity: Readonly<Record<string, { readonly strict: number; readonly forward_divergent: number }>>;
+  readonly needles: Readonly<Record<string, readonly string[]>>;
+  readonly perf: Readonly<Record<string, { readonly target: number; readonly tolerance: number; readonly update_above?: number }>>;
+  readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
+}
+
+export const BASELINE_SCHEMA = join(PACKAGE_ROOT, "reports", "baselines", "baseline.schema.json");
+
+/** Default perf band for a new baseline entry: single-sequence speed on a shared CI machine is noisy. */
+export const DEFAULT_PERF_TOLERANCE = 0.5;
+
+export function readBaseline(path: string): Baseline {
+  return assertMatchesSchema<Baseline>(readJsonFile(path), BASELINE_SCHEMA, path);
+}
+
+/** The quantities a run offers to gate on, keyed as the baseline keys them. */
+export interface GatedMetrics {
+  readonly parity: Map<string, { strict: number; forwardDivergent: number; required: boolean }>;
+  readonly needles: Map<string, string[]>;
+  readonly perf: Map<string, number>;
+  readonly trace: Map<string, number>;
+}
+
+export function gatedMetrics(run: StoredRun): GatedMetrics {
+  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), perf: new Map(), trace: new Map() };
+  for (const v of run.summary.verdicts) {
+    if (v.status !== "pass" && v.status !== "fail") continue;
+    const key = `${v.suite}/${v.arm}`;
+    if (v.check === "greedy_parity") {
+      metrics.parity.set(key, { strict: Number(v.metrics.strict), forwardDivergent: Number(v.metrics.forward_divergent), required: v.gate === "required" });
+      if (typeof v.metrics.tokens_per_second === "number") metrics.perf.set(`${key}/tokens_per_second`, v.metrics.tokens_per_second);
+    }
+    if (v.check === "niah") {
+      const cells = run.cells.filter((c) => c.check === "niah" && c.suite === v.suite && c.arm === v.arm && c.prompt_class === "Y");
+      metrics.needles.set(key, cells.map((c) => `${c.niah_length}:${c.niah_depth}:${c.niah_trial}`).sort());
+    }
+  }
+  for (const t of run.summary.trace ?? []) metrics.trace.set(`${t.suite}/${t.arm}/${t.capture}`, t.demand_bytes);
+  return metrics;
+}
+
+/** A baseline taken from a run, keeping the tolerances of `previous` where it had them. */
+export function baselineFromRun(name: string, run: StoredRun, previous?: Baseline): Baseline {
+  const m = gatedMetrics(run);
+  return {
+    schema_version: 1,
+    name,
+    from_run: run.summary.run_id,
+    parity: Object.fromEntries([...m.parity].map(([key, p]) => [key, { strict: p.strict, forward_divergent: p.forwardDivergent }])),
+    needles: Object.fromEntries(m.needles),
+    perf: Object.fromEntries([...m.perf].map(([key, value]) => {
+      const old = previous?.perf[key];
+      return [key, { target: Math.round(value * 10) / 10, tolerance: old?.tolerance ?? DEFAULT_PERF_TOLERANCE, ...(old?.update_above === undefined ? {} : { update_above: old.update_above }) }];
+    })),
+    trace: Object.fromEntries([...m.trace].map(([key, bytes]) => [key, { demand_bytes: bytes, tolerance: previous?.trace[key]?.tolerance ?? 0 }])),
+  };
+}

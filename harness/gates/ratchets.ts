@@ -1,0 +1,82 @@
+import type { Baseline, GatedMetrics } from "./baseline.js";
+
+/** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
+export type GateFinding =
+  | { readonly level: "fail"; readonly key: string; readonly message: string }
+  | { readonly level: "warn"; readonly key: string; readonly message: string; readonly hint: string; readonly strictFails: boolean }
+  | { readonly level: "ok"; readonly key: string; readonly message: string };
+
+/**
+ * Compares a run's gated metrics with a baseline. Pure: the same inputs give the same findings.
+ * - parity: FORWARD-DIVERGENT must be 0 on required arms and may not rise on any; STRICT may not drop;
+ * - needles: no Y of the baseline may be lost;
+ * - perf: below target × (1 − tolerance) fails; above target × (1 + update_above) warns "update the target";
+ * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
+ * - a gated metric with no baseline entry warns (fails under --strict).
+ */
+export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFinding[] {
+  const findings: GateFinding[] = [];
+  const missing = (key: string, what: string): GateFinding => ({
+    level: "warn", key, message: `no baseline entry for ${what}`, hint: "run `bench gate --update` to record it", strictFails: true,
+  });
+
+  for (const [key, p] of metrics.parity) {
+    const base = baseline.parity[key];
+    if (p.required && p.forwardDivergent > 0) findings.push({ level: "fail", key, message: `${p.forwardDivergent} FORWARD-DIVERGENT prompts on a required arm (must be 0)` });
+    if (base === undefined) {
+      findings.push(missing(key, "parity"));
+      continue;
+    }
+    if (p.strict < base.strict) findings.push({ level: "fail", key, message: `STRICT dropped ${base.strict} → ${p.strict}` });
+    else if (p.forwardDivergent > base.forward_divergent) findings.push({ level: "fail", key, message: `FORWARD-DIVERGENT rose ${base.forward_divergent} → ${p.forwardDivergent}` });
+    else findings.push({ level: "ok", key, message: `STRICT ${p.strict} (baseline ${base.strict}), FORWARD-DIVERGENT ${p.forwardDivergent} (baseline ${base.forward_divergent})` });
+  }
+
+  for (const [key, ys] of metrics.needles) {
+    const base = baseline.needles[key];
+    if (base === undefined) {
+      findings.push(missing(key, "the needle grid"));
+      continue;
+    }
+    const lost = base.filter((cell) => !ys.includes(cell));
+    if (lost.length > 0) findings.push({ level: "fail", key, message: `needle grid lost Y at ${lost.join(", ")}` });
+    else findings.push({ level: "ok", key, message: `${ys.length} Y (baseline ${base.length})` });
+  }
+
+  for (const [key, value] of metrics.perf) {
+    const band = baseline.perf[key];
+    if (band === undefined) {
+      findings.push(missing(key, "this perf metric"));
+      continue;
+    }
+    const low = band.target * (1 - band.tolerance);
+    const high = band.target * (1 + (band.update_above ?? 2 * band.tolerance));
+    if (value < low) findings.push({ level: "fail", key, message: `${value.toFixed(1)} is below the band: target ${band.target} − ${(band.tolerance * 100).toFixed(0)}% = ${low.toFixed(1)}` });
+    else if (value > high) findings.push({ level: "warn", key, message: `${value.toFixed(1)} is far above the target ${band.target}`, hint: "update the target (bench gate --update)", strictFails: false });
+    else findings.push({ level: "ok", key, message: `${value.toFixed(1)} within [${low.toFixed(1)}, ${high.toFixed(1)}]` });
+  }
+
+  for (const [key, bytes] of metrics.trace) {
+    const base = baseline.trace[key];
+    if (base === undefined) {
+      findings.push(missing(key, "trace-region demand"));
+      continue;
+    }
+    const limit = base.demand_bytes * (1 + base.tolerance);
+    if (bytes > limit) findings.push({ level: "fail", key, message: `trace-region demand rose ${base.demand_bytes} → ${bytes} B: stop and report` });
+    else findings.push({ level: "ok", key, message: `demand ${bytes} B (baseline ${base.demand_bytes} B)` });
+  }
+  return findings;
+}
+
+/** Line-by-line diff of two baselines' JSON, for `--update`. */
+export function baselineDiff(before: string, after: string): string[] {
+  const a = before.split("\n");
+  const b = after.split("\n");
+  const lines: string[] = [];
+  const removed = a.filter((line) => !b.includes(line));
+  const added = b.filter((line) => !a.includes(line));
+  for (const line of removed) lines.push(`- ${line}`);
+  for (const line of added) lines.push(`+ ${line}`);
+  return lines;
+}

@@ -1,0 +1,59 @@
+import type { NeedleRow, RunView } from "./view.js";
+
+const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
+const nats = (mnats: number | null): string => (mnats === null ? "–" : (mnats / 1000).toFixed(3));
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((row) => `| ${row.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`)];
+}
+
+/** The needle grid as a Markdown table: one row per length, one column per depth. */
+export function needleGridTable(row: NeedleRow): string[] {
+  const lengths = [...new Set(row.grid.map(([l]) => l))].sort((a, b) => a - b);
+  const depths = [...new Set(row.grid.map(([, d]) => d))].sort((a, b) => a - b);
+  const cell = (l: number, d: number) => row.grid.filter(([gl, gd]) => gl === l && gd === d).map(([, , s]) => s).join("") || "–";
+  return table(["L \\ depth", ...depths.map((d) => d.toFixed(2))], lengths.map((l) => [String(l), ...depths.map((d) => cell(l, d))]));
+}
+
+/**
+ * The Markdown report: perf tables in the users' own shape, the parity lines, the needle grids,
+ * trace-region demand, and run-versus-run deltas when two runs are given.
+ */
+export function renderMarkdownReport(runs: readonly RunView[]): string {
+  const latest = runs[runs.length - 1];
+  const out = [`# bringup-bench report`, "", `Runs: ${runs.map((r) => `\`${r.runId}\` (exit ${r.exitCode ?? "–"})`).join(", ")}. Machine of \`${latest.runId}\`: ${latest.machine}.`, ""];
+
+  out.push("## Single sequence (batch 1)", "", "Greedy decoding of the parity prompts, prompt evaluation included, one sequence at a time.", "");
+  out.push(...table(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)])), "");
+
+  out.push("## Aggregate throughput and latency", "", "No load runs in these results (`bench load` is not built yet), so no tok/s-by-clients, TTFT or TPOT tables.", "");
+
+  out.push("## Parity", "", "```", ...latest.parity.map((p) => p.summary.includes("correctness gate") ? p.summary : `${p.arm}: ${p.summary}`), "```", "");
+  out.push(...table(["suite", "SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)", "band (nats)"],
+    latest.parity.map((p) => [p.suite, p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), nats(p.maxGapMnats), nats(p.bandMnats)])), "");
+
+  out.push("## Long context (needle in a haystack)", "");
+  if (latest.needles.length === 0) out.push("No needle suites in this run.", "");
+  for (const needle of latest.needles) out.push(`**${needle.arm}** (${needle.suite}, ${needle.gate}): ${needle.status.toUpperCase()}`, "", ...needleGridTable(needle), "");
+
+  out.push("## Trace-region demand", "");
+  if (latest.trace.length === 0) out.push("No SUT in this run reports trace-region demand (the embedded llama.cpp SUT has no captured graph).", "");
+  else out.push(...table(["suite", "SUT arm", "capture", "demand (B)", "region (B)", "region semantics", "use"],
+    latest.trace.map((t) => [t.suite, t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics, t.region_bytes > 0 ? `${((100 * t.demand_bytes) / t.region_bytes).toFixed(1)}%` : "dynamic"])), "");
+
+  out.push("## Kernels", "", "No kernel suites in these runs.", "");
+
+  if (runs.length >= 2) {
+    const base = runs[runs.length - 2];
+    out.push(`## \`${base.runId}\` → \`${latest.runId}\``, "");
+    const rows = latest.parity.map((p) => {
+      const before = base.parity.find((b) => b.suite === p.suite && b.arm === p.arm);
+      const delta = (a: number | null | undefined, b: number | null) => (a === null || a === undefined || b === null ? "–" : `${a} → ${b}`);
+      const speed = before?.tokensPerSecond != null && p.tokensPerSecond !== null ? `${(((p.tokensPerSecond - before.tokensPerSecond) / before.tokensPerSecond) * 100).toFixed(1)}%` : "–";
+      return [p.arm, delta(before?.strict, p.strict), delta(before?.forwardDivergent, p.forwardDivergent),
+        before === undefined ? "new" : `${nats(before.maxGapMnats)} → ${nats(p.maxGapMnats)}`, speed];
+    });
+    out.push(...table(["SUT arm", "STRICT", "FORWARD-DIVERGENT", "max gap (nats)", "tok/s change"], rows), "");
+  }
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,87 @@
+import type { StoredRun, TraceDemand } from "../results/read-run.js";
+import type { GateVerdict } from "../results/types.js";
+import { describeMachine } from "../results/machine.js";
+
+/** What the report shows of one run, extracted once; the renderers only format it. */
+export interface ParityRow {
+  readonly suite: string;
+  readonly arm: string;
+  readonly model: string;
+  readonly gate: string;
+  readonly status: string;
+  readonly summary: string;
+  readonly strict: number | null;
+  readonly nearTie: number | null;
+  readonly forwardDivergent: number | null;
+  readonly maxGapMnats: number | null;
+  readonly msPerToken: number | null;
+  readonly tokensPerSecond: number | null;
+  readonly bandMnats: number | null;
+  /** Gaps of every divergent cell, in milli-nats (the histogram's data). */
+  readonly gapsMnats: readonly number[];
+}
+
+export interface NeedleRow {
+  readonly suite: string;
+  readonly arm: string;
+  readonly gate: string;
+  readonly status: string;
+  readonly grid: readonly (readonly [number, number, string])[];
+}
+
+export interface RunView {
+  readonly runId: string;
+  readonly machine: string;
+  readonly started: string;
+  readonly exitCode: number | null;
+  readonly parity: readonly ParityRow[];
+  readonly needles: readonly NeedleRow[];
+  readonly trace: readonly TraceDemand[];
+}
+
+const number = (v: GateVerdict, key: string): number | null => {
+  if (v.status !== "pass" && v.status !== "fail") return null;
+  const value = v.metrics[key];
+  return typeof value === "number" ? value : null;
+};
+
+export function viewOfRun(run: StoredRun): RunView {
+  const { summary } = run;
+  const modelOf = (suite: string, arm: string): string => {
+    const provenance = summary.suts.find((s) => s.suite === suite && s.arm === arm)?.provenance;
+    const path = typeof provenance?.modelPath === "string" ? provenance.modelPath : "";
+    return path.split("/").pop()?.replace(/\.gguf$/, "") ?? "";
+  };
+  const parity = summary.verdicts.filter((v) => v.check === "greedy_parity").map((v) => ({
+    suite: v.suite,
+    arm: v.arm,
+    model: modelOf(v.suite, v.arm),
+    gate: v.gate,
+    status: v.status,
+    summary: "summary" in v ? v.summary : v.reason,
+    strict: number(v, "strict"),
+    nearTie: number(v, "near_tie"),
+    forwardDivergent: number(v, "forward_divergent"),
+    maxGapMnats: number(v, "max_gap_mnats"),
+    msPerToken: number(v, "ms_per_token"),
+    tokensPerSecond: number(v, "tokens_per_second"),
+    bandMnats: number(v, "band_mnats"),
+    gapsMnats: run.cells.filter((c) => c.check === "greedy_parity" && c.suite === v.suite && c.arm === v.arm && (c.gap_mnats ?? 0) > 0).map((c) => c.gap_mnats!),
+  }));
+  const needles = summary.verdicts.filter((v) => v.check === "niah").map((v) => ({
+    suite: v.suite,
+    arm: v.arm,
+    gate: v.gate,
+    status: v.status,
+    grid: v.status === "pass" || v.status === "fail" ? (JSON.parse(String(v.metrics.grid ?? "[]")) as [number, number, string][]) : [],
+  }));
+  return {
+    runId: summary.run_id,
+    machine: describeMachine(summary.machine),
+    started: summary.started,
+    exitCode: summary.exit_code,
+    parity,
+    needles,
+    trace: summary.trace ?? [],
+  };
+}

@@ -1,0 +1,65 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tableFromIPC } from "apache-arrow";
+import { BenchError } from "../errors.js";
+import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
+import { RUNS_DIR } from "../paths.js";
+import { SUMMARY_SCHEMA } from "./run-directory.js";
+import type { MachineInfo } from "./machine.js";
+import type { CellRecord, GateVerdict } from "./types.js";
+import type { VerdictCounts } from "./verdicts.js";
+
+/** summary.json as written by RunDirectory (schema: reports/summary.schema.json). */
+export interface RunSummary {
+  readonly schema_version: 1;
+  readonly run_id: string;
+  readonly status: "running" | "complete" | "interrupted" | "error";
+  readonly started: string;
+  readonly finished: string | null;
+  readonly exit_code: number | null;
+  readonly harness_version: string;
+  readonly machine: MachineInfo;
+  readonly command: readonly string[];
+  readonly suites: readonly { name: string; path: string; sha256: string }[];
+  readonly suts: readonly { suite: string; arm: string; provenance: Record<string, unknown> }[];
+  readonly verdicts: readonly GateVerdict[];
+  readonly counts: VerdictCounts;
+  readonly summary_lines: readonly string[];
+  readonly cells: number;
+  readonly trace?: readonly TraceDemand[];
+}
+
+/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that exposes it reports it. */
+export interface TraceDemand {
+  readonly suite: string;
+  readonly arm: string;
+  readonly capture: string;
+  readonly demand_bytes: number;
+  readonly region_bytes: number;
+  /** fixed per bank, fixed total budget, or dynamic (size 0): tt-metal changed this once, so it is recorded. */
+  readonly region_semantics: "fixed-per-bank" | "fixed-total" | "dynamic";
+}
+
+export interface StoredRun {
+  readonly directory: string;
+  readonly summary: RunSummary;
+  readonly cells: readonly CellRecord[];
+}
+
+/** The newest run directory under `runsDir` (run ids sort by time). */
+export function latestRunDirectory(runsDir = RUNS_DIR): string {
+  const ids = existsSync(runsDir) ? readdirSync(runsDir).filter((id) => existsSync(join(runsDir, id, "summary.json"))).sort() : [];
+  if (ids.length === 0) throw new BenchError("no runs found", { file: runsDir, fix: "run `bench run` first" });
+  return join(runsDir, ids[ids.length - 1]);
+}
+
+/** A run by id (under `runsDir`) or by directory path. */
+export function readRun(idOrDirectory: string, runsDir = RUNS_DIR): StoredRun {
+  const directory = existsSync(join(idOrDirectory, "summary.json")) ? idOrDirectory : join(runsDir, idOrDirectory);
+  const summaryPath = join(directory, "summary.json");
+  if (!existsSync(summaryPath)) throw new BenchError(`no run "${idOrDirectory}"`, { file: summaryPath, fix: "pass a run id from reports/runs/ or a run directory" });
+  const summary = assertMatchesSchema<RunSummary>(readJsonFile(summaryPath), SUMMARY_SCHEMA, summaryPath);
+  const arrowPath = join(directory, "cells.arrow");
+  const cells = existsSync(arrowPath) ? (tableFromIPC(readFileSync(arrowPath)).toArray().map((row) => row.toJSON()) as unknown as CellRecord[]) : [];
+  return { directory, summary, cells };
+}

@@ -1,0 +1,162 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { existsSync, mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../harness/paths.js";
+import { CHROMIUM_PATH, checkReportInBrowser } from "../harness/report/browser.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("report-gate");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+const baseline = join(work.path, "baseline.json");
+const outputDir = join(PACKAGE_ROOT, "test-output");
+
+/** A copy of a committed suite with its arms replaced, keeping its name (so its goldens apply). */
+function suiteVariant(suite: string, file: string, arms: unknown[]): string {
+  const data = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", `${suite}.json`), "utf8"));
+  delete data.$schema;
+  data.arms = arms;
+  const path = join(work.path, file);
+  writeFileSync(path, JSON.stringify(data));
+  return path;
+}
+
+function run(runId: string, args: string[]): number | null {
+  const result = bench(["run", "--runs-dir", runs, "--run-id", runId, ...args]);
+  return result.status;
+}
+
+function gate(args: string[], env: Record<string, string> = {}) {
+  return bench(["gate", "--runs-dir", runs, "--baseline", baseline, ...args], env);
+}
+
+test("real runs for the gate: a good one, and the same arm labels with planted faults", () => {
+  assert.is(run("good", ["--suite", "parity16", "--suite", "niah", "--arm", "F32", "--arm", "Q8_0", "--arm", "copy-4k", "--niah-case", "4000:0.25:0", "--niah-case", "4000:0.75:0"]), 0);
+  const perturbed = suiteVariant("parity16", "parity-perturbed.json", [
+    { label: "F32", model: "tiny-random-perturbed-layer", gate: "informational" },
+    { label: "Q8_0", model: "tiny-random:Q8_0", gate: "informational" },
+  ]);
+  assert.is(run("strict-drop", ["--suite", perturbed]), 77, "nothing required ran in that variant");
+  const required = suiteVariant("parity16", "parity-required.json", [{ label: "Q8_0", model: "tiny-random:Q4_K", gate: "required" }]);
+  assert.is(run("divergent-required", ["--suite", required]), 1);
+  const truncated = suiteVariant("niah", "niah-truncated.json", [
+    { label: "copy-4k", model: "copy-4k", settings: { threads: 2, context_size: 2048, prompt_overflow: "truncate-left" }, gate: "required" },
+  ]);
+  assert.is(run("needle-lost", ["--suite", truncated, "--niah-case", "4000:0.25:0", "--niah-case", "4000:0.75:0"]), 1);
+});
+
+test("bench gate --update writes the baseline from a run and prints its diff; the same run then passes", () => {
+  const update = gate(["good", "--update"]);
+  assert.is(update.status, 0, update.stderr);
+  assert.match(update.stdout, /updated from run good:\n\+ \{/);
+  const written = JSON.parse(readFileSync(baseline, "utf8"));
+  assert.equal(written.parity["parity16/F32"], { strict: 16, forward_divergent: 0 });
+  assert.equal(written.needles["niah/copy-4k"], ["4000:0.25:0", "4000:0.75:0"]);
+  assert.ok(written.perf["parity16/F32/tokens_per_second"].target > 0);
+  assert.match(gate(["good", "--update"]).stdout, /unchanged/);
+  const pass = gate(["good"]);
+  assert.is(pass.status, 0, pass.stdout);
+  assert.match(pass.stdout, /^ok {4}parity16\/F32: STRICT 16 \(baseline 16\)/m);
+  assert.match(pass.stdout, /PASS \(exit 0\)/);
+});
+
+test("parity ratchets: STRICT may not drop; FORWARD-DIVERGENT must be 0 on required arms", () => {
+  const drop = gate(["strict-drop"]);
+  assert.is(drop.status, 1, drop.stdout);
+  assert.match(drop.stdout, /^FAIL {2}parity16\/F32: STRICT dropped 16 → 0$/m);
+  const divergent = gate(["divergent-required"]);
+  assert.is(divergent.status, 1);
+  assert.match(divergent.stdout, /^FAIL {2}parity16\/Q8_0: 16 FORWARD-DIVERGENT prompts on a required arm \(must be 0\)$/m);
+});
+
+test("the needle grid may not lose a Y", () => {
+  const lost = gate(["needle-lost"]);
+  assert.is(lost.status, 1);
+  assert.match(lost.stdout, /^FAIL {2}niah\/copy-4k: needle grid lost Y at 4000:0\.25:0$/m);
+});
+
+test("perf bands are two-sided: below fails, far above warns 'update the target'", () => {
+  const original = readFileSync(baseline, "utf8");
+  const data = JSON.parse(original);
+  const key = "parity16/F32/tokens_per_second";
+  data.perf[key].target *= 10;
+  writeFileSync(baseline, JSON.stringify(data));
+  const slow = gate(["good"]);
+  assert.is(slow.status, 1);
+  assert.match(slow.stdout, new RegExp(`^FAIL {2}${key.replace(/\//g, "\\/")}: [\\d.]+ is below the band`, "m"));
+  data.perf[key].target /= 100;
+  writeFileSync(baseline, JSON.stringify(data));
+  const fast = gate(["good"]);
+  assert.is(fast.status, 0);
+  assert.match(fast.stdout, /^WARN {2}parity16\/F32\/tokens_per_second: [\d.]+ is far above the target [\d.]+ \(hint: update the target/m);
+  writeFileSync(baseline, original);
+});
+
+test("a gated metric missing from the baseline warns, and fails under --strict", () => {
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  delete data.parity["parity16/Q8_0"];
+  const partial = join(work.path, "partial.json");
+  writeFileSync(partial, JSON.stringify(data));
+  const lenient = bench(["gate", "good", "--runs-dir", runs, "--baseline", partial]);
+  assert.is(lenient.status, 0);
+  assert.match(lenient.stdout, /^WARN {2}parity16\/Q8_0: no baseline entry for parity \(hint: run `bench gate --update` to record it\)$/m);
+  const strict = bench(["gate", "good", "--runs-dir", runs, "--baseline", partial, "--strict"]);
+  assert.is(strict.status, 1);
+});
+
+test("trace-region demand: an increase beyond tolerance fails with 'stop and report'", () => {
+  // FAKE injection: no embedded SUT captures a trace, so the demand is written into a copy of a real run.
+  const traced = join(runs, "traced");
+  cpSync(join(runs, "good"), traced, { recursive: true });
+  const summary = JSON.parse(readFileSync(join(traced, "summary.json"), "utf8"));
+  summary.run_id = "traced";
+  summary.trace = [{ suite: "parity16", arm: "F32", capture: "decode", demand_bytes: 13484032, region_bytes: 52428800, region_semantics: "fixed-total" }];
+  writeFileSync(join(traced, "summary.json"), JSON.stringify(summary));
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  data.trace["parity16/F32/decode"] = { demand_bytes: 13484032, tolerance: 0 };
+  writeFileSync(baseline, JSON.stringify(data));
+  assert.is(gate(["traced"]).status, 0);
+  summary.trace[0].demand_bytes = 425754624;
+  writeFileSync(join(traced, "summary.json"), JSON.stringify(summary));
+  const grew = gate(["traced"]);
+  assert.is(grew.status, 1);
+  assert.match(grew.stdout, /^FAIL {2}parity16\/F32\/decode: trace-region demand rose 13484032 → 425754624 B: stop and report$/m);
+});
+
+test("under GitHub Actions: ::error:: annotations and a step summary", () => {
+  const stepSummary = join(work.path, "step-summary.md");
+  const result = gate(["strict-drop"], { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: stepSummary });
+  assert.match(result.stdout, /^::error title=bench gate parity16\/F32::STRICT dropped 16 → 0$/m);
+  assert.match(readFileSync(stepSummary, "utf8"), /### bench gate: strict-drop against .* — exit 1/);
+});
+
+test("bench report: Markdown tables and an offline HTML page from two real runs", () => {
+  const out = join(work.path, "report");
+  const result = bench(["report", "strict-drop", "good", "--runs-dir", runs, "--out", out]);
+  assert.is(result.status, 0, result.stderr);
+  const markdown = readFileSync(join(out, "report.md"), "utf8");
+  assert.match(markdown, /\| model \| SUT arm \| ms\/token \| tok\/s \|/);
+  assert.match(markdown, /F32 correctness gate: 16\/16 prompts PASS/);
+  assert.match(markdown, /\| 4000 \| Y \| Y \|/);
+  assert.match(markdown, /## `strict-drop` → `good`/);
+  assert.match(markdown, /\| F32 \| 0 → 16 \|/);
+  const html = readFileSync(join(out, "report.html"), "utf8");
+  assert.not.match(html, /<script[^>]+src=/, "no external scripts: the page opens offline");
+  assert.match(html, /Chart\.js v4/);
+});
+
+const haveChromium = existsSync(CHROMIUM_PATH);
+(haveChromium ? test : test.skip)("the HTML report renders in a real browser: every chart drawn, no console errors (screenshot kept)", async () => {
+  mkdirSync(outputDir, { recursive: true });
+  const screenshot = join(outputDir, "report.png");
+  const check = await checkReportInBrowser(join(work.path, "report", "report.html"), screenshot);
+  assert.equal(check.consoleErrors, []);
+  assert.is(check.chartsRendered, 4, "speed, gaps, needle grid, run comparison");
+  assert.is(check.canvases, 4);
+  assert.is(check.paintedCanvases, 4);
+  assert.ok(existsSync(screenshot));
+  console.log(`  screenshot: ${screenshot}`);
+});
+
+test.run();
