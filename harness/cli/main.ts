@@ -6,6 +6,7 @@ import { registerGoldens } from "./commands/goldens.js";
 import { registerRun } from "./commands/run.js";
 import { registerReport } from "./commands/report.js";
 import { registerGate } from "./commands/gate.js";
+import { registerServe } from "./commands/serve.js";
 import { EXIT } from "../results/exit-code.js";
 import { pendingExitCode } from "./exit-code.js";
 import { clearProgress } from "./output.js";
@@ -20,6 +21,7 @@ const program = new Command()
 registerRun(program);
 registerReport(program);
 registerGate(program);
+registerServe(program);
 registerFixtures(program);
 registerGoldens(program);
 

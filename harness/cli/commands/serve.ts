@@ -1,0 +1,82 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { resolveModel } from "../../fixtures/registry.js";
+import { BenchError } from "../../errors.js";
+import { sha256File } from "../../io/sha256.js";
+import { RUNS_DIR } from "../../paths.js";
+import { findValidation } from "../../results/validation.js";
+import { startServer } from "../../../server/start.js";
+import { progress, say, warn } from "../output.js";
+
+function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
+  return n;
+}
+
+interface ServeOptions {
+  model: string;
+  host: string;
+  port: number;
+  slots: number;
+  queue: number;
+  contextSize: number;
+  threads: number;
+  flashAttention?: boolean;
+  apiKey?: string;
+  maxPromptTokens: number;
+  maxTokens: number;
+  unvalidated?: boolean;
+  runsDir: string;
+  simulateBoot: number;
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command("serve")
+    .description("serve a validated build over an OpenAI-compatible continuous-batching HTTP API")
+    .requiredOption("--model <model>", "fixture[:QUANT] or .gguf path; must have a passing validation run in --runs-dir")
+    .option("--host <host>", "address to bind", "127.0.0.1")
+    .option("--port <port>", "port (0: any free port)", count, 8080)
+    .option("--slots <n>", "concurrent sequences (continuous-batching slots)", count, 4)
+    .option("--queue <n>", "requests that may wait for a slot; beyond slots + queue the server answers 429", count, 16)
+    .option("--context-size <tokens>", "tokens per slot", count, 4096)
+    .option("--threads <n>", "llama.cpp threads", count, 2)
+    .option("--flash-attention", "flash attention on")
+    .option("--api-key <key>", "require Authorization: Bearer <key>")
+    .option("--max-prompt-tokens <n>", "longest prompt accepted", count, 4096)
+    .option("--max-tokens <n>", "largest max_tokens accepted", count, 1024)
+    .option("--unvalidated", "serve even without a passing validation run (/v1/models then says so)")
+    .option("--runs-dir <dir>", "where validation runs are", RUNS_DIR)
+    .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", count, 0)
+    .action(async (options: ServeOptions) => {
+      const model = await resolveModel(options.model);
+      const sha256 = await sha256File(model.path);
+      const validation = findValidation(sha256, options.runsDir);
+      if (!validation.validated && options.unvalidated !== true) {
+        throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `validate it with \`bench run --model ${options.model}\`, or pass --unvalidated` });
+      }
+      if (!validation.validated) warn(`serving an UNVALIDATED build: ${validation.reason}`);
+      const server = await startServer({
+        modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
+        slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
+        flashAttention: options.flashAttention === true, maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
+        simulateBootSeconds: options.simulateBoot,
+        validation: validation.validated
+          ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
+          : { validated: false, note: `UNVALIDATED: ${validation.reason}` },
+      });
+      say(`listening on http://${options.host}:${server.port}`);
+      progress("booting");
+      let stopping: Promise<void> | undefined;
+      const stop = (signal: string) => {
+        if (stopping !== undefined) process.exit(2);
+        say(`${signal}: draining in-flight requests`);
+        stopping = server.shutdown().then(() => { say("drained; bye"); process.exit(0); });
+      };
+      process.on("SIGTERM", () => stop("SIGTERM"));
+      process.on("SIGINT", () => stop("SIGINT"));
+      await server.ready;
+      say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}`);
+      await new Promise(() => undefined);
+    });
+}

@@ -1,0 +1,40 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { EngineObserver, FinishReason } from "./engine.js";
+
+/** The production server's /metrics (METRICS.md §9), as Prometheus text through prom-client. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly submitted = new Counter({ name: "bench_requests_submitted_total", help: "Requests accepted into the queue", registers: [this.registry] });
+  private readonly done = new Counter({ name: "bench_requests_done_total", help: "Requests finished (stop or length)", registers: [this.registry] });
+  private readonly cancelled = new Counter({ name: "bench_requests_cancelled_total", help: "Requests cancelled (client disconnect)", registers: [this.registry] });
+  private readonly rejected = new Counter({ name: "bench_requests_rejected_total", help: "Requests rejected with 429 at the in-flight cap", registers: [this.registry] });
+  private readonly tokens = new Counter({ name: "bench_tokens_generated_total", help: "Tokens generated", registers: [this.registry] });
+  private readonly ttft = new Histogram({ name: "bench_ttft_seconds", help: "Time from admission to the first generated token", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  private readonly stepTime = new Histogram({ name: "bench_step_seconds", help: "Wall time of one engine step (prefill batch + decode batch)", buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry] });
+  readonly slotsTotal = new Gauge({ name: "bench_slots_total", help: "Slots (sequences) in the engine", registers: [this.registry] });
+  private readonly slotsActive = new Gauge({ name: "bench_slots_active", help: "Slots holding a request", registers: [this.registry] });
+  private readonly queueDepth = new Gauge({ name: "bench_queue_depth", help: "Requests waiting for a slot", registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: "bench_in_flight", help: "Requests queued or in a slot", registers: [this.registry] });
+
+  readonly observer: EngineObserver = {
+    submitted: () => this.submitted.inc(),
+    rejected: () => this.rejected.inc(),
+    finished: (reason: FinishReason, ttftSeconds: number | undefined, generated: number) => {
+      (reason === "cancelled" ? this.cancelled : this.done).inc();
+      this.tokens.inc(generated);
+      if (ttftSeconds !== undefined) this.ttft.observe(ttftSeconds);
+    },
+    step: (seconds: number, activeSlots: number, queueDepth: number) => {
+      this.stepTime.observe(seconds);
+      this.slotsActive.set(activeSlots);
+      this.queueDepth.set(queueDepth);
+    },
+  };
+
+  /** Gauges that must be exact at scrape time, refreshed from the engine. */
+  refresh(state: { activeSlots: number; queueDepth: number; inFlight: number }): void {
+    this.slotsActive.set(state.activeSlots);
+    this.queueDepth.set(state.queueDepth);
+    this.inFlight.set(state.inFlight);
+  }
+}

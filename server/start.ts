@@ -1,0 +1,70 @@
+import { availableParallelism } from "node:os";
+import { getLlama } from "node-llama-cpp";
+import { readGguf } from "../harness/gguf/read.js";
+import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
+import { BatchEngine } from "./engine.js";
+import { CompletionServer, type ServerOptions } from "./http-server.js";
+import { ServerMetrics } from "./metrics.js";
+
+export interface StartOptions extends ServerOptions {
+  readonly modelPath: string;
+  readonly slots: number;
+  readonly maxQueue: number;
+  /** Tokens per slot. */
+  readonly contextSize: number;
+  readonly threads: number;
+  readonly flashAttention: boolean;
+  /**
+   * FAKE boot delay, for tests of clients' boot handling only: real devices take minutes to boot,
+   * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
+   */
+  readonly simulateBootSeconds: number;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  /** Resolves when the model is loaded and /health answers 200. */
+  readonly ready: Promise<void>;
+  readonly shutdown: () => Promise<void>;
+}
+
+/** Listens at once (so /health can say 503 and why), then loads the model and starts the engine. */
+export async function startServer(options: StartOptions): Promise<RunningServer> {
+  const vocabSize = validateLlamaMetadata(readGguf(options.modelPath), options.modelPath).vocabSize;
+  const metrics = new ServerMetrics();
+  const server = new CompletionServer(options, metrics);
+  const port = await server.listen();
+  let dispose: (() => Promise<void>) | undefined;
+  const ready = (async () => {
+    if (options.simulateBootSeconds > 0) {
+      server.setStage("simulated device boot");
+      await new Promise((resolve) => setTimeout(resolve, options.simulateBootSeconds * 1000));
+    }
+    server.setStage("loading model");
+    const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+    const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
+    server.setStage("creating context");
+    const context = await model.createContext({
+      contextSize: options.contextSize * options.slots,
+      sequences: options.slots,
+      batchSize: 512,
+      threads: { ideal: options.threads, min: options.threads },
+      flashAttention: options.flashAttention,
+    });
+    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer);
+    server.attach(engine, model, vocabSize);
+    dispose = async () => {
+      await context.dispose();
+      await model.dispose();
+    };
+  })();
+  return {
+    port,
+    ready,
+    shutdown: async () => {
+      await ready.catch(() => undefined);
+      await server.shutdown();
+      await dispose?.();
+    },
+  };
+}
