@@ -75,10 +75,10 @@ const PROBE = { generateNext: { probabilities: true } } as const;
 
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
- * feeds free slots at every step. Each step runs two batches: first the prefills of newly admitted
- * requests, then one decode token for every other active slot. Keeping prefill and decode in
- * separate batches matters: mixing them in one batch gave wrong tokens in node-llama-cpp 3.21.1
- * (README, "Findings"); separated, 960 of 960 staggered continuations matched the model alone.
+ * feeds free slots at every step. Each step first prefills newly admitted requests one at a time,
+ * then runs one batch holding a decode token for every other active slot. In node-llama-cpp 3.21.1
+ * a batch that mixes prefill with decode, or holds several prefills, sometimes gave wrong tokens
+ * (README, "Findings"); decode-only batches did not.
  */
 export class BatchEngine {
   private readonly slots: Slot[];
@@ -153,7 +153,7 @@ export class BatchEngine {
           admitted.push(slot);
         }
       }
-      await Promise.all(admitted.map((slot) => this.guard(slot, () => this.prefill(slot))));
+      for (const slot of admitted) await this.guard(slot, () => this.prefill(slot));
       const decoding = this.slots.filter((slot) => slot.job !== undefined && !admitted.includes(slot));
       await Promise.all(decoding.map((slot) => this.guard(slot, () => this.decode(slot))));
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);

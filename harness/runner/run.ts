@@ -16,12 +16,16 @@ import { loadSuite, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest } from "../sut/types.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
+import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
+import { sha256File } from "../io/sha256.js";
 import { runParityArm } from "./parity-runner.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
+import { runConformanceArm } from "./conformance-runner.js";
+import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 
 /** The battery `bench run` runs with no --suite. */
-export const DEFAULT_BATTERY = ["parity16", "niah"] as const;
+export const DEFAULT_BATTERY = ["parity16", "niah", "serve-conformance"] as const;
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -41,6 +45,25 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
   readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
+}
+
+/** Seconds a harness-started server may take to boot (real devices take minutes). */
+export const DEFAULT_BOOT_TIMEOUT_S = 600;
+
+/** The SUT an arm names: the embedded llama.cpp SUT, or our server started on loopback and driven over HTTP. */
+async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings): Promise<SystemUnderTest> {
+  const model = await resolveModel(arm.model);
+  if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
+  const managed = await startManagedServer({
+    modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
+    threads: settings.threads, flashAttention: settings.flashAttention, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
+  });
+  try {
+    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+  } catch (error) {
+    await stopManagedServer(managed);
+    throw error;
+  }
 }
 
 /** A complete, read-only view of the options, resolved once. */
@@ -66,7 +89,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
     signal: options.signal ?? new AbortController().signal,
-    openSut: options.openSut ?? (async (arm, settings) => LlamaCppSut.open((await resolveModel(arm.model)).path, settings, arm.label)),
+    openSut: options.openSut ?? openArmSut,
   };
 }
 
@@ -90,7 +113,7 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
   };
 }
 
-function selectArms(suite: Suite, options: ResolvedRunOptions): SuiteArm[] {
+function selectArms<Arm extends { readonly label: string }>(suite: { readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
   // --model keeps the first arm's settings (a needle suite's context size, say) and swaps the model.
   if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
   if (options.arms === undefined) return [...suite.arms];
@@ -149,7 +172,6 @@ async function forEachArm(
 ): Promise<void> {
   for (const arm of arms) {
     if (options.signal.aborted) return;
-    if (arm.sut === "http") throw new BenchError(`arm "${arm.label}" asks for the HTTP SUT, which is not built yet`, { file: suite.path, field: "arms.sut", fix: "use the llamacpp SUT until the server lands" });
     const sut = withCaseTimeout(await options.openSut(arm, armSettings(arm, options.settings, sequences, fitted)), suite.case_timeout_s ?? options.caseTimeoutS);
     recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
@@ -162,7 +184,7 @@ async function forEachArm(
   }
 }
 
-function armCommand(suite: Suite, arm: SuiteArm, options: ResolvedRunOptions): string {
+function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
   const target = options.model === undefined ? `--arm ${JSON.stringify(arm.label)}` : `--model ${arm.model}`;
   return `bench run --suite ${suite.name} ${target}`;
 }
@@ -196,6 +218,40 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   }));
 }
 
+async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
+  for (const arm of arms) {
+    if (options.signal.aborted) return;
+    const slots = arm.server?.slots ?? 2;
+    const queue = arm.server?.queue ?? 1;
+    let sut;
+    if (arm.base_url !== undefined) {
+      sut = await openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
+    } else {
+      if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
+      const model = await resolveModel(arm.model);
+      const managed = await startManagedServer({
+        modelPath: model.path, slots, queue, contextSize: 1024, threads: 1, flashAttention: false,
+        bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
+        onProgress: (message) => void emit({ kind: "progress", message }),
+      });
+      sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+    }
+    const timed = withCaseTimeout(sut, suite.case_timeout_s ?? options.caseTimeoutS);
+    recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
+    await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
+    try {
+      const { summaryLine } = await runConformanceArm({
+        suiteName: suite.name, arm: { label: arm.label, model: arm.model ?? arm.base_url ?? "", gate: arm.gate }, sut: timed, emit, signal: options.signal,
+        reproduce: armCommand(suite, arm, options), checks: suite.checks,
+        target: { baseUrl: sut.baseUrl, model: arm.model_id ?? String(sut.provenance.settings.model), apiKey: arm.api_key, slots, queue, managed: sut.managed },
+      });
+      await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
+    } finally {
+      await sut.close();
+    }
+  }
+}
+
 /**
  * Runs suites arm by arm: resolve and validate every suite first (bad input fails before any work),
  * then per suite verify its goldens and open its oracle where it has one, and per arm open the SUT,
@@ -205,10 +261,12 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   const options = resolveOptions(input);
   const suites = options.suites.map((name) => loadSuite(name));
   assertArmsExist(suites, options);
-  for (const suite of suites.filter((s) => selectArms(s, options).length > 0)) {
+  const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string }>(suite, options);
+  for (const suite of suites.filter((s) => selected(s).length > 0)) {
     recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
     if (options.signal.aborted) return;
     if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
-    else await runNiahSuite(suite, options, recorder, emit);
+    else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
+    else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
   }
 }

@@ -6,13 +6,15 @@ import { SUITES_DIR } from "../paths.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
+import type { ConformanceSuite } from "./conformance-suite.js";
 
-export type Suite = ParitySuite | NiahSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   parity: join(SUITES_DIR, "schema", "parity.schema.json"),
   niah: join(SUITES_DIR, "schema", "niah.schema.json"),
+  conformance: join(SUITES_DIR, "schema", "conformance.schema.json"),
 };
 
 export function suiteNames(): string[] {

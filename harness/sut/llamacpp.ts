@@ -159,17 +159,18 @@ export class LlamaCppSut implements SystemUnderTest {
       });
     }
     for (const request of requests) assertFits(this.settings, request.promptIds.length + request.maxTokens);
-    // Lockstep: all prompts are prefilled together, then every sequence advances one token per
-    // step, as a continuous-batching server's decode loop does. Free-running sequences (each at
-    // its own phase within one batch) gave wrong tokens for 3-10% of prompts in node-llama-cpp
-    // 3.21.1 on CPU (README, "Findings"), which would make this check measure that bug every run.
+    // Prompts are prefilled one at a time, then every sequence advances one token per step in one
+    // batch, as a continuous-batching decode loop does. In node-llama-cpp 3.21.1 on CPU, several
+    // sequences prefilling in one batch, or sequences at different phases sharing a batch, gave
+    // wrong tokens (README, "Findings"); this check would measure that engine bug on every run.
     const sequences = this.sequences.slice(0, requests.length);
-    await Promise.all(sequences.map((sequence) => sequence.clearHistory()));
+    for (const sequence of sequences) await sequence.clearHistory();
     const generated: TokenId[][] = requests.map(() => []);
-    let next = await Promise.all(requests.map((request, i) => {
+    let next: TokenId[] = [];
+    for (const [i, request] of requests.entries()) {
       const prompt = request.promptIds as Token[];
-      return evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]);
-    }));
+      next.push(await evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]));
+    }
     for (;;) {
       const active = requests.map((request, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
       active.forEach((i) => generated[i].push(next[i]));
