@@ -210,7 +210,9 @@ export class BatchEngine {
     if (request.signal.aborted) return this.finish(slot, "cancelled");
     const id = sampleToken(probabilities, request.sampling, job.random);
     job.ids.push(id);
-    const text = this.model.detokenize(job.ids as Token[]);
+    // Text is needed per token only to stream it or to look for stop strings; else once at the end.
+    const needsText = request.onToken !== undefined || request.stop.length > 0;
+    const text = needsText ? this.model.detokenize(job.ids as Token[]) : job.text;
     const token: GeneratedToken = {
       id,
       text: text.slice(job.text.length),
@@ -233,6 +235,7 @@ export class BatchEngine {
   private finish(slot: Slot, reason: FinishReason): void {
     const job = slot.job!;
     slot.job = undefined;
+    if (job.request.onToken === undefined && job.request.stop.length === 0) job.text = this.model.detokenize(job.ids as Token[]);
     const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
     this.observer.finished(reason, ttftSeconds, job.tokens.length);
     job.resolve({ tokens: job.tokens, text: job.text, finishReason: reason, promptTop: job.promptTop, ttftSeconds });

@@ -1,0 +1,77 @@
+/**
+ * npm run bench:server — aggregate generated tok/s of our continuous-batching server at 1 and 4
+ * slots (16 greedy requests of 64 tokens, as many in flight as slots), against node-llama-cpp
+ * driving the same sequences directly in one process (one sequence per in-flight request),
+ * measured side by side in one run. Target: the server keeps at least 90%.
+ */
+import { performance } from "node:perf_hooks";
+import { availableParallelism } from "node:os";
+import { getLlama, type Token } from "node-llama-cpp";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { loadParitySuite } from "../harness/suites/parity-suite.js";
+import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { argmaxToken } from "../harness/sut/topk.js";
+
+const MAX_TOKENS = 64;
+const ROUNDS = 3;
+const suite = loadParitySuite("parity16");
+const model = await resolveModel("tiny-random:F32");
+
+/** Runs `jobs` with at most `width` in flight; returns generated tokens per second. */
+async function throughput(width: number, jobs: number, one: (index: number) => Promise<number>): Promise<number> {
+  let next = 0;
+  let tokens = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < jobs) tokens += await one(next++);
+  }));
+  return tokens / ((performance.now() - started) / 1000);
+}
+
+async function serverTokensPerSecond(slots: number): Promise<number> {
+  const server = await startManagedServer({ modelPath: model.path, slots, queue: 16, contextSize: 256, threads: 1, flashAttention: false, bootTimeoutS: 120 });
+  try {
+    const one = async (i: number) => {
+      const response = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt: suite.prompts[i % suite.prompts.length], max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true } });
+      return (JSON.parse(response.text) as { usage: { completion_tokens: number } }).usage.completion_tokens;
+    };
+    await throughput(slots, slots, one);
+    const samples = [];
+    for (let r = 0; r < ROUNDS; r++) samples.push(await throughput(slots, 16, one));
+    return samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+  } finally {
+    await stopManagedServer(server);
+  }
+}
+
+async function rawTokensPerSecond(slots: number): Promise<number> {
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
+  const context = await loaded.createContext({ contextSize: 256 * slots, sequences: slots, batchSize: 512, threads: { ideal: 1, min: 1 }, flashAttention: false });
+  const free = Array.from({ length: slots }, () => context.getSequence());
+  const probe = { generateNext: { probabilities: true } } as const;
+  const one = async (i: number) => {
+    const sequence = free.pop()!;
+    await sequence.clearHistory();
+    const prompt = [loaded.tokens.bos!, ...loaded.tokenize(suite.prompts[i % suite.prompts.length])] as Token[];
+    let out = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], probe]]);
+    for (let n = 1; n < MAX_TOKENS; n++) out = await sequence.controlledEvaluate([[argmaxToken(out[out.length - 1]!.next.probabilities!) as Token, probe]]);
+    free.push(sequence);
+    return MAX_TOKENS;
+  };
+  await throughput(slots, slots, one);
+  const samples = [];
+  for (let r = 0; r < ROUNDS; r++) samples.push(await throughput(slots, 16, one));
+  await context.dispose();
+  await loaded.dispose();
+  return samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+}
+
+console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; 16 requests × ${MAX_TOKENS} tokens, median of ${ROUNDS} rounds`);
+for (const slots of [1, 4]) {
+  const server = await serverTokensPerSecond(slots);
+  const raw = await rawTokensPerSecond(slots);
+  const ratio = server / raw;
+  console.log(`${slots} slot(s): server ${server.toFixed(0)} tok/s, raw node-llama-cpp ${raw.toFixed(0)} tok/s — server/raw = ${ratio.toFixed(3)} (target ≥ 0.90) ${ratio >= 0.9 ? "OK" : "BELOW TARGET"}`);
+}
