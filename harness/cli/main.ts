@@ -7,6 +7,7 @@ import { registerRun } from "./commands/run.js";
 import { registerReport } from "./commands/report.js";
 import { registerGate } from "./commands/gate.js";
 import { registerServe } from "./commands/serve.js";
+import { registerLoad } from "./commands/load.js";
 import { EXIT } from "../results/exit-code.js";
 import { pendingExitCode } from "./exit-code.js";
 import { clearProgress } from "./output.js";
@@ -22,6 +23,7 @@ registerRun(program);
 registerReport(program);
 registerGate(program);
 registerServe(program);
+registerLoad(program);
 registerFixtures(program);
 registerGoldens(program);
 

@@ -22,6 +22,8 @@ export interface RunProvenance {
   readonly suts: { suite: string; arm: string; provenance: Record<string, unknown> }[];
   /** Trace-region demand reported by SUTs that expose it (none of the embedded ones do). */
   readonly trace: TraceDemand[];
+  /** Load points (bench load): the client's aggregates and the server's /metrics deltas. */
+  readonly load: Record<string, unknown>[];
 }
 
 /**
@@ -36,7 +38,13 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [] };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [] };
+  private samplesArrow: Uint8Array | undefined;
+
+  /** Replaces samples.arrow at the next flush (bench load writes it after every load point). */
+  setSamples(arrow: Uint8Array): void {
+    this.samplesArrow = arrow;
+  }
 
   constructor(readonly runId: string, runsDir: string, private readonly command: readonly string[]) {
     this.directory = join(runsDir, runId);
@@ -86,10 +94,12 @@ export class RunDirectory {
       summary_lines: this.summaryLines,
       cells: this.cells.length,
       trace: this.provenance.trace,
+      load: this.provenance.load,
     };
     assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
     await writeFileAtomic(join(this.directory, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
     await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
+    if (this.samplesArrow !== undefined) await writeFileAtomic(join(this.directory, "samples.arrow"), this.samplesArrow);
     await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts));
     await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({
       runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine),

@@ -1,0 +1,178 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { BenchError } from "../../errors.js";
+import { resolveModel } from "../../fixtures/registry.js";
+import { sha256File } from "../../io/sha256.js";
+import { summarizeLoadPoint, type LoadPointSummary, type Slo } from "../../load/aggregate.js";
+import { jsonlPrompts, randomPrompts, sharedPrefixPrompts, type LoadPrompt } from "../../load/prompts.js";
+import { requestMetrics } from "../../load/request-metrics.js";
+import { modeLabel, runLoadPoint, type LoadMode } from "../../load/run-load.js";
+import { encodeSamplesArrow, type SampleRow } from "../../load/samples-arrow.js";
+import { parsePrometheusText } from "../../conformance/prometheus.js";
+import { RUNS_DIR } from "../../paths.js";
+import { EXIT } from "../../results/exit-code.js";
+import { newRunId, RunDirectory } from "../../results/run-directory.js";
+import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
+import { setExitCode } from "../exit-code.js";
+import { progress, say } from "../output.js";
+
+const list = (value: string): number[] => value.split(",").map((v) => {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("expected a comma-separated list of positive numbers");
+  return n;
+});
+const positive = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError("expected a non-negative number");
+  return n;
+};
+
+/** --slo ttft=500,tpot=50 (milliseconds). */
+function parseSlo(value: string): Slo {
+  const slo: { ttftMs?: number; tpotMs?: number } = {};
+  for (const part of value.split(",")) {
+    const [key, raw] = part.split("=");
+    const ms = Number(raw);
+    if (!Number.isFinite(ms) || ms <= 0 || (key !== "ttft" && key !== "tpot")) throw new InvalidArgumentError("use ttft=MS,tpot=MS");
+    if (key === "ttft") slo.ttftMs = ms;
+    else slo.tpotMs = ms;
+  }
+  return slo;
+}
+
+interface LoadOptions {
+  url?: string;
+  model?: string;
+  apiKey?: string;
+  endpoint: "completions" | "chat";
+  concurrency?: number[];
+  rate?: number[];
+  burstiness: number;
+  requests: number;
+  warmup: number;
+  duration?: number;
+  inputTokens: number;
+  outputTokens: number;
+  dataset?: string;
+  sharedPrefix?: string;
+  slo?: Slo;
+  maxErrorRate: number;
+  slots: number;
+  seed: number;
+  runsDir: string;
+  runId?: string;
+}
+
+const fmt = (v: number | undefined, digits = 1) => (v === undefined || !Number.isFinite(v) ? "–" : v.toFixed(digits));
+
+function tableRow(model: string, slots: string, point: LoadPointSummary): string {
+  const errors = Object.values(point.errors).reduce((a, b) => a + (b ?? 0), 0);
+  return `| ${model} | ${slots} | ${point.label} | ${fmt(point.outputTokensPerSecond)} | ${fmt(point.tokensPerSecondPerUser)} | ${fmt(point.ttftMs?.median)} | ${fmt(point.ttftMs?.p99)} | ${fmt(point.tpotMs?.median, 2)} | ${fmt(point.tpotMs?.p99, 2)} | ${errors} |`;
+}
+
+export function registerLoad(program: Command): void {
+  program
+    .command("load")
+    .description("serving performance: closed-loop concurrency sweeps or open-loop arrival-rate sweeps against an OpenAI-compatible server")
+    .option("--url <base>", "an OpenAI-compatible server's base URL (e.g. http://127.0.0.1:8080)")
+    .option("--model <model>", "or: start our server on this model (fixture[:QUANT] or .gguf) for the run")
+    .option("--api-key <key>", "bearer token for --url")
+    .option("--endpoint <kind>", "completions or chat", "completions")
+    .option("--concurrency <list>", "closed loop: clients in flight, e.g. 1,2,4,8", list)
+    .option("--rate <list>", "open loop: requests per second, e.g. 2,4,8", list)
+    .option("--burstiness <b>", "open loop: gamma shape of the arrival gaps (1 = Poisson)", positive, 1)
+    .option("--requests <n>", "measured requests per load point", positive, 32)
+    .option("--warmup <n>", "warm-up requests per point, not measured", positive, 2)
+    .option("--duration <seconds>", "stop sending after this long (per point)", positive)
+    .option("--input-tokens <n>", "random prompts of exactly this many tokens", positive, 32)
+    .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", positive, 32)
+    .option("--dataset <file.jsonl>", "prompts from a JSONL file instead: {\"prompt\": ..., \"max_tokens\": ...}")
+    .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
+    .option("--slo <ttft=MS,tpot=MS>", "goodput: requests meeting every SLO, per second", parseSlo)
+    .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
+    .option("--slots <n>", "with --model: the server's slots", positive, 4)
+    .option("--seed <n>", "seed for prompts and arrivals", positive, 1)
+    .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
+    .option("--run-id <id>", "run directory name")
+    .addHelpText("after", "\nMetrics (METRICS.md §8): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
+    .action(async (options: LoadOptions) => {
+      if ((options.url === undefined) === (options.model === undefined)) throw new BenchError("give exactly one of --url and --model", { field: "--url/--model", fix: "--url for a running server, --model to start ours" });
+      if (options.concurrency !== undefined && options.rate !== undefined) throw new BenchError("--concurrency and --rate are two different load modes", { field: "--concurrency/--rate", fix: "run them as two `bench load` commands" });
+      if (options.endpoint !== "completions" && options.endpoint !== "chat") throw new BenchError(`unknown endpoint "${String(options.endpoint)}"`, { field: "--endpoint", fix: "use completions or chat" });
+      const modes: LoadMode[] = options.rate !== undefined
+        ? options.rate.map((rate) => ({ kind: "open", rate, burstiness: options.burstiness }))
+        : (options.concurrency ?? [1, 2, 4]).map((concurrency) => ({ kind: "closed", concurrency }));
+      const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
+      await recorder.open();
+      let managed: ManagedServer | undefined;
+      let modelLabel = options.url ?? "";
+      try {
+        let baseUrl = options.url;
+        if (options.model !== undefined) {
+          const model = await resolveModel(options.model);
+          managed = await startManagedServer({ modelPath: model.path, slots: options.slots, queue: 256, contextSize: Math.max(256, options.inputTokens + options.outputTokens + 64), threads: 1, flashAttention: false, bootTimeoutS: 600, onProgress: progress });
+          baseUrl = managed.baseUrl;
+          modelLabel = model.id;
+          recorder.provenance.suts.push({ suite: "load", arm: model.id, provenance: { kind: "http", modelPath: model.path, modelSha256: await sha256File(model.path), engine: "bringup-bench server", settings: { slots: options.slots } } });
+        }
+        const listing = await httpCall(`${baseUrl}/v1/models`, { apiKey: options.apiKey }).catch((error: Error) => {
+          throw new BenchError(`cannot reach the server (${error.message})`, { field: "--url", fix: "start the server, or check the address" });
+        });
+        const models = (listing.status === 200 ? JSON.parse(listing.text) : { data: [] }) as { data: { id: string; capabilities?: { tokenize?: boolean } }[] };
+        const modelId = models.data[0]?.id ?? "model";
+        const canTokenize = models.data[0]?.capabilities?.tokenize === true;
+        const total = options.requests + options.warmup;
+        const prompts: LoadPrompt[] = options.dataset !== undefined ? jsonlPrompts(options.dataset, options.outputTokens)
+          : options.sharedPrefix !== undefined ? sharedPrefixPrompts(total, options.sharedPrefix, options.outputTokens)
+            : await randomPrompts(total, options.inputTokens, options.outputTokens, options.seed,
+              canTokenize ? async (text) => JSON.parse((await httpCall(`${baseUrl}/tokenize`, { body: { content: text }, apiKey: options.apiKey })).text).tokens as number[] : undefined);
+        const body = (i: number) => {
+          const p = prompts[i % prompts.length];
+          const common = { model: modelId, max_tokens: p.maxTokens, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } };
+          return options.endpoint === "chat" ? { ...common, messages: [{ role: "user", content: typeof p.prompt === "string" ? p.prompt : "" }] } : { ...common, prompt: p.prompt };
+        };
+        const url = `${baseUrl}/v1/${options.endpoint === "chat" ? "chat/completions" : "completions"}`;
+        const rows: SampleRow[] = [];
+        const lines = ["| model | slots | load | output tok/s | tok/s/user | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | errors |", "|---|---|---|---|---|---|---|---|---|---|"];
+        let errorStop = false;
+        for (const [pointIndex, mode] of modes.entries()) {
+          const label = modeLabel(mode);
+          const scrape = async () => parsePrometheusText((await httpCall(`${baseUrl}/metrics`)).text);
+          const before = await scrape().catch(() => undefined);
+          const result = await runLoadPoint({ url, apiKey: options.apiKey, body }, {
+            mode, requests: options.requests, warmup: options.warmup, durationS: options.duration, maxErrorRate: options.maxErrorRate, seed: options.seed + pointIndex,
+          }, (done, all) => progress(`${label}: ${done}/${all} requests`));
+          const after = await scrape().catch(() => undefined);
+          const metrics = result.samples.map(requestMetrics);
+          const summary = summarizeLoadPoint(label, result.samples, metrics, result.durationS, options.slo ?? {});
+          const serverDeltas = before === undefined || after === undefined ? null : Object.fromEntries(
+            [...after.entries()].filter(([name]) => name.endsWith("_total")).map(([name, value]) => [name, value - (before.get(name) ?? 0)]));
+          recorder.provenance.load.push({ label, mode, stopped_by: result.stoppedBy, summary, server_metrics_delta: serverDeltas });
+          rows.push(...result.samples.map((sample, i) => ({ point: label, sample, metrics: metrics[i] })));
+          recorder.setSamples(encodeSamplesArrow(rows));
+          const line = tableRow(modelLabel, options.model !== undefined ? String(options.slots) : "–", summary);
+          lines.push(line);
+          await recorder.record({
+            kind: "verdict",
+            verdict: result.stoppedBy === "error-rate"
+              ? { suite: "load", arm: label, check: "load", gate: "required", status: "fail", summary: `stopped: ${Object.values(summary.errors).reduce((a, b) => a + (b ?? 0), 0)}/${summary.requests} requests failed (${JSON.stringify(summary.errors)})`, metrics: {} }
+              : { suite: "load", arm: label, check: "load", gate: "required", status: "pass", summary: `${fmt(summary.outputTokensPerSecond)} output tok/s, TTFT p50 ${fmt(summary.ttftMs?.median)} ms`, metrics: {
+                output_tokens_per_second: summary.outputTokensPerSecond, requests_per_second: summary.requestsPerSecond, ttft_p50_ms: summary.ttftMs?.median ?? null, ttft_p99_ms: summary.ttftMs?.p99 ?? null,
+                tpot_p50_ms: summary.tpotMs?.median ?? null, tpot_p99_ms: summary.tpotMs?.p99 ?? null, token_count_discrepancy: summary.tokenCountDiscrepancy } },
+          });
+          await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: undefined });
+          say(line);
+          if (result.stoppedBy === "error-rate") { errorStop = true; break; }
+        }
+        const code = errorStop ? EXIT.gateFailed : EXIT.pass;
+        await recorder.flush("complete", code);
+        say(["", ...lines].join("\n"));
+        say(`${errorStop ? "FAIL: a load point stopped on its error rate" : "done"} (exit ${code}) — results in ${recorder.directory}`);
+        setExitCode(code);
+      } catch (error) {
+        await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
+        throw error;
+      } finally {
+        if (managed !== undefined) await stopManagedServer(managed);
+      }
+    });
+}

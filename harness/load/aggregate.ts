@@ -1,0 +1,60 @@
+import { distribution, type Distribution } from "../stats/distribution.js";
+import type { RequestMetrics } from "./request-metrics.js";
+import type { RequestSample, RequestStatus } from "./sse-request.js";
+
+export interface Slo {
+  readonly ttftMs?: number;
+  readonly tpotMs?: number;
+}
+
+/** One load point's aggregate (a perf table row): throughput over the measured wall time, latency distributions. */
+export interface LoadPointSummary {
+  readonly label: string;
+  readonly requests: number;
+  readonly completed: number;
+  readonly errors: Readonly<Partial<Record<RequestStatus, number>>>;
+  readonly durationS: number;
+  readonly requestsPerSecond: number;
+  readonly outputTokensPerSecond: number;
+  readonly totalTokensPerSecond: number;
+  /** Mean over requests of 1000 / TPOT: the decode speed one user sees. */
+  readonly tokensPerSecondPerUser: number | undefined;
+  readonly goodputRequestsPerSecond: number | undefined;
+  readonly ttftMs: Distribution | undefined;
+  readonly tpotMs: Distribution | undefined;
+  readonly interChunkMs: Distribution | undefined;
+  readonly e2eMs: Distribution | undefined;
+  readonly clientLagMs: Distribution | undefined;
+  /** Σ (client-counted − server usage) output tokens; 0 when the two agree. */
+  readonly tokenCountDiscrepancy: number;
+}
+
+/** Pure: samples and their metrics → the aggregate. `durationS` is the measured phase's wall time. */
+export function summarizeLoadPoint(label: string, samples: readonly RequestSample[], metrics: readonly (RequestMetrics | undefined)[], durationS: number, slo: Slo): LoadPointSummary {
+  const ok = metrics.filter((m): m is RequestMetrics => m !== undefined);
+  const errors: Partial<Record<RequestStatus, number>> = {};
+  for (const sample of samples) if (sample.status !== "ok") errors[sample.status] = (errors[sample.status] ?? 0) + 1;
+  const output = ok.reduce((sum, m) => sum + m.outputTokens, 0);
+  const prompt = ok.reduce((sum, m) => sum + (m.promptTokens ?? 0), 0);
+  const perUser = ok.filter((m) => m.tpotMs !== undefined && m.tpotMs > 0).map((m) => 1000 / m.tpotMs!);
+  const sloSet = slo.ttftMs !== undefined || slo.tpotMs !== undefined;
+  const good = ok.filter((m) => (slo.ttftMs === undefined || m.ttftMs <= slo.ttftMs) && (slo.tpotMs === undefined || (m.tpotMs ?? 0) <= slo.tpotMs)).length;
+  return {
+    label,
+    requests: samples.length,
+    completed: ok.length,
+    errors,
+    durationS,
+    requestsPerSecond: ok.length / durationS,
+    outputTokensPerSecond: output / durationS,
+    totalTokensPerSecond: (output + prompt) / durationS,
+    tokensPerSecondPerUser: perUser.length === 0 ? undefined : perUser.reduce((a, b) => a + b, 0) / perUser.length,
+    goodputRequestsPerSecond: sloSet ? good / durationS : undefined,
+    ttftMs: distribution(ok.map((m) => m.ttftMs)),
+    tpotMs: distribution(ok.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs]))),
+    interChunkMs: distribution(ok.flatMap((m) => m.interChunkMs)),
+    e2eMs: distribution(ok.map((m) => m.e2eMs)),
+    clientLagMs: distribution(samples.map((s) => Number(s.sentNs - s.scheduledNs) / 1e6)),
+    tokenCountDiscrepancy: ok.reduce((sum, m) => sum + (m.tokenCountDiscrepancy ?? 0), 0),
+  };
+}

@@ -1,0 +1,118 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tableFromIPC } from "apache-arrow";
+import { requestMetrics } from "../harness/load/request-metrics.js";
+import { runLoadPoint } from "../harness/load/run-load.js";
+import { summarizeLoadPoint } from "../harness/load/aggregate.js";
+import { arrivalOffsets } from "../harness/load/arrivals.js";
+import { bench, benchAsync, temporaryDirectory } from "./helpers/workspace.js";
+import { startScriptedServer } from "./helpers/scripted-server.js";
+
+const work = temporaryDirectory("load");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+const near = (actual: number | undefined, expected: number, tolerance: number, what: string) =>
+  assert.ok(actual !== undefined && Math.abs(actual - expected) <= tolerance, `${what}: ${actual} (expected ${expected} ± ${tolerance})`);
+
+test("TTFT, TPOT, inter-chunk and E2E match a scripted timing (50 ms to first token, then 20 ms apart)", async () => {
+  const server = await startScriptedServer({ firstMs: 50, gapMs: 20, tokens: 5 });
+  try {
+    const result = await runLoadPoint({ url: `${server.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }) },
+      { mode: { kind: "closed", concurrency: 1 }, requests: 6, warmup: 1, maxErrorRate: 0.5, seed: 1 });
+    assert.is(server.served(), 7, "6 measured + 1 warm-up");
+    const metrics = result.samples.map(requestMetrics);
+    const summary = summarizeLoadPoint("c1", result.samples, metrics, result.durationS, { ttftMs: 1000, tpotMs: 1 });
+    assert.is(summary.completed, 6);
+    near(summary.ttftMs?.median, 50, 12, "TTFT");
+    near(summary.e2eMs?.median, 130, 20, "E2E");
+    near(summary.tpotMs?.median, 20, 5, "TPOT = (E2E − TTFT)/(5 − 1)");
+    near(summary.interChunkMs?.median, 20, 5, "inter-chunk");
+    near(summary.tokensPerSecondPerUser, 50, 12, "tok/s per user = 1000/TPOT");
+    assert.is(summary.tokenCountDiscrepancy, 0, "client count (token_ids) = server usage");
+    assert.is(summary.goodputRequestsPerSecond, 0, "TPOT 20 ms misses a 1 ms SLO");
+    near(summary.outputTokensPerSecond, (6 * 5) / result.durationS, 0.001, "output tok/s = tokens / wall time");
+    assert.ok(summary.ttftMs!.p99_9 >= summary.ttftMs!.p99 && summary.ttftMs!.std !== undefined);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a role-only first chunk is never taken as the first token", async () => {
+  const server = await startScriptedServer({ firstMs: 60, gapMs: 10, tokens: 3, roleChunkFirst: true });
+  try {
+    const result = await runLoadPoint({ url: `${server.url}/v1/chat/completions`, body: () => ({ messages: [], stream: true }) },
+      { mode: { kind: "closed", concurrency: 2 }, requests: 4, warmup: 0, maxErrorRate: 0.5, seed: 1 });
+    for (const sample of result.samples) near(requestMetrics(sample)?.ttftMs, 60, 15, "TTFT with a role chunk at 0 ms");
+  } finally {
+    await server.close();
+  }
+});
+
+test("open loop counts latency from the scheduled time: a late client cannot hide it, and its lag is reported", async () => {
+  const server = await startScriptedServer({ firstMs: 30, gapMs: 5, tokens: 2 });
+  try {
+    const pending = runLoadPoint({ url: `${server.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }) },
+      { mode: { kind: "open", rate: 50, burstiness: 1 }, requests: 10, warmup: 0, maxErrorRate: 0.5, seed: 3 });
+    // The client stalls for 250 ms just after the run starts: requests scheduled meanwhile go out late.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const until = Date.now() + 250;
+    while (Date.now() < until) { /* a blocked event loop, on purpose */ }
+    const result = await pending;
+    const late = result.samples.map((s) => ({ lag: Number(s.sentNs - s.scheduledNs) / 1e6, m: requestMetrics(s)! })).filter((x) => x.lag > 100);
+    assert.ok(late.length >= 1, "some requests were sent late");
+    for (const { lag, m } of late) assert.ok(m.ttftMs >= lag + 25, `TTFT ${m.ttftMs} ms must include the ${lag} ms the client was late`);
+    const summary = summarizeLoadPoint("r50", result.samples, result.samples.map(requestMetrics), result.durationS, {});
+    assert.ok(summary.clientLagMs!.max > 100);
+  } finally {
+    await server.close();
+  }
+});
+
+test("arrivals: seeded, mean gap 1/rate; burstiness < 1 is burstier than Poisson", () => {
+  const poisson = arrivalOffsets(4001, 10, 1, 9);
+  assert.equal(poisson, arrivalOffsets(4001, 10, 1, 9));
+  near(poisson[4000] / 4000, 0.1, 0.01, "mean gap");
+  const gaps = (o: number[]) => o.slice(1).map((t, i) => t - o[i]);
+  const cv = (g: number[]) => { const m = g.reduce((a, b) => a + b) / g.length; return Math.sqrt(g.reduce((a, b) => a + (b - m) ** 2, 0) / g.length) / m; };
+  near(cv(gaps(poisson)), 1, 0.1, "Poisson coefficient of variation");
+  assert.ok(cv(gaps(arrivalOffsets(4001, 10, 0.25, 9))) > 1.5, "burstiness 0.25");
+});
+
+test("faults are counted and classified per request; a high error rate stops the run with exit 1", async () => {
+  const server = await startScriptedServer({ firstMs: 5, gapMs: 2, tokens: 4, fault: (n) => (["429", "malformed", "reset", undefined] as const)[n % 4] });
+  try {
+    const result = await runLoadPoint({ url: `${server.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }) },
+      { mode: { kind: "closed", concurrency: 1 }, requests: 8, warmup: 0, maxErrorRate: 0.9, seed: 1 });
+    const statuses = result.samples.map((s) => s.status);
+    assert.equal(statuses, ["http_error", "malformed_sse", "stream_error", "ok", "http_error", "malformed_sse", "stream_error", "ok"]);
+    assert.is(result.samples[0].httpStatus, 429);
+    assert.match(result.samples[2].error ?? "", /connection lost mid-stream|without data: \[DONE\]/);
+    const cli = await benchAsync(["load", "--url", server.url, "--concurrency", "1", "--requests", "20", "--warmup", "0", "--max-error-rate", "0.5", "--runs-dir", runs, "--run-id", "faulty"]);
+    assert.is(cli.status, 1, cli.stdout + cli.stderr);
+    assert.match(cli.stdout, /FAIL: a load point stopped on its error rate/);
+    const refused = bench(["load", "--url", "http://127.0.0.1:1", "--runs-dir", runs]);
+    assert.is(refused.status, 2);
+    assert.match(refused.stderr, /cannot reach the server \(connect ECONNREFUSED/);
+  } finally {
+    await server.close();
+  }
+});
+
+test("real load against our server: a closed-loop sweep, samples.arrow, server-side counters agree with the client", () => {
+  const result = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "8", "--output-tokens", "16", "--input-tokens", "24", "--runs-dir", runs, "--run-id", "real"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^\| tiny-random:F32 \| 4 \| concurrency 2 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \|$/m);
+  const samples = tableFromIPC(readFileSync(join(runs, "real", "samples.arrow"))).toArray().map((r) => r.toJSON());
+  assert.is(samples.length, 16);
+  assert.ok(samples.every((s) => s.status === "ok" && s.output_tokens === 16 && s.prompt_tokens === 24 && s.client_tokens === 16));
+  const summary = JSON.parse(readFileSync(join(runs, "real", "summary.json"), "utf8"));
+  for (const point of summary.load) {
+    assert.is(point.summary.tokenCountDiscrepancy, 0);
+    // 8 measured + 2 warm-up requests of 16 tokens each, counted by the server.
+    assert.is(point.server_metrics_delta.bench_tokens_generated_total, 10 * 16);
+  }
+});
+
+test.run();
