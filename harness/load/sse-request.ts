@@ -54,7 +54,7 @@ function parseEvent(event: string): ParsedEvent | undefined {
 }
 
 /** Sends one streaming request and records its timeline; never throws (failures become the status). */
-export async function streamRequest(index: number, url: string, body: unknown, scheduledNs: bigint, apiKey?: string): Promise<RequestSample> {
+export async function streamRequest(index: number, url: string, body: unknown, scheduledNs: bigint, apiKey?: string, onEvent?: (payload: string, stampNs: bigint) => void): Promise<RequestSample> {
   const sentNs = process.hrtime.bigint();
   const contentEventsNs: bigint[] = [];
   let usage: RequestSample["usage"] = null;
@@ -84,8 +84,10 @@ export async function streamRequest(index: number, url: string, body: unknown, s
       pending += text;
       let cut: number;
       while ((cut = pending.indexOf("\n\n")) >= 0) {
-        const event = parseEvent(pending.slice(0, cut));
+        const raw = pending.slice(0, cut);
+        const event = parseEvent(raw);
         const stampNs = pendingStartNs;
+        onEvent?.(raw, stampNs ?? arrivedNs);
         pending = pending.slice(cut + 2);
         // The next event's first byte arrived in this chunk if anything is left over.
         pendingStartNs = pending === "" ? undefined : arrivedNs;
