@@ -152,6 +152,17 @@ export class CompletionServer {
     await route[1]();
   }
 
+  /** Reads and validates a request body; a validation problem is a 400 naming the parameter. */
+  private async parseBody<T>(req: IncomingMessage, parse: (body: unknown, limits: { maxTokensCap: number }) => T): Promise<T> {
+    const body = await readJson(req);
+    try {
+      return parse(body, { maxTokensCap: this.options.maxTokensCap });
+    } catch (error) {
+      if (error instanceof BadRequest) throw new HttpError(400, error.message, "invalid_request_error", error.param);
+      throw error;
+    }
+  }
+
   private models(res: ServerResponse): void {
     const { validation } = this.options;
     sendJson(res, 200, {
@@ -250,13 +261,7 @@ export class CompletionServer {
 
   private async completions(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
-    let parsed;
-    try {
-      parsed = parseCompletion(await readJson(req), { maxTokensCap: this.options.maxTokensCap });
-    } catch (error) {
-      if (error instanceof BadRequest) throw new HttpError(400, error.message, "invalid_request_error", error.param);
-      throw error;
-    }
+    const parsed = await this.parseBody(req, parseCompletion);
     if (parsed.maxTokens === 0 && !parsed.echo) throw new HttpError(400, "max_tokens must be at least 1 unless echo is set", "invalid_request_error", "max_tokens");
     const promptIds = this.promptIds(model, parsed.prompt);
     const id = `cmpl-${randomUUID()}`;
@@ -288,13 +293,7 @@ export class CompletionServer {
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
-    let parsed;
-    try {
-      parsed = parseChat(await readJson(req), { maxTokensCap: this.options.maxTokensCap });
-    } catch (error) {
-      if (error instanceof BadRequest) throw new HttpError(400, error.message, "invalid_request_error", error.param);
-      throw error;
-    }
+    const parsed = await this.parseBody(req, parseChat);
     const promptIds = this.promptIds(model, { text: renderChat(parsed.messages) });
     const head = { id: `chatcmpl-${randomUUID()}`, object: parsed.stream ? "chat.completion.chunk" : "chat.completion", created: Math.floor(Date.now() / 1000), model: this.options.modelId };
     // OpenAI sends the role first, in a chunk with no content: a client must not clock TTFT on it.
