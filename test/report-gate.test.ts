@@ -159,4 +159,18 @@ const haveChromium = existsSync(CHROMIUM_PATH);
   console.log(`  screenshot: ${screenshot}`);
 });
 
+test("a bench load run reports its throughput-versus-concurrency and latency percentiles, drawn in the browser", async () => {
+  const load = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "6", "--output-tokens", "8", "--runs-dir", runs, "--run-id", "load"]);
+  assert.is(load.status, 0, load.stdout + load.stderr);
+  const out = join(work.path, "load-report");
+  assert.is(bench(["report", "load", "--runs-dir", runs, "--out", out]).status, 0);
+  const markdown = readFileSync(join(out, "report.md"), "utf8");
+  assert.match(markdown, /\| concurrency 2 \| [\d.]+ \| [\d.]+× \| [\d.]+ \| [\d.]+ \/ [\d.]+ \| [\d.]+ \/ [\d.]+ \| 0 \|/);
+  if (!haveChromium) return;
+  const check = await checkReportInBrowser(join(out, "report.html"), join(outputDir, "load-report.png"));
+  assert.equal(check.consoleErrors, []);
+  assert.is(check.chartsRendered, 2, "throughput versus concurrency, latency percentiles");
+  assert.is(check.paintedCanvases, 2);
+});
+
 test.run();

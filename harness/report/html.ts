@@ -14,6 +14,7 @@ interface ChartData {
   readonly speed: { labels: string[]; tokensPerSecond: (number | null)[] };
   readonly gaps: { binNats: number; bandNats: number; labels: string[]; series: { arm: string; counts: number[] }[] };
   readonly needles: { arm: string; points: { depth: number; length: number; score: string }[] }[];
+  readonly load: { labels: string[]; x: number[]; kind: string; tps: number[]; ttft: (number | null)[][]; tpot: (number | null)[][] } | null;
   readonly compare: { before: string; after: string; labels: string[]; before_tps: (number | null)[]; after_tps: (number | null)[]; before_strict: (number | null)[]; after_strict: (number | null)[] } | null;
 }
 
@@ -37,6 +38,11 @@ function chartData(runs: readonly RunView[]): ChartData {
       labels: Array.from({ length: bins }, (_, i) => `${((i * binMnats) / 1000).toFixed(2)}–${(((i + 1) * binMnats) / 1000).toFixed(2)}`),
     },
     needles: latest.needles.map((n) => ({ arm: n.arm, points: n.grid.map(([length, depth, score]) => ({ length, depth, score })) })),
+    load: latest.load.length === 0 ? null : {
+      labels: latest.load.map((l) => l.label), x: latest.load.map((l) => l.x), kind: latest.load[0].kind, tps: latest.load.map((l) => l.outputTokensPerSecond),
+      ttft: latest.load.map((l) => [l.ttft?.p50 ?? null, l.ttft?.p90 ?? null, l.ttft?.p99 ?? null]),
+      tpot: latest.load.map((l) => [l.tpot?.p50 ?? null, l.tpot?.p90 ?? null, l.tpot?.p99 ?? null]),
+    },
     compare: base === undefined ? null : {
       before: base.runId, after: latest.runId, labels: latest.parity.map((p) => p.arm),
       before_tps: latest.parity.map((p) => before(p.arm)?.tokensPerSecond ?? null), after_tps: latest.parity.map((p) => p.tokensPerSecond),
@@ -50,7 +56,7 @@ const PAGE_SCRIPT = String.raw`
 const data = JSON.parse(document.getElementById("bench-data").textContent);
 const colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 const charts = [];
-charts.push(new Chart(document.getElementById("chart-speed"), {
+if (document.getElementById("chart-speed")) charts.push(new Chart(document.getElementById("chart-speed"), {
   type: "bar",
   data: { labels: data.speed.labels, datasets: [{ label: "tok/s (batch 1)", data: data.speed.tokensPerSecond, backgroundColor: colours[0] }] },
   options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "tokens / s" } } } },
@@ -68,7 +74,7 @@ const bandLine = {
     ctx.restore();
   },
 };
-charts.push(new Chart(document.getElementById("chart-gaps"), {
+if (document.getElementById("chart-gaps")) charts.push(new Chart(document.getElementById("chart-gaps"), {
   type: "bar",
   data: { labels: data.gaps.labels, datasets: data.gaps.series.map((s, i) => ({ label: s.arm, data: s.counts, backgroundColor: colours[i % colours.length] })) },
   options: { animation: false, scales: { x: { stacked: true, title: { display: true, text: "gap (nats)" } }, y: { stacked: true, beginAtZero: true, title: { display: true, text: "divergent cells" } } } },
@@ -84,6 +90,20 @@ data.needles.forEach((needle, i) => {
       plugins: { tooltip: { callbacks: { label: (c) => "L=" + c.raw.y + " depth=" + c.raw.x + ": " + c.raw.score } } } },
   }));
 });
+if (data.load) {
+  charts.push(new Chart(document.getElementById("chart-throughput"), {
+    type: "line",
+    data: { labels: data.load.x, datasets: [{ label: "output tok/s", data: data.load.tps, borderColor: colours[0], backgroundColor: colours[0] }] },
+    options: { animation: false, scales: { x: { title: { display: true, text: data.load.kind === "closed" ? "concurrency (clients)" : "arrival rate (req/s)" } }, y: { beginAtZero: true, title: { display: true, text: "tokens / s" } } } },
+  }));
+  charts.push(new Chart(document.getElementById("chart-latency"), {
+    type: "bar",
+    data: { labels: data.load.labels, datasets: ["p50", "p90", "p99"].flatMap((p, i) => [
+      { label: "TTFT " + p, data: data.load.ttft.map((r) => r[i]), backgroundColor: colours[i] },
+    ]).concat(["p50", "p90", "p99"].map((p, i) => ({ label: "TPOT " + p, data: data.load.tpot.map((r) => r[i]), backgroundColor: colours[i + 3] }))) },
+    options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "ms" } } } },
+  }));
+}
 if (data.compare) {
   charts.push(new Chart(document.getElementById("chart-compare"), {
     type: "bar",
@@ -105,9 +125,11 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
   const fixed = (v: number | null, d: number) => (v === null ? "–" : v.toFixed(d));
   const sections = [
     `<h1>bringup-bench report</h1><p>Runs: ${runs.map((r) => `<code>${escape(r.runId)}</code> (exit ${r.exitCode ?? "–"})`).join(", ")}. Machine: ${escape(latest.machine)}.</p>`,
-    `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
-    `<h2>Aggregate throughput and latency</h2><p>No load runs in these results (<code>bench load</code> is not built yet): no throughput-versus-concurrency, latency percentile or CDF charts.</p>`,
-    `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
+    latest.parity.length === 0 ? "" : `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
+    latest.load.length === 0
+      ? `<h2>Aggregate throughput and latency</h2><p>No load points in this run (<code>bench load</code> writes them).</p>`
+      : `<h2>Aggregate throughput and latency</h2>${htmlTable(["load", "output tok/s", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [l.label, fixed(l.outputTokensPerSecond, 1), fixed(l.tokensPerSecondPerUser, 1), l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors)]))}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>`,
+    latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,
     `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,

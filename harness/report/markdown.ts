@@ -26,7 +26,15 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   out.push("## Single sequence (batch 1)", "", "Greedy decoding of the parity prompts, prompt evaluation included, one sequence at a time.", "");
   out.push(...table(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)])), "");
 
-  out.push("## Aggregate throughput and latency", "", "No load runs in these results (`bench load` is not built yet), so no tok/s-by-clients, TTFT or TPOT tables.", "");
+  out.push("## Aggregate throughput and latency", "");
+  if (latest.load.length === 0) out.push("No load points in this run (`bench load` writes them), so no tok/s-by-clients, TTFT or TPOT tables.", "");
+  else {
+    const first = latest.load[0];
+    out.push(...table(["load", "output tok/s", "scaling vs first point", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [
+      l.label, fixed(l.outputTokensPerSecond, 1), `${(l.outputTokensPerSecond / first.outputTokensPerSecond).toFixed(2)}×`, fixed(l.tokensPerSecondPerUser, 1),
+      l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors),
+    ])), "");
+  }
 
   out.push("## Parity", "", "```", ...latest.parity.map((p) => p.summary.includes("correctness gate") ? p.summary : `${p.arm}: ${p.summary}`), "```", "");
   out.push(...table(["suite", "SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)", "band (nats)"],

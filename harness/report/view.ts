@@ -1,4 +1,4 @@
-import type { StoredRun, TraceDemand } from "../results/read-run.js";
+import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
 import type { GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
 
@@ -29,6 +29,19 @@ export interface NeedleRow {
   readonly grid: readonly (readonly [number, number, string])[];
 }
 
+/** One bench load point as the report shows it. */
+export interface LoadRow {
+  readonly label: string;
+  /** Concurrency (closed loop) or rate (open loop): the x of throughput-versus-load. */
+  readonly x: number;
+  readonly kind: "closed" | "open";
+  readonly outputTokensPerSecond: number;
+  readonly tokensPerSecondPerUser: number | null;
+  readonly ttft: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
+  readonly tpot: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
+  readonly errors: number;
+}
+
 export interface RunView {
   readonly runId: string;
   readonly machine: string;
@@ -37,6 +50,7 @@ export interface RunView {
   readonly parity: readonly ParityRow[];
   readonly needles: readonly NeedleRow[];
   readonly trace: readonly TraceDemand[];
+  readonly load: readonly LoadRow[];
 }
 
 const number = (v: GateVerdict, key: string): number | null => {
@@ -83,5 +97,20 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
+    load: (summary.load ?? []).map(loadRow),
+  };
+}
+
+function loadRow(point: LoadPointRecord): LoadRow {
+  const percentiles = (d: { median: number; p90: number; p99: number } | undefined) => (d === undefined ? null : { p50: d.median, p90: d.p90, p99: d.p99 });
+  return {
+    label: point.label,
+    x: point.mode.kind === "closed" ? point.mode.concurrency : point.mode.rate,
+    kind: point.mode.kind,
+    outputTokensPerSecond: point.summary.outputTokensPerSecond,
+    tokensPerSecondPerUser: point.summary.tokensPerSecondPerUser ?? null,
+    ttft: percentiles(point.summary.ttftMs),
+    tpot: percentiles(point.summary.tpotMs),
+    errors: Object.values(point.summary.errors).reduce((a, b) => a + b, 0),
   };
 }

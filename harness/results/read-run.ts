@@ -27,6 +27,21 @@ export interface RunSummary {
   readonly summary_lines: readonly string[];
   readonly cells: number;
   readonly trace?: readonly TraceDemand[];
+  readonly load?: readonly LoadPointRecord[];
+}
+
+/** One bench load point in summary.json: the fields the report and gate read of it. */
+export interface LoadPointRecord {
+  readonly label: string;
+  readonly mode: { readonly kind: "closed"; readonly concurrency: number } | { readonly kind: "open"; readonly rate: number };
+  readonly stopped_by: string;
+  readonly summary: {
+    readonly outputTokensPerSecond: number;
+    readonly tokensPerSecondPerUser?: number;
+    readonly ttftMs?: { readonly median: number; readonly p90: number; readonly p99: number };
+    readonly tpotMs?: { readonly median: number; readonly p90: number; readonly p99: number };
+    readonly errors: Readonly<Record<string, number>>;
+  };
 }
 
 /** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that exposes it reports it. */
