@@ -100,9 +100,10 @@ test("faults are counted and classified per request; a high error rate stops the
   }
 });
 
-test("real load against our server: a closed-loop sweep, samples.arrow, server-side counters agree with the client", () => {
+test("real load against our server: a closed-loop sweep, parity prompts keep their verdicts under load, samples.arrow, server counters agree with the client", () => {
   const result = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "8", "--output-tokens", "16", "--input-tokens", "24", "--runs-dir", runs, "--run-id", "real"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^concurrency 2 parity under load correctness gate: 16\/16 prompts PASS \(STRICT 16\/16;/m);
   assert.match(result.stdout, /^\| tiny-random:F32 \| 4 \| concurrency 2 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \|$/m);
   const samples = tableFromIPC(readFileSync(join(runs, "real", "samples.arrow"))).toArray().map((r) => r.toJSON());
   assert.is(samples.length, 16);
@@ -110,8 +111,8 @@ test("real load against our server: a closed-loop sweep, samples.arrow, server-s
   const summary = JSON.parse(readFileSync(join(runs, "real", "summary.json"), "utf8"));
   for (const point of summary.load) {
     assert.is(point.summary.tokenCountDiscrepancy, 0);
-    // 8 measured + 2 warm-up requests of 16 tokens each, counted by the server.
-    assert.is(point.server_metrics_delta.bench_tokens_generated_total, 10 * 16);
+    // 8 measured + 2 warm-up requests of 16 tokens each, and the 16 parity prompts of T = 16, counted by the server.
+    assert.is(point.server_metrics_delta.bench_tokens_generated_total, 10 * 16 + 16 * 16);
   }
 });
 

@@ -142,7 +142,7 @@ function selectPrompts(suite: ParitySuite, options: ResolvedRunOptions): number[
 }
 
 /** Loads a suite's goldens and proves they belong to its oracle model and prompts. */
-async function loadVerifiedGoldens(suite: ParitySuite) {
+export async function loadVerifiedGoldens(suite: ParitySuite) {
   const oracleModel = await resolveModel(suite.oracle.model);
   const directory = goldensDir(goldensModelDirName(oracleModel), suite.name);
   if (!existsSync(join(directory, "manifest.json"))) {

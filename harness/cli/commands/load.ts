@@ -13,7 +13,13 @@ import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
 import { setExitCode } from "../exit-code.js";
-import { progress, say } from "../output.js";
+import { progress, say, warn } from "../output.js";
+import { loadVerifiedGoldens } from "../../runner/run.js";
+import { loadParitySuite } from "../../suites/parity-suite.js";
+import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
+import { TeacherForcedCache } from "../../oracle/teacher-forced-cache.js";
+import { parityUnderLoad } from "../../load/parity-under-load.js";
+import { paritySummaryLine, tallyParity } from "../../parity/classify.js";
 
 const list = (value: string): number[] => value.split(",").map((v) => {
   const n = Number(v);
@@ -58,6 +64,7 @@ interface LoadOptions {
   maxErrorRate: number;
   slots: number;
   seed: number;
+  parity: string | false;
   runsDir: string;
   runId?: string;
 }
@@ -91,6 +98,8 @@ export function registerLoad(program: Command): void {
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
     .option("--slots <n>", "with --model: the server's slots", positive, 4)
     .option("--seed <n>", "seed for prompts and arrivals", positive, 1)
+    .option("--parity <suite>", "accuracy under load: this parity suite's prompts are sent during every point and must keep their verdicts (with --model)", "parity16")
+    .option("--no-parity", "do not inject parity prompts")
     .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
     .option("--run-id <id>", "run directory name")
     .addHelpText("after", "\nMetrics (METRICS.md §8): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
@@ -131,6 +140,19 @@ export function registerLoad(program: Command): void {
           return options.endpoint === "chat" ? { ...common, messages: [{ role: "user", content: typeof p.prompt === "string" ? p.prompt : "" }] } : { ...common, prompt: p.prompt };
         };
         const url = `${baseUrl}/v1/${options.endpoint === "chat" ? "chat/completions" : "completions"}`;
+        // Accuracy under load needs goldens for the served model: only when we started the server on it.
+        let parity: { goldens: Awaited<ReturnType<typeof loadVerifiedGoldens>>["goldens"]; cache: TeacherForcedCache; close: () => Promise<void>; band: number; k: number } | undefined;
+        if (options.parity !== false && options.model !== undefined) {
+          const suite = loadParitySuite(options.parity);
+          const served = await resolveModel(options.model);
+          if ((await resolveModel(suite.oracle.model)).path === served.path) {
+            const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
+            const oracle = await openLlamaCppOracle(oracleModel);
+            parity = { goldens, cache: new TeacherForcedCache(oracle), close: () => oracle.close(), band: suite.band_mnats, k: suite.top_k };
+          } else {
+            warn(`no parity under load: ${options.parity}'s goldens are for ${suite.oracle.model}, the server runs ${served.id}`);
+          }
+        }
         const rows: SampleRow[] = [];
         const lines = ["| model | slots | load | output tok/s | tok/s/user | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | errors |", "|---|---|---|---|---|---|---|---|---|---|"];
         let errorStop = false;
@@ -138,9 +160,13 @@ export function registerLoad(program: Command): void {
           const label = modeLabel(mode);
           const scrape = async () => parsePrometheusText((await httpCall(`${baseUrl}/metrics`)).text);
           const before = await scrape().catch(() => undefined);
-          const result = await runLoadPoint({ url, apiKey: options.apiKey, body }, {
+          const running = runLoadPoint({ url, apiKey: options.apiKey, body }, {
             mode, requests: options.requests, warmup: options.warmup, durationS: options.duration, maxErrorRate: options.maxErrorRate, seed: options.seed + pointIndex,
           }, (done, all) => progress(`${label}: ${done}/${all} requests`));
+          // Sent once the point is under way (after its warm-up), so the prompts share batches with the load.
+          const underLoad = parity === undefined ? undefined : new Promise((resolve) => setTimeout(resolve, 50))
+            .then(() => parityUnderLoad(baseUrl!, options.apiKey, parity!.goldens, parity!.cache, parity!.band, parity!.k));
+          const [result, parityResults] = await Promise.all([running, underLoad]);
           const after = await scrape().catch(() => undefined);
           const metrics = result.samples.map(requestMetrics);
           const summary = summarizeLoadPoint(label, result.samples, metrics, result.durationS, options.slo ?? {});
@@ -159,14 +185,24 @@ export function registerLoad(program: Command): void {
                 output_tokens_per_second: summary.outputTokensPerSecond, requests_per_second: summary.requestsPerSecond, ttft_p50_ms: summary.ttftMs?.median ?? null, ttft_p99_ms: summary.ttftMs?.p99 ?? null,
                 tpot_p50_ms: summary.tpotMs?.median ?? null, tpot_p99_ms: summary.tpotMs?.p99 ?? null, token_count_discrepancy: summary.tokenCountDiscrepancy } },
           });
-          await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: undefined });
+          let parityLine: string | undefined;
+          if (parityResults !== undefined) {
+            const tally = tallyParity(parityResults);
+            parityLine = paritySummaryLine(`${label} parity under load`, tally);
+            await recorder.record({ kind: "verdict", verdict: { suite: "load", arm: label, check: "parity_under_load", gate: "required", status: tally.forwardDivergent === 0 ? "pass" : "fail", summary: parityLine,
+              metrics: { strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent, max_gap_mnats: tally.maxGapMnats } } });
+            if (tally.forwardDivergent > 0) errorStop = true;
+          }
+          await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: parityLine });
           say(line);
+          if (parityLine !== undefined) say(parityLine);
           if (result.stoppedBy === "error-rate") { errorStop = true; break; }
         }
+        await parity?.close();
         const code = errorStop ? EXIT.gateFailed : EXIT.pass;
         await recorder.flush("complete", code);
         say(["", ...lines].join("\n"));
-        say(`${errorStop ? "FAIL: a load point stopped on its error rate" : "done"} (exit ${code}) — results in ${recorder.directory}`);
+        say(`${errorStop ? "FAIL: a load point stopped on its error rate, or parity failed under load" : "done"} (exit ${code}) — results in ${recorder.directory}`);
         setExitCode(code);
       } catch (error) {
         await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
