@@ -7,6 +7,7 @@ import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { summarizeLoadPoint } from "../harness/load/aggregate.js";
 import { arrivalOffsets } from "../harness/load/arrivals.js";
+import { startNoopServer } from "../harness/load/noop-server.js";
 import { bench, benchAsync, temporaryDirectory } from "./helpers/workspace.js";
 import { startScriptedServer } from "./helpers/scripted-server.js";
 
@@ -100,6 +101,21 @@ test("faults are counted and classified per request; a high error rate stops the
   }
 });
 
+test("load against the built-in no-op streaming server: every event counted, bursts stamped once per chunk", async () => {
+  const noop = await startNoopServer();
+  try {
+    const url = `http://127.0.0.1:${noop.port}/v1/completions`;
+    const burst = await runLoadPoint({ url: `${url}?events=64`, body: () => ({}) }, { mode: { kind: "closed", concurrency: 8 }, requests: 40, warmup: 2, maxErrorRate: 0, seed: 1 });
+    assert.ok(burst.samples.every((s) => s.status === "ok" && s.clientTokens === 64 && s.contentEventsNs.length === 64));
+    const packets = await runLoadPoint({ url: `${url}?events=16&packets=1`, body: () => ({}) }, { mode: { kind: "open", rate: 200, burstiness: 1 }, requests: 20, warmup: 0, maxErrorRate: 0, seed: 2 });
+    assert.ok(packets.samples.every((s) => s.status === "ok" && s.contentEventsNs.length === 16));
+    const gaps = packets.samples.flatMap((s) => requestMetrics(s)!.interChunkMs);
+    assert.ok(gaps.some((g) => g > 0), "one packet per event: events arrive at distinct times");
+  } finally {
+    await noop.close();
+  }
+});
+
 test("real load against our server: a closed-loop sweep, parity prompts keep their verdicts under load, samples.arrow, server counters agree with the client", () => {
   const result = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "8", "--output-tokens", "16", "--input-tokens", "24", "--runs-dir", runs, "--run-id", "real"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
@@ -113,6 +129,7 @@ test("real load against our server: a closed-loop sweep, parity prompts keep the
     assert.is(point.summary.tokenCountDiscrepancy, 0);
     // 8 measured + 2 warm-up requests of 16 tokens each, and the 16 parity prompts of T = 16, counted by the server.
     assert.is(point.server_metrics_delta.bench_tokens_generated_total, 10 * 16 + 16 * 16);
+    assert.ok(Array.isArray(point.server_gauges_during));
   }
 });
 

@@ -166,13 +166,19 @@ export function registerLoad(program: Command): void {
           // Sent once the point is under way (after its warm-up), so the prompts share batches with the load.
           const underLoad = parity === undefined ? undefined : new Promise((resolve) => setTimeout(resolve, 50))
             .then(() => parityUnderLoad(baseUrl!, options.apiKey, parity!.goldens, parity!.cache, parity!.band, parity!.k));
-          const [result, parityResults] = await Promise.all([running, underLoad]);
+          // The server's gauges, sampled while the point runs (slots busy, queue depth, in flight).
+          const gauges: Record<string, number>[] = [];
+          const startedMs = Date.now();
+          const sampler = setInterval(() => {
+            void scrape().then((m) => gauges.push({ t_ms: Date.now() - startedMs, slots_active: m.get("bench_slots_active") ?? NaN, queue_depth: m.get("bench_queue_depth") ?? NaN, in_flight: m.get("bench_in_flight") ?? NaN })).catch(() => undefined);
+          }, 250);
+          const [result, parityResults] = await Promise.all([running, underLoad]).finally(() => clearInterval(sampler));
           const after = await scrape().catch(() => undefined);
           const metrics = result.samples.map(requestMetrics);
           const summary = summarizeLoadPoint(label, result.samples, metrics, result.durationS, options.slo ?? {});
           const serverDeltas = before === undefined || after === undefined ? null : Object.fromEntries(
             [...after.entries()].filter(([name]) => name.endsWith("_total")).map(([name, value]) => [name, value - (before.get(name) ?? 0)]));
-          recorder.provenance.load.push({ label, mode, stopped_by: result.stoppedBy, summary, server_metrics_delta: serverDeltas });
+          recorder.provenance.load.push({ label, mode, stopped_by: result.stoppedBy, summary, server_metrics_delta: serverDeltas, server_gauges_during: gauges });
           rows.push(...result.samples.map((sample, i) => ({ point: label, sample, metrics: metrics[i] })));
           recorder.setSamples(encodeSamplesArrow(rows));
           const line = tableRow(modelLabel, options.model !== undefined ? String(options.slots) : "–", summary);
