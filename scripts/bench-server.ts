@@ -6,7 +6,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { availableParallelism } from "node:os";
-import { getLlama, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { loadParitySuite } from "../harness/suites/parity-suite.js";
@@ -46,7 +46,7 @@ async function serverTokensPerSecond(slots: number): Promise<number> {
 }
 
 async function rawTokensPerSecond(slots: number): Promise<number> {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
   const context = await loaded.createContext({ contextSize: 256 * slots, sequences: slots, batchSize: 512, threads: { ideal: 1, min: 1 }, flashAttention: false });
   const free = Array.from({ length: slots }, () => context.getSequence());

@@ -4,7 +4,7 @@
  * scoring or result files). Same settings as the oracle recipe.
  */
 import { availableParallelism } from "node:os";
-import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
 
 export interface RawSession {
   tokenize(text: string): Token[];
@@ -24,7 +24,7 @@ let runtime: ReturnType<typeof getLlama> | undefined;
 
 export async function openRaw(modelPath: string, options: { flashAttention?: boolean; contextSize?: number; threads?: number } = {}): Promise<RawSession> {
   // One runtime per process, as the harness keeps it: its start-up is not part of either side's work.
-  runtime ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+  runtime ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const llama = await runtime;
   const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
   const context = await model.createContext({

@@ -90,7 +90,7 @@ export class BatchEngine {
 
   constructor(
     private readonly model: LlamaModel,
-    private readonly context: LlamaContext,
+    context: LlamaContext,
     readonly slotCount: number,
     readonly maxQueue: number,
     private readonly observer: EngineObserver,

@@ -213,7 +213,6 @@ export class CompletionServer {
   }
 
   private async generate(
-    req: IncomingMessage,
     res: ServerResponse,
     params: CommonParams,
     promptIds: number[],
@@ -280,7 +279,7 @@ export class CompletionServer {
       return logprobsObject(model, [...prompt, ...generated]);
     };
     const promptText = parsed.echo ? model.detokenize(promptIds as Token[]) : "";
-    await this.generate(req, res, parsed, promptIds, { logprobs: parsed.logprobs, promptLogprobs },
+    await this.generate(res, parsed, promptIds, { logprobs: parsed.logprobs, promptLogprobs },
       (token) => ({ ...head, choices: [{ index: 0, text: token.text, finish_reason: null, token_ids: [token.id], logprobs: parsed.logprobs > 0 ? logprobsObject(model, [{ id: token.id, logprob: token.logprob, top: token.top }]) : null }] }),
       (result) => ({ ...head, choices: [{
         index: 0, text: parsed.stream ? "" : promptText + result.text, finish_reason: result.finishReason,
@@ -298,7 +297,7 @@ export class CompletionServer {
     const head = { id: `chatcmpl-${randomUUID()}`, object: parsed.stream ? "chat.completion.chunk" : "chat.completion", created: Math.floor(Date.now() / 1000), model: this.options.modelId };
     // OpenAI sends the role first, in a chunk with no content: a client must not clock TTFT on it.
     let sentRole = false;
-    await this.generate(req, res, parsed, promptIds, { logprobs: 0, promptLogprobs: 0 },
+    await this.generate(res, parsed, promptIds, { logprobs: 0, promptLogprobs: 0 },
       (token) => {
         if (!sentRole) {
           sentRole = true;

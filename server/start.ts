@@ -1,5 +1,4 @@
-import { availableParallelism } from "node:os";
-import { getLlama } from "node-llama-cpp";
+import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
@@ -41,7 +40,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await new Promise((resolve) => setTimeout(resolve, options.simulateBootSeconds * 1000));
     }
     server.setStage("loading model");
-    const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+    const llama = await llamaRuntime();
     const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
     server.setStage("creating context");
     const context = await model.createContext({

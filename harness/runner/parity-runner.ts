@@ -137,7 +137,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
   await check("determinism", determinism?.gate, ["greedy"], async (gate) => {
     const reruns = determinism!.reruns;
     const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
-    const first = aloneIds ?? new Map(context.prompts.map((p, i) => [p, [] as TokenId[]]));
+    const first = aloneIds ?? new Map(context.prompts.map((p) => [p, [] as TokenId[]]));
     const runs: TokenId[][][] = [];
     const startAt = aloneIds === undefined ? 0 : 1;
     if (aloneIds !== undefined) runs.push(context.prompts.map((p) => first.get(p)!));
@@ -167,7 +167,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
   });
 
   await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate) => {
-    const alone = aloneIds ?? new Map(context.prompts.map((p, i) => [p, [] as TokenId[]]));
+    const alone = aloneIds ?? new Map(context.prompts.map((p) => [p, [] as TokenId[]]));
     if (aloneIds === undefined) {
       const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
       context.prompts.forEach((p, i) => alone.set(p, ids[i]));

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
-import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
@@ -51,13 +51,13 @@ const NODE_LLAMA_CPP_VERSION: string = (() => {
 let llamaInstance: Promise<Llama> | undefined;
 
 /** One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built). */
-function runtime(): Promise<Llama> {
-  llamaInstance ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: "error" as never });
+export function llamaRuntime(): Promise<Llama> {
+  llamaInstance ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   return llamaInstance;
 }
 
 export async function llamaCppEngineVersion(): Promise<string> {
-  const llama = await runtime();
+  const llama = await llamaRuntime();
   return `node-llama-cpp ${NODE_LLAMA_CPP_VERSION} / llama.cpp ${llama.llamaCppRelease.release}`;
 }
 
@@ -86,7 +86,7 @@ export class LlamaCppSut implements SystemUnderTest {
 
   static async open(modelPath: string, settings: LlamaCppSettings, label?: string): Promise<LlamaCppSut> {
     validateLlamaMetadata(readGguf(modelPath), modelPath);
-    const llama = await runtime();
+    const llama = await llamaRuntime();
     let model: LlamaModel;
     try {
       model = await llama.loadModel({ modelPath, gpuLayers: 0 });
@@ -158,7 +158,7 @@ export class LlamaCppSut implements SystemUnderTest {
         field: "sequences", fix: "open the SUT with sequences >= the batch size",
       });
     }
-    for (const request of requests) assertFits(this.settings, request.promptIds.length + request.maxTokens);
+    requests = requests.map((request) => this.fitPrompt(request));
     // Prompts are prefilled one at a time, then every sequence advances one token per step in one
     // batch, as a continuous-batching decode loop does. In node-llama-cpp 3.21.1 on CPU, several
     // sequences prefilling in one batch, or sequences at different phases sharing a batch, gave
@@ -172,7 +172,7 @@ export class LlamaCppSut implements SystemUnderTest {
       next.push(await evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]));
     }
     for (;;) {
-      const active = requests.map((request, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
+      const active = requests.map((_, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
       active.forEach((i) => generated[i].push(next[i]));
       const continuing = active.filter((i) => generated[i].length < requests[i].maxTokens);
       if (continuing.length === 0) return generated;
