@@ -77,10 +77,22 @@ const ours = distribution(await clientLatencyUs(200))!;
 const raw = distribution(await rawSocketLatencyUs(200))!;
 console.log(`event latency, client vs raw socket reader (µs): p50 ${ours.median.toFixed(1)} vs ${raw.median.toFixed(1)} (added ${(ours.median - raw.median).toFixed(1)}), p99 ${ours.p99.toFixed(1)} vs ${raw.p99.toFixed(1)} (added ${(ours.p99 - raw.p99).toFixed(1)})`);
 console.log("targets (issue): ≥ 35,000 req/s, ≥ 800,000 events/s burst, ≤ 10 µs p50 / ≤ 150 µs p99 added");
-try {
-  execFileSync("wrk", ["--version"], { stdio: "ignore" });
-  console.log("wrk is installed: compare with `wrk -c64 -d3s` against the same no-op server (not automated yet)");
-} catch {
-  console.log("wrk is not installed: no ratio to wrk printed");
+/** wrk against the same server and concurrency: requests/s (wrk counts whole responses only). */
+function wrkRequestsPerSecond(query: string): number | undefined {
+  try {
+    const out = execFileSync("wrk", ["-t1", `-c${CONCURRENCY}`, `-d${SECONDS}s`, `${base}?${query}`], { encoding: "utf8" });
+    return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  } catch {
+    return undefined;
+  }
+}
+const wrkOne = wrkRequestsPerSecond("events=1");
+if (wrkOne === undefined) {
+  console.log("wrk is not installed (Debian package wrk): no ratio to wrk printed");
+} else {
+  const wrkBurst = wrkRequestsPerSecond("events=256")! * 256;
+  const wrkPackets = wrkRequestsPerSecond("events=256&packets=1")! * 256;
+  console.log(`wrk, same server and concurrency: ${wrkOne.toFixed(0)} req/s, ${wrkBurst.toFixed(0)} events/s burst, ${wrkPackets.toFixed(0)} events/s one packet each`);
+  console.log(`client/wrk: req/s ${(oneEvent.requestsPerSecond / wrkOne).toFixed(2)}, burst ${(burst.eventsPerSecond / wrkBurst).toFixed(2)}, packets ${(packets.eventsPerSecond / wrkPackets).toFixed(2)} (target: within 15% when each event is its own packet)`);
 }
 serverProcess.kill();
