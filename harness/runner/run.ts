@@ -159,24 +159,24 @@ export async function loadVerifiedGoldens(suite: ParitySuite) {
   return { goldens, oracleModel };
 }
 
-/** Opens each arm's SUT in turn, hands it to `runArm`, and always closes it. */
-async function forEachArm(
+/** Opens each arm's SUT in turn (with the per-case timeout), hands it to `runArm`, and always closes it. */
+async function forEachArm<Arm extends { readonly label: string }, Sut extends SystemUnderTest>(
   suite: Suite,
-  arms: readonly SuiteArm[],
-  sequences: number,
-  fitted: Partial<LlamaCppSettings>,
+  arms: readonly Arm[],
+  open: (arm: Arm) => Promise<Sut>,
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
-  runArm: (arm: SuiteArm, sut: SystemUnderTest) => Promise<{ summaryLine: string | undefined }>,
+  runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut) => Promise<{ summaryLine: string | undefined }>,
 ): Promise<void> {
   for (const arm of arms) {
     if (options.signal.aborted) return;
-    const sut = withCaseTimeout(await options.openSut(arm, armSettings(arm, options.settings, sequences, fitted)), suite.case_timeout_s ?? options.caseTimeoutS);
+    const opened = await open(arm);
+    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS);
     recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
-      const { summaryLine } = await runArm(arm, sut);
+      const { summaryLine } = await runArm(arm, sut, opened);
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
     } finally {
       await sut.close();
@@ -201,7 +201,8 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
     // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
     const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
     const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-    await forEachArm(suite, arms, prompts.length, fitted, options, recorder, emit, (arm, sut) => runParityArm({
+    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted));
+    await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runParityArm({
       suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     }));
   } finally {
@@ -213,43 +214,31 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  await forEachArm(suite, selectArms(suite, options), 1, {}, options, recorder, emit, (arm, sut) => runNiahArm({
+  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1));
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
+/** A conformance arm's server: a running one at `base_url`, or ours started on loopback for the arm. */
+async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, emit: RunListener) {
+  if (arm.base_url !== undefined) return openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
+  if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
+  const model = await resolveModel(arm.model);
+  const managed = await startManagedServer({
+    modelPath: model.path, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, contextSize: 1024, threads: 1, flashAttention: false,
+    bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
+    onProgress: (message) => void emit({ kind: "progress", message }),
+  });
+  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+}
+
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  for (const arm of arms) {
-    if (options.signal.aborted) return;
-    const slots = arm.server?.slots ?? 2;
-    const queue = arm.server?.queue ?? 1;
-    let sut;
-    if (arm.base_url !== undefined) {
-      sut = await openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
-    } else {
-      if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
-      const model = await resolveModel(arm.model);
-      const managed = await startManagedServer({
-        modelPath: model.path, slots, queue, contextSize: 1024, threads: 1, flashAttention: false,
-        bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
-        onProgress: (message) => void emit({ kind: "progress", message }),
-      });
-      sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
-    }
-    const timed = withCaseTimeout(sut, suite.case_timeout_s ?? options.caseTimeoutS);
-    recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
-    await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
-    try {
-      const { summaryLine } = await runConformanceArm({
-        suiteName: suite.name, arm: { label: arm.label, model: arm.model ?? arm.base_url ?? "", gate: arm.gate }, sut: timed, emit, signal: options.signal,
-        reproduce: armCommand(suite, arm, options), checks: suite.checks,
-        target: { baseUrl: sut.baseUrl, model: arm.model_id ?? String(sut.provenance.settings.model), apiKey: arm.api_key, slots, queue, managed: sut.managed },
-      });
-      await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
-    } finally {
-      await sut.close();
-    }
-  }
+  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
+    suiteName: suite.name, arm: { label: arm.label, model: arm.model ?? arm.base_url ?? "", gate: arm.gate }, sut, emit, signal: options.signal,
+    reproduce: armCommand(suite, arm, options), checks: suite.checks,
+    target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },
+  }));
 }
 
 /**
