@@ -159,7 +159,7 @@ const haveChromium = existsSync(CHROMIUM_PATH);
   console.log(`  screenshot: ${screenshot}`);
 });
 
-test("a bench load run reports its throughput-versus-concurrency and latency percentiles, drawn in the browser", async () => {
+test("a bench load run reports throughput versus concurrency, latency percentiles and the TTFT CDF, drawn in the browser", async () => {
   const load = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "6", "--output-tokens", "8", "--runs-dir", runs, "--run-id", "load"]);
   assert.is(load.status, 0, load.stdout + load.stderr);
   const out = join(work.path, "load-report");
@@ -169,8 +169,8 @@ test("a bench load run reports its throughput-versus-concurrency and latency per
   if (!haveChromium) return;
   const check = await checkReportInBrowser(join(out, "report.html"), join(outputDir, "load-report.png"));
   assert.equal(check.consoleErrors, []);
-  assert.is(check.chartsRendered, 2, "throughput versus concurrency, latency percentiles");
-  assert.is(check.paintedCanvases, 2);
+  assert.is(check.chartsRendered, 3, "throughput versus concurrency, latency percentiles, TTFT CDF");
+  assert.is(check.paintedCanvases, 3);
 });
 
 test.run();

@@ -14,7 +14,7 @@ interface ChartData {
   readonly speed: { labels: string[]; tokensPerSecond: (number | null)[] };
   readonly gaps: { binNats: number; bandNats: number; labels: string[]; series: { arm: string; counts: number[] }[] };
   readonly needles: { arm: string; points: { depth: number; length: number; score: string }[] }[];
-  readonly load: { labels: string[]; x: number[]; kind: string; tps: number[]; ttft: (number | null)[][]; tpot: (number | null)[][] } | null;
+  readonly load: { labels: string[]; x: number[]; kind: string; tps: number[]; ttft: (number | null)[][]; tpot: (number | null)[][]; cdf: { x: number; y: number }[][] } | null;
   readonly compare: { before: string; after: string; labels: string[]; before_tps: (number | null)[]; after_tps: (number | null)[]; before_strict: (number | null)[]; after_strict: (number | null)[] } | null;
 }
 
@@ -42,6 +42,7 @@ function chartData(runs: readonly RunView[]): ChartData {
       labels: latest.load.map((l) => l.label), x: latest.load.map((l) => l.x), kind: latest.load[0].kind, tps: latest.load.map((l) => l.outputTokensPerSecond),
       ttft: latest.load.map((l) => [l.ttft?.p50 ?? null, l.ttft?.p90 ?? null, l.ttft?.p99 ?? null]),
       tpot: latest.load.map((l) => [l.tpot?.p50 ?? null, l.tpot?.p90 ?? null, l.tpot?.p99 ?? null]),
+      cdf: latest.load.map((l) => l.ttftSortedMs.map((ms, i) => ({ x: ms, y: (i + 1) / l.ttftSortedMs.length }))),
     },
     compare: base === undefined ? null : {
       before: base.runId, after: latest.runId, labels: latest.parity.map((p) => p.arm),
@@ -104,6 +105,13 @@ if (data.load) {
     options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "ms" } } } },
   }));
 }
+if (data.load && data.load.cdf.some((c) => c.length > 0)) {
+  charts.push(new Chart(document.getElementById("chart-ttft-cdf"), {
+    type: "line",
+    data: { datasets: data.load.cdf.map((points, i) => ({ label: data.load.labels[i], data: points, borderColor: colours[i % colours.length], backgroundColor: colours[i % colours.length], stepped: true, pointRadius: 0 })) },
+    options: { animation: false, parsing: false, scales: { x: { type: "linear", title: { display: true, text: "TTFT (ms)" } }, y: { min: 0, max: 1, title: { display: true, text: "fraction of requests" } } } },
+  }));
+}
 if (data.compare) {
   charts.push(new Chart(document.getElementById("chart-compare"), {
     type: "bar",
@@ -128,7 +136,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
     latest.parity.length === 0 ? "" : `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
     latest.load.length === 0
       ? `<h2>Aggregate throughput and latency</h2><p>No load points in this run (<code>bench load</code> writes them).</p>`
-      : `<h2>Aggregate throughput and latency</h2>${htmlTable(["load", "output tok/s", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [l.label, fixed(l.outputTokensPerSecond, 1), fixed(l.tokensPerSecondPerUser, 1), l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors)]))}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>`,
+      : `<h2>Aggregate throughput and latency</h2>${htmlTable(["load", "output tok/s", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [l.label, fixed(l.outputTokensPerSecond, 1), fixed(l.tokensPerSecondPerUser, 1), l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors)]))}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>${latest.load.some((l) => l.ttftSortedMs.length > 0) ? `<h3>TTFT CDF</h3><div class="chart"><canvas id="chart-ttft-cdf"></canvas></div>` : ""}`,
     latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,

@@ -40,6 +40,8 @@ export interface LoadRow {
   readonly ttft: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
   readonly tpot: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
   readonly errors: number;
+  /** Every measured request's TTFT, ascending (the CDF's data). */
+  readonly ttftSortedMs: readonly number[];
 }
 
 export interface RunView {
@@ -97,11 +99,11 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
-    load: (summary.load ?? []).map(loadRow),
+    load: (summary.load ?? []).map((point) => loadRow(point, run.samples.filter((s) => s.point === point.label && s.ttft_ms !== null).map((s) => s.ttft_ms!).sort((a, b) => a - b))),
   };
 }
 
-function loadRow(point: LoadPointRecord): LoadRow {
+function loadRow(point: LoadPointRecord, ttftSortedMs: number[]): LoadRow {
   const percentiles = (d: { median: number; p90: number; p99: number } | undefined) => (d === undefined ? null : { p50: d.median, p90: d.p90, p99: d.p99 });
   return {
     label: point.label,
@@ -112,5 +114,6 @@ function loadRow(point: LoadPointRecord): LoadRow {
     ttft: percentiles(point.summary.ttftMs),
     tpot: percentiles(point.summary.tpotMs),
     errors: Object.values(point.summary.errors).reduce((a, b) => a + b, 0),
+    ttftSortedMs,
   };
 }

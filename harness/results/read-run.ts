@@ -55,10 +55,19 @@ export interface TraceDemand {
   readonly region_semantics: "fixed-per-bank" | "fixed-total" | "dynamic";
 }
 
+/** The columns of samples.arrow the report reads (one row per measured load request). */
+export interface LoadSampleRecord {
+  readonly point: string;
+  readonly status: string;
+  readonly ttft_ms: number | null;
+  readonly e2e_ms: number | null;
+}
+
 export interface StoredRun {
   readonly directory: string;
   readonly summary: RunSummary;
   readonly cells: readonly CellRecord[];
+  readonly samples: readonly LoadSampleRecord[];
 }
 
 /** The newest run directory under `runsDir` (run ids sort by time). */
@@ -76,5 +85,7 @@ export function readRun(idOrDirectory: string, runsDir = RUNS_DIR): StoredRun {
   const summary = assertMatchesSchema<RunSummary>(readJsonFile(summaryPath), SUMMARY_SCHEMA, summaryPath);
   const arrowPath = join(directory, "cells.arrow");
   const cells = existsSync(arrowPath) ? (tableFromIPC(readFileSync(arrowPath)).toArray().map((row) => row.toJSON()) as unknown as CellRecord[]) : [];
-  return { directory, summary, cells };
+  const samplesPath = join(directory, "samples.arrow");
+  const samples = existsSync(samplesPath) ? (tableFromIPC(readFileSync(samplesPath)).toArray().map((row) => row.toJSON()) as unknown as LoadSampleRecord[]) : [];
+  return { directory, summary, cells, samples };
 }
