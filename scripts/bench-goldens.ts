@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { makeGoldens } from "../harness/goldens/make.js";
-import { loadParitySuite } from "../harness/suites/parity-suite.js";
+import { loadParitySuite } from "../harness/suites/load.js";
 import { openRaw } from "./raw-llamacpp.js";
 import { sideBySide } from "./side-by-side.js";
 

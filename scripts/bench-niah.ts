@@ -10,14 +10,13 @@ import type { Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { buildHaystack } from "../harness/niah/haystack.js";
 import { needleFromSeed, needleSeed } from "../harness/niah/needle.js";
-import { RunDirectory } from "../harness/results/run-directory.js";
-import { armSettings, runBattery } from "../harness/runner/run.js";
+import { armSettings } from "../harness/runner/run.js";
 import { needleCases } from "../harness/runner/niah-runner.js";
 import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
 import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { openRaw } from "./raw-llamacpp.js";
-import { sideBySide } from "./side-by-side.js";
+import { batteryTask, sideBySide } from "./side-by-side.js";
 
 const suite = loadSuite("niah") as NiahSuite;
 const spec = resolveNiahSuite(suite);
@@ -35,15 +34,10 @@ for (const { length, depth, trial } of needleCases(spec)) {
 await builder.close();
 
 const scratch = mkdtempSync(join(tmpdir(), "bench-niah-"));
-let runNumber = 0;
 const { harnessMs, rawMs, ratio } = await sideBySide(
   {
     name: `harness: niah suite (${prompts.length} cases at L = ${suite.lengths.join(", ")})`,
-    run: async () => {
-      const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:niah"]);
-      await recorder.open();
-      await runBattery({ suites: ["niah"] }, recorder, recorder.record);
-    },
+    run: batteryTask("niah", scratch),
   },
   {
     name: "raw node-llama-cpp: greedy on the same prompts",

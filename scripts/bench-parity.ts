@@ -8,24 +8,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { RunDirectory } from "../harness/results/run-directory.js";
-import { runBattery } from "../harness/runner/run.js";
-import { loadParitySuite } from "../harness/suites/parity-suite.js";
+import { loadParitySuite } from "../harness/suites/load.js";
 import { openRaw } from "./raw-llamacpp.js";
-import { sideBySide } from "./side-by-side.js";
+import { batteryTask, sideBySide } from "./side-by-side.js";
 
 const suite = loadParitySuite("parity16");
 const scratch = mkdtempSync(join(tmpdir(), "bench-parity-"));
-let runNumber = 0;
 
 const { harnessMs, rawMs, ratio } = await sideBySide(
   {
     name: "harness: parity16 battery (bench run --suite parity16)",
-    run: async () => {
-      const recorder = new RunDirectory(`run-${runNumber++}`, scratch, ["bench:parity"]);
-      await recorder.open();
-      await runBattery({ suites: ["parity16"] }, recorder, recorder.record);
-    },
+    run: batteryTask("parity16", scratch),
   },
   {
     name: "raw node-llama-cpp: same SUT evaluations",

@@ -9,7 +9,7 @@ import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
-import { loadParitySuite } from "../harness/suites/parity-suite.js";
+import { loadParitySuite } from "../harness/suites/load.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { argmaxToken } from "../harness/sut/topk.js";
 

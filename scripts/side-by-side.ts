@@ -1,5 +1,7 @@
 import { Bench } from "tinybench";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { RunDirectory } from "../harness/results/run-directory.js";
+import { runBattery } from "../harness/runner/run.js";
 
 /**
  * Runs the harness task and its raw node-llama-cpp baseline in one tinybench session (same process,
@@ -22,4 +24,14 @@ export async function sideBySide(
   const harnessMs = harnessLatency.p50!;
   const rawMs = rawLatency.p50!;
   return { harnessMs, rawMs, ratio: harnessMs / rawMs };
+}
+
+/** The harness side of a battery benchmark: `bench run --suite <suite>` into a fresh run directory under `scratch` each time. */
+export function batteryTask(suite: string, scratch: string): () => Promise<void> {
+  let runNumber = 0;
+  return async () => {
+    const recorder = new RunDirectory(`run-${runNumber++}`, scratch, [`bench:${suite}`]);
+    await recorder.open();
+    await runBattery({ suites: [suite] }, recorder, recorder.record);
+  };
 }

@@ -188,5 +188,3 @@ export const CONFORMANCE_CHECKS: Readonly<Record<string, Check>> = {
     return missing.length === 0 ? pass(`${samples.size} samples parse as Prometheus text; all ${required.length} expected series present`) : fail(`missing ${missing.join(", ")}`);
   },
 };
-
-export const CONFORMANCE_CHECK_NAMES = Object.keys(CONFORMANCE_CHECKS);

@@ -184,16 +184,3 @@ export function readGguf(path: string): GgufFile {
     closeSync(fd);
   }
 }
-
-/** Reads one tensor's raw bytes. */
-export function readTensorBytes(path: string, file: GgufFile, tensor: GgufTensorInfo): Uint8Array {
-  const length = tensorByteSize(tensor.type, tensor.dims.reduce((a, b) => a * b, 1));
-  const bytes = Buffer.alloc(length);
-  const fd = openSync(path, "r");
-  try {
-    readSync(fd, bytes, 0, length, file.dataOffset + tensor.offset);
-  } finally {
-    closeSync(fd);
-  }
-  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
-}

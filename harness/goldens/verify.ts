@@ -4,7 +4,7 @@ import { BenchError } from "../errors.js";
 import { resolveModel } from "../fixtures/registry.js";
 import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
 import { GOLDENS_DIR, SUITES_DIR } from "../paths.js";
-import { loadParitySuite } from "../suites/parity-suite.js";
+import { loadParitySuite } from "../suites/load.js";
 import { ORACLE_SETTINGS, llamaCppEngineVersion } from "../sut/llamacpp.js";
 import { promptIdsSha256, promptTextsSha256, readGoldens } from "./goldens.js";
 import { assertGoldensMatchModel } from "./model-check.js";

@@ -22,8 +22,3 @@ export function checkBlockCount(codec: QuantCodec, values: number, what: "values
   return values / per;
 }
 
-export function nearestInt(x: number): number {
-  // ggml's nearest_int rounds half away from zero via the float magic-number trick, which is
-  // round-half-to-even; encoders are free to choose, and the decoders never round.
-  return Math.round(x);
-}

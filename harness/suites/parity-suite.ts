@@ -43,5 +43,3 @@ export interface ParitySuite {
   /** Where it was loaded from (not part of the file). */
   readonly path: string;
 }
-
-export { loadParitySuite, suiteNames } from "./load.js";

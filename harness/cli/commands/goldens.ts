@@ -5,7 +5,7 @@ import { goldensDir } from "../../goldens/goldens.js";
 import { importGoldens } from "../../goldens/import.js";
 import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
-import { loadParitySuite } from "../../suites/parity-suite.js";
+import { loadParitySuite } from "../../suites/load.js";
 import { paint, progress, say, warn } from "../output.js";
 import { setExitCode } from "../exit-code.js";
 

@@ -15,7 +15,7 @@ import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } f
 import { setExitCode } from "../exit-code.js";
 import { progress, say, warn } from "../output.js";
 import { loadVerifiedGoldens } from "../../runner/run.js";
-import { loadParitySuite } from "../../suites/parity-suite.js";
+import { loadParitySuite } from "../../suites/load.js";
 import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
 import { TeacherForcedCache } from "../../oracle/teacher-forced-cache.js";
 import { parityUnderLoad } from "../../load/parity-under-load.js";
