@@ -1,98 +1,183 @@
 /**
  * npm run bench:client — what one client core sustains against the built-in no-op streaming
- * server (run in its own process), and the latency the client adds itself, measured side by side
- * with a raw socket reader in one run. Tells users when the client, not the server, is the limit.
+ * server (its own process), and the latency the client adds itself, measured side by side in one
+ * run with `wrk` (when installed) and a raw keep-alive socket reader. Tells users when the client,
+ * not the server, is the limit. With taskset and two or more cores, the server is pinned to core 0
+ * and every client (ours, wrk, the raw reader) to core 1, as the issue's reference table was measured.
  */
-import { spawn } from "node:child_process";
-import { createConnection } from "node:net";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createConnection, type Socket } from "node:net";
+import { availableParallelism } from "node:os";
 import { createInterface } from "node:readline";
-import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { streamRequest } from "../harness/load/sse-request.js";
+import { openStreamEndpoint, streamRequest } from "../harness/load/sse-request.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
-import { distribution } from "../harness/stats/distribution.js";
+import { distribution, percentile } from "../harness/stats/distribution.js";
 
 const CONCURRENCY = 64;
-const SECONDS = 3;
+const SECONDS = 2;
+const RUNS = 3;
+const LATENCY_ROUNDS = 1000;
+const LATENCY_WARMUP_ROUNDS = 200;
+const LATENCY_QUERY = "events=16&packets=1";
 
-const serverProcess = spawn(process.execPath, [join(PACKAGE_ROOT, "dist", "harness", "load", "noop-server.js"), "--serve"], { stdio: ["ignore", "pipe", "inherit"] });
+function has(command: string): boolean {
+  try {
+    execFileSync(command, ["--version"], { stdio: "ignore" });
+    return true;
+  } catch (error) {
+    // wrk prints its version and exits 1; only a missing binary is ENOENT.
+    return (error as NodeJS.ErrnoException).code !== "ENOENT";
+  }
+}
+
+const pinned = availableParallelism() >= 2 && has("taskset");
+const pin = (core: number, command: string[]): string[] => (pinned ? ["taskset", "-c", String(core), ...command] : command);
+if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+
+const [serverCommand, ...serverArgs] = pin(0, [process.execPath, join(PACKAGE_ROOT, "dist", "harness", "load", "noop-server.js"), "--serve"]);
+const serverProcess = spawn(serverCommand, serverArgs, { stdio: ["ignore", "pipe", "inherit"] });
 const port = await new Promise<number>((resolve) => createInterface({ input: serverProcess.stdout! }).on("line", (line) => {
   const match = /^noop listening on (\d+)$/.exec(line);
   if (match !== null) resolve(Number(match[1]));
 }));
 const base = `http://127.0.0.1:${port}/v1/completions`;
+const BODY = JSON.stringify({ prompt: "x" });
 
-/** Closed loop at CONCURRENCY for SECONDS: requests/s and events/s through our client (full stamping and parsing). */
-async function sustained(query: string): Promise<{ requestsPerSecond: number; eventsPerSecond: number }> {
+/** Closed loop at CONCURRENCY for SECONDS through our client (full stamping and parsing): requests/s and content events/s. */
+async function ours(query: string): Promise<{ requests: number; events: number }> {
+  const endpoint = openStreamEndpoint(`${base}?${query}`);
   let requests = 0;
   let events = 0;
-  const end = Date.now() + SECONDS * 1000;
+  let failed = 0;
+  const endNs = process.hrtime.bigint() + BigInt(SECONDS * 1e9);
+  const startNs = process.hrtime.bigint();
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (Date.now() < end) {
-      const sample = await streamRequest(0, `${base}?${query}`, { prompt: "x" }, process.hrtime.bigint());
+    while (process.hrtime.bigint() < endNs) {
+      const sample = await streamRequest(endpoint, 0, BODY, process.hrtime.bigint());
+      if (sample.status !== "ok") failed++;
       requests++;
       events += sample.contentEventsNs.length;
     }
   }));
-  return { requestsPerSecond: requests / SECONDS, eventsPerSecond: events / SECONDS };
+  const seconds = Number(process.hrtime.bigint() - startNs) / 1e9;
+  await endpoint.pool.close();
+  if (failed > 0) throw new Error(`${failed} requests to the no-op server failed`);
+  return { requests: requests / seconds, events: events / seconds };
 }
 
-/** Added latency: client stamp minus the server's embedded send time, per event (one request at a time). */
-async function clientLatencyUs(rounds: number): Promise<number[]> {
-  const added: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    await streamRequest(0, `${base}?events=16&packets=1`, { prompt: "x" }, process.hrtime.bigint(), undefined, (payload, stampNs) => {
-      const match = /"t":(\d+)/.exec(payload);
-      if (match !== null) added.push(Number(stampNs - BigInt(match[1])) / 1000);
+/** wrk against the same server and concurrency, one thread: requests/s (wrk counts whole responses). */
+function wrk(query: string): number {
+  const [command, ...args] = pin(1, ["wrk", "-t1", `-c${CONCURRENCY}`, `-d${SECONDS}s`, "-s", join(PACKAGE_ROOT, "scripts", "wrk-post.lua"), `${base}?${query}`]);
+  const out = execFileSync(command, args, { encoding: "utf8" });
+  return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+}
+
+const median = (values: number[]): number => percentile([...values].sort((a, b) => a - b), 50);
+
+/** Added latency per event = the client's stamp − the send time the server embedded (`"t":…`). */
+function addedUs(payload: string, stampNs: bigint): number | undefined {
+  const at = payload.indexOf('"t":');
+  return at < 0 ? undefined : Number(stampNs - BigInt(payload.slice(at + 4, payload.indexOf(",", at)))) / 1000;
+}
+
+/** The floor any client pays: a keep-alive socket that stamps each read and scans it for `"t":`. */
+class RawReader {
+  private constructor(private readonly socket: Socket) {}
+
+  static async open(): Promise<RawReader> {
+    const socket = createConnection(port, "127.0.0.1");
+    socket.setNoDelay(true);
+    await once(socket, "connect");
+    return new RawReader(socket);
+  }
+
+  round(into: number[]): Promise<void> {
+    return new Promise((resolve) => {
+      let tail = "";
+      const onData = (chunk: Buffer): void => {
+        const stampNs = process.hrtime.bigint();
+        const text = chunk.toString("latin1");
+        for (let at = text.indexOf('"t":'); at >= 0; at = text.indexOf('"t":', at + 4)) {
+          into.push(Number(stampNs - BigInt(text.slice(at + 4, text.indexOf(",", at)))) / 1000);
+        }
+        // The chunked response ends with a zero-length chunk.
+        tail = (tail + text).slice(-7);
+        if (tail.endsWith("\r\n0\r\n\r\n")) {
+          this.socket.off("data", onData);
+          resolve();
+        }
+      };
+      this.socket.on("data", onData);
+      this.socket.write(`POST /v1/completions?${LATENCY_QUERY} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`);
     });
   }
-  return added;
+
+  close(): void {
+    this.socket.destroy();
+  }
 }
 
-/** The same measurement with a raw socket reader: the floor any client pays. */
-async function rawSocketLatencyUs(rounds: number): Promise<number[]> {
-  const added: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    await new Promise<void>((resolve) => {
-      const socket = createConnection(port, "127.0.0.1", () => socket.write(`POST /v1/completions?events=16&packets=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`));
-      socket.on("data", (chunk: Buffer) => {
-        const stamp = process.hrtime.bigint();
-        for (const match of chunk.toString().matchAll(/"t":(\d+)/g)) added.push(Number(stamp - BigInt(match[1])) / 1000);
-      });
-      socket.on("close", () => resolve());
+/**
+ * One request at a time, our client and the raw reader taking turns, so both see the same machine
+ * state; warm-up rounds first (the JIT otherwise shows up as client latency).
+ */
+async function addedLatency(): Promise<{ ours: number[]; raw: number[] }> {
+  const endpoint = openStreamEndpoint(`${base}?${LATENCY_QUERY}`);
+  const raw = await RawReader.open();
+  let result = { ours: [] as number[], raw: [] as number[] };
+  for (let round = 0; round < LATENCY_WARMUP_ROUNDS + LATENCY_ROUNDS; round++) {
+    if (round === LATENCY_WARMUP_ROUNDS) result = { ours: [], raw: [] };
+    await streamRequest(endpoint, round, BODY, process.hrtime.bigint(), (payload, stampNs) => {
+      const us = addedUs(payload, stampNs);
+      if (us !== undefined) result.ours.push(us);
     });
+    await raw.round(result.raw);
   }
-  return added;
+  raw.close();
+  await endpoint.pool.close();
+  return result;
 }
 
-console.log(`machine: ${describeMachine(machineInfo())}; no-op server in its own process; concurrency ${CONCURRENCY}, ${SECONDS} s per measurement`);
-const oneEvent = await sustained("events=1");
-const burst = await sustained("events=256");
-const packets = await sustained("events=256&packets=1");
-console.log(`requests/s (1 event each):              ${oneEvent.requestsPerSecond.toFixed(0)}`);
-console.log(`events/s (256 per response, one burst):  ${burst.eventsPerSecond.toFixed(0)}`);
-console.log(`events/s (256 per response, one packet each): ${packets.eventsPerSecond.toFixed(0)}`);
-const ours = distribution(await clientLatencyUs(200))!;
-const raw = distribution(await rawSocketLatencyUs(200))!;
-console.log(`event latency, client vs raw socket reader (µs): p50 ${ours.median.toFixed(1)} vs ${raw.median.toFixed(1)} (added ${(ours.median - raw.median).toFixed(1)}), p99 ${ours.p99.toFixed(1)} vs ${raw.p99.toFixed(1)} (added ${(ours.p99 - raw.p99).toFixed(1)})`);
-console.log("targets (issue): ≥ 35,000 req/s, ≥ 800,000 events/s burst, ≤ 10 µs p50 / ≤ 150 µs p99 added");
-/** wrk against the same server and concurrency: requests/s (wrk counts whole responses only). */
-function wrkRequestsPerSecond(query: string): number | undefined {
-  try {
-    const out = execFileSync("wrk", ["-t1", `-c${CONCURRENCY}`, `-d${SECONDS}s`, `${base}?${query}`], { encoding: "utf8" });
-    return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  } catch {
-    return undefined;
+const withWrk = has("wrk");
+console.log(`machine: ${describeMachine(machineInfo())}`);
+console.log(`no-op server in its own process${pinned ? " on core 0, clients on core 1 (taskset)" : " (not pinned: needs taskset and 2 cores)"}; concurrency ${CONCURRENCY}, ${SECONDS} s per measurement, median of ${RUNS}`);
+if (!withWrk) console.log("wrk is not installed (Debian package wrk): no ratios to wrk");
+
+const workloads = [
+  { name: "requests/s (1 event each)", query: "events=1", eventsPerResponse: 1, perRequest: true },
+  { name: "events/s (256 per response, one burst)", query: "events=256", eventsPerResponse: 256, perRequest: false },
+  { name: "events/s (256 per response, one packet each)", query: "events=256&packets=1", eventsPerResponse: 256, perRequest: false },
+];
+const table: string[] = ["| workload | bringup-bench client | wrk | client / wrk |", "|---|---|---|---|"];
+const measured: number[] = [];
+const ratios: (number | undefined)[] = [];
+for (const workload of workloads) {
+  const client: number[] = [];
+  const reference: number[] = [];
+  // Alternate the two clients run by run, so drift on the machine hits both.
+  for (let run = 0; run < RUNS; run++) {
+    const result = await ours(workload.query);
+    client.push(workload.perRequest ? result.requests : result.events);
+    if (withWrk) reference.push(wrk(workload.query) * workload.eventsPerResponse);
   }
+  const mine = median(client);
+  measured.push(mine);
+  const theirs = withWrk ? median(reference) : undefined;
+  ratios.push(theirs === undefined ? undefined : mine / theirs);
+  table.push(`| ${workload.name} | ${mine.toFixed(0)} | ${theirs?.toFixed(0) ?? "–"} | ${theirs === undefined ? "–" : (mine / theirs).toFixed(2)} |`);
 }
-const wrkOne = wrkRequestsPerSecond("events=1");
-if (wrkOne === undefined) {
-  console.log("wrk is not installed (Debian package wrk): no ratio to wrk printed");
-} else {
-  const wrkBurst = wrkRequestsPerSecond("events=256")! * 256;
-  const wrkPackets = wrkRequestsPerSecond("events=256&packets=1")! * 256;
-  console.log(`wrk, same server and concurrency: ${wrkOne.toFixed(0)} req/s, ${wrkBurst.toFixed(0)} events/s burst, ${wrkPackets.toFixed(0)} events/s one packet each`);
-  console.log(`client/wrk: req/s ${(oneEvent.requestsPerSecond / wrkOne).toFixed(2)}, burst ${(burst.eventsPerSecond / wrkBurst).toFixed(2)}, packets ${(packets.eventsPerSecond / wrkPackets).toFixed(2)} (target: within 15% when each event is its own packet)`);
-}
+console.log(table.join("\n"));
+
+const latency = await addedLatency();
+const ourLatency = distribution(latency.ours)!;
+const rawLatency = distribution(latency.raw)!;
+const addedP50 = ourLatency.median - rawLatency.median;
+const addedP99 = ourLatency.p99 - rawLatency.p99;
+console.log(`event latency from the server's write, ${latency.ours.length} events each (µs): client p50 ${ourLatency.median.toFixed(1)} vs raw socket ${rawLatency.median.toFixed(1)} → added ${addedP50.toFixed(1)}; p99 ${ourLatency.p99.toFixed(1)} vs ${rawLatency.p99.toFixed(1)} → added ${addedP99.toFixed(1)}`);
+
+const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+console.log(`targets: ≥ 35,000 req/s ${verdict(measured[0] >= 35_000)}; ≥ 800,000 events/s burst ${verdict(measured[1] >= 800_000)}; ≤ 10 µs p50 added ${verdict(addedP50 <= 10)}; ≤ 150 µs p99 added ${verdict(addedP99 <= 150)}; one packet per event within 15% of wrk ${ratios[2] === undefined ? "not measured (no wrk)" : verdict(ratios[2] >= 0.85)}`);
 serverProcess.kill();

@@ -1,5 +1,5 @@
 import { arrivalOffsets } from "./arrivals.js";
-import { streamRequest, type RequestSample } from "./sse-request.js";
+import { openStreamEndpoint, streamRequest, type RequestSample } from "./sse-request.js";
 
 export type LoadMode =
   | { readonly kind: "closed"; readonly concurrency: number }
@@ -21,6 +21,8 @@ export interface LoadTarget {
   readonly url: string;
   readonly apiKey?: string;
   readonly body: (index: number) => unknown;
+  /** A request whose server stays silent this long fails as a timeout (default 60 s). */
+  readonly stallTimeoutMs?: number;
 }
 
 export interface LoadPointResult {
@@ -40,41 +42,48 @@ export function modeLabel(mode: LoadMode): string {
  * client that falls behind cannot hide a slow server (the lag is recorded too).
  */
 export async function runLoadPoint(target: LoadTarget, plan: LoadPointPlan, onProgress?: (done: number, total: number) => void): Promise<LoadPointResult> {
-  for (let i = 0; i < plan.warmup; i++) await streamRequest(-1 - i, target.url, target.body(i), process.hrtime.bigint(), target.apiKey);
-  const samples: RequestSample[] = [];
-  const startNs = process.hrtime.bigint();
-  const deadlineNs = plan.durationS === undefined ? undefined : startNs + BigInt(Math.round(plan.durationS * 1e9));
-  let stoppedBy: LoadPointResult["stoppedBy"] = "count";
-  const stop = (): boolean => {
-    if (deadlineNs !== undefined && process.hrtime.bigint() >= deadlineNs) { stoppedBy = "duration"; return true; }
-    const failed = samples.filter((s) => s.status !== "ok").length;
-    if (samples.length >= 10 && failed / samples.length > plan.maxErrorRate) { stoppedBy = "error-rate"; return true; }
-    return false;
-  };
-  const record = (sample: RequestSample): void => {
-    samples.push(sample);
-    onProgress?.(samples.length, plan.requests);
-  };
-  if (plan.mode.kind === "closed") {
-    let next = 0;
-    await Promise.all(Array.from({ length: plan.mode.concurrency }, async () => {
-      while (next < plan.requests && !stop()) {
-        const index = next++;
-        record(await streamRequest(index, target.url, target.body(plan.warmup + index), process.hrtime.bigint(), target.apiKey));
+  const endpoint = openStreamEndpoint(target.url, { apiKey: target.apiKey, stallTimeoutMs: target.stallTimeoutMs });
+  const send = (index: number, scheduledNs: bigint) => streamRequest(endpoint, index, JSON.stringify(target.body(plan.warmup + index)), scheduledNs);
+  try {
+    for (let i = 0; i < plan.warmup; i++) await streamRequest(endpoint, -1 - i, JSON.stringify(target.body(i)), process.hrtime.bigint());
+    const samples: RequestSample[] = [];
+    let failed = 0;
+    const startNs = process.hrtime.bigint();
+    const deadlineNs = plan.durationS === undefined ? undefined : startNs + BigInt(Math.round(plan.durationS * 1e9));
+    let stoppedBy: LoadPointResult["stoppedBy"] = "count";
+    const stop = (): boolean => {
+      if (deadlineNs !== undefined && process.hrtime.bigint() >= deadlineNs) { stoppedBy = "duration"; return true; }
+      if (samples.length >= 10 && failed / samples.length > plan.maxErrorRate) { stoppedBy = "error-rate"; return true; }
+      return false;
+    };
+    const record = (sample: RequestSample): void => {
+      samples.push(sample);
+      if (sample.status !== "ok") failed++;
+      onProgress?.(samples.length, plan.requests);
+    };
+    if (plan.mode.kind === "closed") {
+      let next = 0;
+      await Promise.all(Array.from({ length: plan.mode.concurrency }, async () => {
+        while (next < plan.requests && !stop()) {
+          const index = next++;
+          record(await send(index, process.hrtime.bigint()));
+        }
+      }));
+    } else {
+      const offsets = arrivalOffsets(plan.requests, plan.mode.rate, plan.mode.burstiness, plan.seed);
+      const inFlight: Promise<void>[] = [];
+      for (const [index, offset] of offsets.entries()) {
+        if (stop()) break;
+        const scheduledNs = startNs + BigInt(Math.round(offset * 1e9));
+        const waitMs = Number(scheduledNs - process.hrtime.bigint()) / 1e6;
+        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+        inFlight.push(send(index, scheduledNs).then(record));
       }
-    }));
-  } else {
-    const offsets = arrivalOffsets(plan.requests, plan.mode.rate, plan.mode.burstiness, plan.seed);
-    const inFlight: Promise<void>[] = [];
-    for (const [index, offset] of offsets.entries()) {
-      if (stop()) break;
-      const scheduledNs = startNs + BigInt(Math.round(offset * 1e9));
-      const waitMs = Number(scheduledNs - process.hrtime.bigint()) / 1e6;
-      if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
-      inFlight.push(streamRequest(index, target.url, target.body(plan.warmup + index), scheduledNs, target.apiKey).then(record));
+      await Promise.all(inFlight);
     }
-    await Promise.all(inFlight);
+    samples.sort((a, b) => a.index - b.index);
+    return { samples, durationS: Number(process.hrtime.bigint() - startNs) / 1e9, stoppedBy };
+  } finally {
+    await endpoint.pool.close();
   }
-  samples.sort((a, b) => a.index - b.index);
-  return { samples, durationS: Number(process.hrtime.bigint() - startNs) / 1e9, stoppedBy };
 }

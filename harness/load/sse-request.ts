@@ -1,19 +1,8 @@
-import { Pool } from "undici";
-
-/** One connection pool per origin: a load client reuses keep-alive connections (3× the request rate of undici's global agent here). */
-const pools = new Map<string, Pool>();
-
-function poolFor(url: URL): Pool {
-  let pool = pools.get(url.origin);
-  if (pool === undefined) {
-    pool = new Pool(url.origin, { connections: 512 });
-    pools.set(url.origin, pool);
-  }
-  return pool;
-}
+import { buildConnector, Pool, type Dispatcher } from "undici";
+import { OpenAiSseReader } from "./sse-reader.js";
 
 /** How a request ended; only "ok" carries a complete set of timings. */
-export type RequestStatus = "ok" | "http_error" | "connection_error" | "stream_error" | "malformed_sse";
+export type RequestStatus = "ok" | "http_error" | "connection_error" | "timeout" | "stream_error" | "malformed_sse";
 
 /**
  * One streamed request as the client saw it. Times are nanoseconds of the process's monotonic clock
@@ -36,95 +25,136 @@ export interface RequestSample {
   readonly clientTokens: number;
 }
 
-interface ParsedEvent {
-  readonly content: boolean;
-  readonly tokens: number;
-  readonly usage?: { prompt_tokens: number; completion_tokens: number };
-  readonly error?: string;
-  readonly done: boolean;
+/** Where streamed requests go: one keep-alive pool per endpoint, headers built once. */
+export interface StreamEndpoint {
+  readonly pool: Pool;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
-function parseEvent(event: string): ParsedEvent | undefined {
-  if (!event.startsWith("data: ")) return undefined;
-  const payload = event.slice(6);
-  if (payload === "[DONE]") return { content: false, tokens: 0, done: true };
-  let json: {
-    error?: { message?: string };
-    usage?: { prompt_tokens: number; completion_tokens: number };
-    choices?: { text?: string; token_ids?: number[]; delta?: { content?: string } }[];
-  };
-  try {
-    json = JSON.parse(payload);
-  } catch {
-    return undefined;
-  }
-  if (json.error !== undefined) return { content: false, tokens: 0, error: json.error.message ?? "error event", done: false };
-  const choice = json.choices?.[0];
-  const text = choice?.text ?? choice?.delta?.content ?? "";
-  const tokens = choice?.token_ids?.length ?? (text === "" ? 0 : 1);
-  return { content: text !== "" || tokens > 0, tokens, usage: json.usage ?? undefined, done: false };
-}
+/**
+ * Arrival time of the socket read undici is parsing right now. undici parses on the socket's
+ * 'readable' event, a tick after the bytes reached JavaScript, and through a WebAssembly parser;
+ * stamping in `onData` would add both to every latency. So each socket records when a read arrives
+ * (its `push`, which Node calls once per read) and a 'readable' listener that runs before undici's
+ * publishes it here; undici then parses exactly that read.
+ */
+let parsingReadArrivedNs = 0n;
 
-/** Sends one streaming request and records its timeline; never throws (failures become the status). */
-export async function streamRequest(index: number, url: string, body: unknown, scheduledNs: bigint, apiKey?: string, onEvent?: (payload: string, stampNs: bigint) => void): Promise<RequestSample> {
-  const sentNs = process.hrtime.bigint();
-  const contentEventsNs: bigint[] = [];
-  let usage: RequestSample["usage"] = null;
-  let clientTokens = 0;
-  const base = { index, scheduledNs, sentNs };
-  let response;
-  try {
-    const target = new URL(url);
-    response = await poolFor(target).request({
-      path: `${target.pathname}${target.search}`,
-      method: "POST",
-      headers: { "content-type": "application/json", ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }) },
-      body: JSON.stringify(body),
-    });
-  } catch (error) {
-    return { ...base, status: "connection_error", httpStatus: null, error: (error as Error).message, contentEventsNs, doneNs: null, usage, clientTokens };
-  }
-  if (response.statusCode !== 200) {
-    const text = await response.body.text().catch(() => "");
-    return { ...base, status: "http_error", httpStatus: response.statusCode, error: text.slice(0, 200), contentEventsNs, doneNs: null, usage, clientTokens };
-  }
-  let pending = "";
-  let pendingStartNs: bigint | undefined;
-  let doneNs: bigint | null = null;
-  try {
-    for await (const chunk of response.body) {
-      const arrivedNs = process.hrtime.bigint();
-      const text = (chunk as Buffer).toString("utf8");
-      pendingStartNs ??= arrivedNs;
-      pending += text;
-      let cut: number;
-      while ((cut = pending.indexOf("\n\n")) >= 0) {
-        const raw = pending.slice(0, cut);
-        const event = parseEvent(raw);
-        const stampNs = pendingStartNs;
-        onEvent?.(raw, stampNs ?? arrivedNs);
-        pending = pending.slice(cut + 2);
-        // The next event's first byte arrived in this chunk if anything is left over.
-        pendingStartNs = pending === "" ? undefined : arrivedNs;
-        if (event === undefined) {
-          return { ...base, status: "malformed_sse", httpStatus: 200, error: "an event that is not `data: <json>`", contentEventsNs, doneNs: null, usage, clientTokens };
-        }
-        if (event.error !== undefined) {
-          return { ...base, status: "stream_error", httpStatus: 200, error: event.error, contentEventsNs, doneNs: null, usage, clientTokens };
-        }
-        if (event.content) {
-          contentEventsNs.push(stampNs ?? arrivedNs);
-          clientTokens += event.tokens;
-        }
-        if (event.usage !== undefined) usage = { promptTokens: event.usage.prompt_tokens, completionTokens: event.usage.completion_tokens };
-        // Keep reading to the natural end of the response: leaving the loop early aborts the body,
-        // and building that AbortError's stack cost more than the rest of the request here.
-        if (event.done) doneNs ??= arrivedNs;
-      }
+function stampingConnector(): buildConnector.connector {
+  const connect = buildConnector({});
+  return (options, callback) => connect(options, (error, socket) => {
+    if (socket !== null) {
+      let arrivedNs = 0n;
+      const push = socket.push;
+      socket.push = function stampedPush(this: typeof socket, ...args: Parameters<typeof push>) {
+        arrivedNs = process.hrtime.bigint();
+        return push.apply(this, args);
+      };
+      socket.on("readable", () => { parsingReadArrivedNs = arrivedNs; });
     }
-  } catch (error) {
-    return { ...base, status: "stream_error", httpStatus: 200, error: `connection lost mid-stream: ${(error as Error).message}`, contentEventsNs, doneNs: null, usage, clientTokens };
+    // The callback's two shapes are a tuple type; re-spread them as they came.
+    (callback as (error: Error | null, socket: unknown) => void)(error, socket);
+  });
+}
+
+/** `stallTimeoutMs`: a server silent this long (before its headers, or between two chunks) fails the request as a timeout. */
+export function openStreamEndpoint(url: string, options: { apiKey?: string; stallTimeoutMs?: number } = {}): StreamEndpoint {
+  const target = new URL(url);
+  const stallTimeoutMs = options.stallTimeoutMs ?? 60_000;
+  return {
+    // A dedicated pool with connections to spare: 3× the request rate of undici's global agent here.
+    pool: new Pool(target.origin, { connect: stampingConnector(), connections: 1024, headersTimeout: stallTimeoutMs, bodyTimeout: stallTimeoutMs }),
+    path: `${target.pathname}${target.search}`,
+    headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+  };
+}
+
+const MAX_ERROR_BODY = 200;
+
+/**
+ * undici's low-level handler for one request: response bytes go straight from the socket parser to
+ * the SSE reader, stamped on arrival, with no stream or promise per chunk in between.
+ */
+class StreamHandler implements Dispatcher.DispatchHandlers {
+  private httpStatus: number | null = null;
+  private errorBody = "";
+  private abort: ((error?: Error) => void) | undefined;
+  private settled = false;
+  private readonly reader: OpenAiSseReader;
+
+  constructor(
+    private readonly index: number,
+    private readonly scheduledNs: bigint,
+    private readonly sentNs: bigint,
+    private readonly resolve: (sample: RequestSample) => void,
+    onEvent?: (payload: string, stampNs: bigint) => void,
+  ) {
+    this.reader = new OpenAiSseReader(onEvent);
   }
-  if (doneNs !== null) return { ...base, status: "ok", httpStatus: 200, error: null, contentEventsNs, doneNs, usage, clientTokens };
-  return { ...base, status: "stream_error", httpStatus: 200, error: "the stream ended without data: [DONE]", contentEventsNs, doneNs: null, usage, clientTokens };
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.abort = abort;
+  }
+
+  onHeaders(statusCode: number): boolean {
+    if (statusCode >= 200) this.httpStatus = statusCode;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const arrivedNs = parsingReadArrivedNs;
+    if (this.httpStatus !== 200) {
+      if (this.errorBody.length < MAX_ERROR_BODY) this.errorBody += chunk.toString("utf8", 0, MAX_ERROR_BODY);
+      return true;
+    }
+    this.reader.push(chunk, arrivedNs);
+    if (this.reader.failure !== undefined) {
+      this.finish(this.reader.failure.status, this.reader.failure.error);
+      // Leave the rest unread; the connection is not reused.
+      this.abort?.();
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.httpStatus !== 200) return this.finish("http_error", this.errorBody.slice(0, MAX_ERROR_BODY));
+    if (this.reader.doneNs === null) return this.finish("stream_error", "the stream ended without data: [DONE]");
+    this.finish("ok", null);
+  }
+
+  onError(error: Error): void {
+    const code = (error as { code?: string }).code;
+    if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return this.finish("timeout", `the server went silent past the stall timeout (${error.message})`);
+    if (this.httpStatus === null) return this.finish("connection_error", error.message);
+    // All content and [DONE] arrived; only the connection's end went wrong.
+    if (this.httpStatus === 200 && this.reader.doneNs !== null) return this.finish("ok", null);
+    this.finish("stream_error", `connection lost mid-stream: ${error.message}`);
+  }
+
+  private finish(status: RequestStatus, error: string | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    const ok = status === "ok";
+    this.resolve({
+      index: this.index,
+      scheduledNs: this.scheduledNs,
+      sentNs: this.sentNs,
+      status,
+      httpStatus: this.httpStatus,
+      error,
+      contentEventsNs: this.reader.contentEventsNs,
+      doneNs: ok ? this.reader.doneNs : null,
+      usage: this.reader.usage,
+      clientTokens: this.reader.clientTokens,
+    });
+  }
+}
+
+/** Sends one streaming request (a JSON body) and records its timeline; never rejects (failures become the status). */
+export function streamRequest(endpoint: StreamEndpoint, index: number, body: string, scheduledNs: bigint, onEvent?: (payload: string, stampNs: bigint) => void): Promise<RequestSample> {
+  return new Promise((resolve) => {
+    const handler = new StreamHandler(index, scheduledNs, process.hrtime.bigint(), resolve, onEvent);
+    endpoint.pool.dispatch({ path: endpoint.path, method: "POST", headers: endpoint.headers, body }, handler);
+  });
 }

@@ -62,6 +62,7 @@ interface LoadOptions {
   sharedPrefix?: string;
   slo?: Slo;
   maxErrorRate: number;
+  stallTimeout: number;
   slots: number;
   seed: number;
   parity: string | false;
@@ -96,6 +97,7 @@ export function registerLoad(program: Command): void {
     .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
     .option("--slo <ttft=MS,tpot=MS>", "goodput: requests meeting every SLO, per second", parseSlo)
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
+    .option("--stall-timeout <ms>", "a request whose server is silent this long (before its headers or between chunks) fails as a timeout; 0: never", positive, 60_000)
     .option("--slots <n>", "with --model: the server's slots", positive, 4)
     .option("--seed <n>", "seed for prompts and arrivals", positive, 1)
     .option("--parity <suite>", "accuracy under load: this parity suite's prompts are sent during every point and must keep their verdicts (with --model)", "parity16")
@@ -160,7 +162,7 @@ export function registerLoad(program: Command): void {
           const label = modeLabel(mode);
           const scrape = async () => parsePrometheusText((await httpCall(`${baseUrl}/metrics`)).text);
           const before = await scrape().catch(() => undefined);
-          const running = runLoadPoint({ url, apiKey: options.apiKey, body }, {
+          const running = runLoadPoint({ url, apiKey: options.apiKey, body, stallTimeoutMs: options.stallTimeout }, {
             mode, requests: options.requests, warmup: options.warmup, durationS: options.duration, maxErrorRate: options.maxErrorRate, seed: options.seed + pointIndex,
           }, (done, all) => progress(`${label}: ${done}/${all} requests`));
           // Sent once the point is under way (after its warm-up), so the prompts share batches with the load.
