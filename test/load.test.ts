@@ -101,6 +101,23 @@ test("faults are counted and classified per request; a high error rate stops the
   }
 });
 
+test("a server that stalls mid-stream fails that request as a timeout after --stall-timeout; the run goes on", async () => {
+  const server = await startScriptedServer({ firstMs: 5, gapMs: 2, tokens: 4, fault: (n) => (n === 1 ? "stall" : undefined) });
+  try {
+    const startedNs = process.hrtime.bigint();
+    const result = await runLoadPoint({ url: `${server.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }), stallTimeoutMs: 300 },
+      { mode: { kind: "closed", concurrency: 1 }, requests: 3, warmup: 0, maxErrorRate: 1, seed: 1 });
+    assert.equal(result.samples.map((s) => s.status), ["ok", "timeout", "ok"]);
+    assert.match(result.samples[1].error ?? "", /silent past the stall timeout/);
+    const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
+    assert.ok(seconds >= 0.3 && seconds < 5, `the stalled request was given up after about 300 ms (run took ${seconds.toFixed(2)} s)`);
+    const summary = summarizeLoadPoint("c1", result.samples, result.samples.map(requestMetrics), result.durationS, {});
+    assert.equal(summary.errors, { timeout: 1 });
+  } finally {
+    await server.close();
+  }
+});
+
 test("load against the built-in no-op streaming server: every event counted, bursts stamped once per chunk", async () => {
   const noop = await startNoopServer();
   try {

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 /**
  * FAKE, for timing and fault tests only: an SSE server whose every delay is scripted, so metrics
  * can be checked against hand-computed values, and which misbehaves on cue (429, malformed SSE,
- * a reset mid-stream) in ways a real server cannot be made to on demand.
+ * a reset or a stall mid-stream) in ways a real server cannot be made to on demand.
  */
 export interface Script {
   /** Milliseconds before the first content event. */
@@ -15,7 +15,7 @@ export interface Script {
   /** A role-only chunk at once, as OpenAI chat streams begin (must not count as the first token). */
   readonly roleChunkFirst?: boolean;
   /** Misbehaviour for request number n (0-based), if any. */
-  readonly fault?: (n: number) => "429" | "malformed" | "reset" | undefined;
+  readonly fault?: (n: number) => "429" | "malformed" | "reset" | "stall" | undefined;
 }
 
 export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number }> {
@@ -45,6 +45,8 @@ export async function startScriptedServer(script: Script): Promise<{ url: string
       if (i > 0) await sleep(script.gapMs);
       res.write(`data: ${JSON.stringify({ choices: [{ text: "x", delta: { content: "x" }, token_ids: [7] }] })}\n\n`);
       if (fault === "reset" && i === 1) return void res.socket?.destroy();
+      // Silent from here on, until the client gives up and closes the connection.
+      if (fault === "stall" && i === 1) return;
     }
     res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: script.tokens } })}\n\n`);
     res.end("data: [DONE]\n\n");
