@@ -34,6 +34,7 @@ test("TTFT, TPOT, inter-chunk and E2E match a scripted timing (50 ms to first to
     assert.is(summary.tokenCountDiscrepancy, 0, "client count (token_ids) = server usage");
     assert.is(summary.goodputRequestsPerSecond, 0, "TPOT 20 ms misses a 1 ms SLO");
     near(summary.outputTokensPerSecond, (6 * 5) / result.durationS, 0.001, "output tok/s = tokens / wall time");
+    assert.ok(result.client.eventLoopUtilization < 0.5, `a client waiting on a slow server is mostly idle (${result.client.eventLoopUtilization})`);
     assert.ok(summary.ttftMs!.p99_9 >= summary.ttftMs!.p99 && summary.ttftMs!.std !== undefined);
   } finally {
     await server.close();
@@ -124,6 +125,8 @@ test("load against the built-in no-op streaming server: every event counted, bur
     const url = `http://127.0.0.1:${noop.port}/v1/completions`;
     const burst = await runLoadPoint({ url: `${url}?events=64`, body: () => ({}) }, { mode: { kind: "closed", concurrency: 8 }, requests: 40, warmup: 2, maxErrorRate: 0, seed: 1 });
     assert.ok(burst.samples.every((s) => s.status === "ok" && s.clientTokens === 64 && s.contentEventsNs.length === 64));
+    const flood = await runLoadPoint({ url: `${url}?events=64`, body: () => ({}) }, { mode: { kind: "closed", concurrency: 16 }, requests: 400, warmup: 0, maxErrorRate: 0, seed: 1 });
+    assert.ok(flood.client.eventLoopUtilization > 0.5 && flood.client.eventLoopUtilization <= 1, `client and no-op server in one busy process: utilization ${flood.client.eventLoopUtilization}`);
     const packets = await runLoadPoint({ url: `${url}?events=16&packets=1`, body: () => ({}) }, { mode: { kind: "open", rate: 200, burstiness: 1 }, requests: 20, warmup: 0, maxErrorRate: 0, seed: 2 });
     assert.ok(packets.samples.every((s) => s.status === "ok" && s.contentEventsNs.length === 16));
     const gaps = packets.samples.flatMap((s) => requestMetrics(s)!.interChunkMs);
@@ -147,6 +150,7 @@ test("real load against our server: a closed-loop sweep, parity prompts keep the
     // 8 measured + 2 warm-up requests of 16 tokens each, and the 16 parity prompts of T = 16, counted by the server.
     assert.is(point.server_metrics_delta.bench_tokens_generated_total, 10 * 16 + 16 * 16);
     assert.ok(Array.isArray(point.server_gauges_during));
+    assert.ok(point.client.eventLoopUtilization >= 0 && point.client.eventLoopUtilization <= 1 && point.client.eventLoopDelayP99Ms >= 0);
   }
 });
 

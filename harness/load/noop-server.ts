@@ -11,6 +11,12 @@ import type { AddressInfo } from "node:net";
 export async function startNoopServer(port = 0): Promise<{ port: number; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
+    // Enough of the OpenAI surface for `bench load --url` to run against it.
+    if (req.method === "GET") {
+      const found = url.pathname === "/v1/models";
+      res.writeHead(found ? 200 : 404, { "content-type": "application/json" });
+      return void res.end(found ? JSON.stringify({ object: "list", data: [{ id: "noop", object: "model" }] }) : JSON.stringify({ error: { message: "not found" } }));
+    }
     const events = Number(url.searchParams.get("events") ?? 1);
     const packets = url.searchParams.get("packets") === "1";
     req.resume();

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { arrivalOffsets } from "./arrivals.js";
 import { openStreamEndpoint, streamRequest, type RequestSample } from "./sse-request.js";
 
@@ -25,10 +26,19 @@ export interface LoadTarget {
   readonly stallTimeoutMs?: number;
 }
 
+/** How busy the client process was during the measured phase: near 1, the client may be the limit. */
+export interface ClientLoad {
+  /** Fraction of the wall time the event loop was not idle (Node's eventLoopUtilization). */
+  readonly eventLoopUtilization: number;
+  /** p99 of how late the event loop ran timers, i.e. how late a response could be read. */
+  readonly eventLoopDelayP99Ms: number;
+}
+
 export interface LoadPointResult {
   readonly samples: readonly RequestSample[];
   readonly durationS: number;
   readonly stoppedBy: "count" | "duration" | "error-rate";
+  readonly client: ClientLoad;
 }
 
 export function modeLabel(mode: LoadMode): string {
@@ -48,6 +58,9 @@ export async function runLoadPoint(target: LoadTarget, plan: LoadPointPlan, onPr
     for (let i = 0; i < plan.warmup; i++) await streamRequest(endpoint, -1 - i, JSON.stringify(target.body(i)), process.hrtime.bigint());
     const samples: RequestSample[] = [];
     let failed = 0;
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const utilizationAtStart = performance.eventLoopUtilization();
     const startNs = process.hrtime.bigint();
     const deadlineNs = plan.durationS === undefined ? undefined : startNs + BigInt(Math.round(plan.durationS * 1e9));
     let stoppedBy: LoadPointResult["stoppedBy"] = "count";
@@ -81,8 +94,11 @@ export async function runLoadPoint(target: LoadTarget, plan: LoadPointPlan, onPr
       }
       await Promise.all(inFlight);
     }
+    const durationS = Number(process.hrtime.bigint() - startNs) / 1e9;
+    delay.disable();
+    const client = { eventLoopUtilization: performance.eventLoopUtilization(utilizationAtStart).utilization, eventLoopDelayP99Ms: delay.percentile(99) / 1e6 };
     samples.sort((a, b) => a.index - b.index);
-    return { samples, durationS: Number(process.hrtime.bigint() - startNs) / 1e9, stoppedBy };
+    return { samples, durationS, stoppedBy, client };
   } finally {
     await endpoint.pool.close();
   }

@@ -70,11 +70,31 @@ interface LoadOptions {
   runId?: string;
 }
 
+/** Event-loop utilization above which a load point's latencies may be the client's own. */
+const CLIENT_BUSY = 0.8;
+
 const fmt = (v: number | undefined, digits = 1) => (v === undefined || !Number.isFinite(v) ? "–" : v.toFixed(digits));
 
 function tableRow(model: string, slots: string, point: LoadPointSummary): string {
   const errors = Object.values(point.errors).reduce((a, b) => a + (b ?? 0), 0);
   return `| ${model} | ${slots} | ${point.label} | ${fmt(point.outputTokensPerSecond)} | ${fmt(point.tokensPerSecondPerUser)} | ${fmt(point.ttftMs?.median)} | ${fmt(point.ttftMs?.p99)} | ${fmt(point.tpotMs?.median, 2)} | ${fmt(point.tpotMs?.p99, 2)} | ${errors} |`;
+}
+
+interface ServedModel {
+  readonly id: string;
+  readonly capabilities?: { readonly tokenize?: boolean };
+}
+
+/** The first entry of /v1/models; a server without a usable listing still gets load (model "model"), with a warning. */
+function firstServedModel(status: number, text: string): ServedModel | undefined {
+  try {
+    const first = (JSON.parse(text) as { data?: unknown[] }).data?.[0] as ServedModel | undefined;
+    if (status === 200 && typeof first?.id === "string") return first;
+  } catch {
+    // Not JSON: reported below like any other unusable listing.
+  }
+  warn(`the server's /v1/models gave no model (HTTP ${status}): requests name the model "model"`, "check --url, or whether this server lists its models");
+  return undefined;
 }
 
 export function registerLoad(program: Command): void {
@@ -128,9 +148,9 @@ export function registerLoad(program: Command): void {
         const listing = await httpCall(`${baseUrl}/v1/models`, { apiKey: options.apiKey }).catch((error: Error) => {
           throw new BenchError(`cannot reach the server (${error.message})`, { field: "--url", fix: "start the server, or check the address" });
         });
-        const models = (listing.status === 200 ? JSON.parse(listing.text) : { data: [] }) as { data: { id: string; capabilities?: { tokenize?: boolean } }[] };
-        const modelId = models.data[0]?.id ?? "model";
-        const canTokenize = models.data[0]?.capabilities?.tokenize === true;
+        const served = firstServedModel(listing.status, listing.text);
+        const modelId = served?.id ?? "model";
+        const canTokenize = served?.capabilities?.tokenize === true;
         const total = options.requests + options.warmup;
         const prompts: LoadPrompt[] = options.dataset !== undefined ? jsonlPrompts(options.dataset, options.outputTokens)
           : options.sharedPrefix !== undefined ? sharedPrefixPrompts(total, options.sharedPrefix, options.outputTokens)
@@ -180,7 +200,11 @@ export function registerLoad(program: Command): void {
           const summary = summarizeLoadPoint(label, result.samples, metrics, result.durationS, options.slo ?? {});
           const serverDeltas = before === undefined || after === undefined ? null : Object.fromEntries(
             [...after.entries()].filter(([name]) => name.endsWith("_total")).map(([name, value]) => [name, value - (before.get(name) ?? 0)]));
-          recorder.provenance.load.push({ label, mode, stopped_by: result.stoppedBy, summary, server_metrics_delta: serverDeltas, server_gauges_during: gauges });
+          recorder.provenance.load.push({ label, mode, stopped_by: result.stoppedBy, summary, client: result.client, server_metrics_delta: serverDeltas, server_gauges_during: gauges });
+          if (result.client.eventLoopUtilization > CLIENT_BUSY) {
+            warn(`${label}: the client was busy ${(100 * result.client.eventLoopUtilization).toFixed(0)}% of the time (event-loop delay p99 ${result.client.eventLoopDelayP99Ms.toFixed(1)} ms): these numbers may measure the client, not the server`,
+              "`npm run bench:client` shows what one client core sustains; lower the load (with --model, --no-parity also moves the oracle's work out of the client process)");
+          }
           rows.push(...result.samples.map((sample, i) => ({ point: label, sample, metrics: metrics[i] })));
           recorder.setSamples(encodeSamplesArrow(rows));
           const line = tableRow(modelLabel, options.model !== undefined ? String(options.slots) : "–", summary);
