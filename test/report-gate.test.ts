@@ -173,4 +173,29 @@ test("a bench load run reports throughput versus concurrency, latency percentile
   assert.is(check.paintedCanvases, 3);
 });
 
+test("bench gate holds load points to their bands: throughput higher is better, TTFT and TPOT lower", () => {
+  const loadBaseline = join(work.path, "load-baseline.json");
+  const gateLoad = () => bench(["gate", "load", "--runs-dir", runs, "--baseline", loadBaseline]);
+  assert.is(bench(["gate", "load", "--runs-dir", runs, "--baseline", loadBaseline, "--update"]).status, 0);
+  const data = JSON.parse(readFileSync(loadBaseline, "utf8"));
+  const ttft = "load/concurrency 2/ttft_p99_ms";
+  const throughput = "load/concurrency 2/output_tokens_per_second";
+  assert.is(data.perf[ttft].better, "lower");
+  assert.is(data.perf[throughput].better, undefined, "higher is the default");
+  assert.ok(data.perf["load/concurrency 1/tpot_p50_ms"].target > 0);
+  assert.is(gateLoad().status, 0);
+  data.perf[ttft].target /= 10;
+  writeFileSync(loadBaseline, JSON.stringify(data));
+  const slower = gateLoad();
+  assert.is(slower.status, 1);
+  assert.match(slower.stdout, /^FAIL {2}load\/concurrency 2\/ttft_p99_ms: [\d.]+ is above the band \(lower is better\)/m);
+  data.perf[ttft].target *= 100;
+  data.perf[throughput].target *= 10;
+  writeFileSync(loadBaseline, JSON.stringify(data));
+  const mixed = gateLoad();
+  assert.is(mixed.status, 1);
+  assert.match(mixed.stdout, /^WARN {2}load\/concurrency 2\/ttft_p99_ms: [\d.]+ is far below the target [\d.]+ \(lower is better\) \(hint: update the target/m);
+  assert.match(mixed.stdout, /^FAIL {2}load\/concurrency 2\/output_tokens_per_second: [\d.]+ is below the band/m);
+});
+
 test.run();

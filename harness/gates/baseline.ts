@@ -3,6 +3,21 @@ import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import type { StoredRun } from "../results/read-run.js";
 
+/** Which way a perf metric improves: throughput is better higher, latency lower. */
+export type Better = "higher" | "lower";
+
+/**
+ * A two-sided band around a target: worse than the target by more than `tolerance` fails; better
+ * by more than `update_beyond` (default twice the tolerance) warns "update the target".
+ */
+export interface PerfBand {
+  readonly target: number;
+  readonly tolerance: number;
+  readonly update_beyond?: number;
+  /** Absent: higher. */
+  readonly better?: Better;
+}
+
 /** reports/baselines/<name>.json (schema: reports/baselines/baseline.schema.json). */
 export interface Baseline {
   readonly schema_version: 1;
@@ -10,7 +25,7 @@ export interface Baseline {
   readonly from_run: string;
   readonly parity: Readonly<Record<string, { readonly strict: number; readonly forward_divergent: number }>>;
   readonly needles: Readonly<Record<string, readonly string[]>>;
-  readonly perf: Readonly<Record<string, { readonly target: number; readonly tolerance: number; readonly update_above?: number }>>;
+  readonly perf: Readonly<Record<string, PerfBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
 }
 
@@ -27,9 +42,16 @@ export function readBaseline(path: string): Baseline {
 export interface GatedMetrics {
   readonly parity: Map<string, { strict: number; forwardDivergent: number; required: boolean }>;
   readonly needles: Map<string, string[]>;
-  readonly perf: Map<string, number>;
+  readonly perf: Map<string, { readonly value: number; readonly better: Better }>;
   readonly trace: Map<string, number>;
 }
+
+/** The load-point numbers a baseline holds: throughput, and the tails users feel. */
+const LOAD_GATED: readonly (readonly [string, Better])[] = [
+  ["output_tokens_per_second", "higher"],
+  ["ttft_p99_ms", "lower"],
+  ["tpot_p50_ms", "lower"],
+];
 
 export function gatedMetrics(run: StoredRun): GatedMetrics {
   const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), perf: new Map(), trace: new Map() };
@@ -38,7 +60,13 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
     const key = `${v.suite}/${v.arm}`;
     if (v.check === "greedy_parity") {
       metrics.parity.set(key, { strict: Number(v.metrics.strict), forwardDivergent: Number(v.metrics.forward_divergent), required: v.gate === "required" });
-      if (typeof v.metrics.tokens_per_second === "number") metrics.perf.set(`${key}/tokens_per_second`, v.metrics.tokens_per_second);
+      if (typeof v.metrics.tokens_per_second === "number") metrics.perf.set(`${key}/tokens_per_second`, { value: v.metrics.tokens_per_second, better: "higher" });
+    }
+    if (v.check === "load" && v.status === "pass") {
+      for (const [name, better] of LOAD_GATED) {
+        const value = v.metrics[name];
+        if (typeof value === "number" && value > 0) metrics.perf.set(`${key}/${name}`, { value, better });
+      }
     }
     if (v.check === "niah") {
       const cells = run.cells.filter((c) => c.check === "niah" && c.suite === v.suite && c.arm === v.arm && c.prompt_class === "Y");
@@ -58,9 +86,16 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
     from_run: run.summary.run_id,
     parity: Object.fromEntries([...m.parity].map(([key, p]) => [key, { strict: p.strict, forward_divergent: p.forwardDivergent }])),
     needles: Object.fromEntries(m.needles),
-    perf: Object.fromEntries([...m.perf].map(([key, value]) => {
+    perf: Object.fromEntries([...m.perf].map(([key, { value, better }]) => {
       const old = previous?.perf[key];
-      return [key, { target: Math.round(value * 10) / 10, tolerance: old?.tolerance ?? DEFAULT_PERF_TOLERANCE, ...(old?.update_above === undefined ? {} : { update_above: old.update_above }) }];
+      const band: PerfBand = {
+        // Four significant digits: sub-millisecond latencies must not round to 0.
+        target: Number(value.toPrecision(4)),
+        tolerance: old?.tolerance ?? DEFAULT_PERF_TOLERANCE,
+        ...(old?.update_beyond === undefined ? {} : { update_beyond: old.update_beyond }),
+        ...(better === "lower" ? { better } : {}),
+      };
+      return [key, band];
     })),
     trace: Object.fromEntries([...m.trace].map(([key, bytes]) => [key, { demand_bytes: bytes, tolerance: previous?.trace[key]?.tolerance ?? 0 }])),
   };

@@ -1,4 +1,4 @@
-import type { Baseline, GatedMetrics } from "./baseline.js";
+import type { Baseline, Better, GatedMetrics, PerfBand } from "./baseline.js";
 
 /** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
 export type GateFinding =
@@ -10,7 +10,9 @@ export type GateFinding =
  * Compares a run's gated metrics with a baseline. Pure: the same inputs give the same findings.
  * - parity: FORWARD-DIVERGENT must be 0 on required arms and may not rise on any; STRICT may not drop;
  * - needles: no Y of the baseline may be lost;
- * - perf: below target × (1 − tolerance) fails; above target × (1 + update_above) warns "update the target";
+ * - perf: worse than the target by more than the tolerance fails (below target × (1 − tolerance) when
+ *   higher is better, above target × (1 + tolerance) when lower is); better by more than
+ *   update_beyond (default 2 × tolerance) warns "update the target";
  * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
  * - a gated metric with no baseline entry warns (fails under --strict).
  */
@@ -43,17 +45,13 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `${ys.length} Y (baseline ${base.length})` });
   }
 
-  for (const [key, value] of metrics.perf) {
+  for (const [key, { value, better }] of metrics.perf) {
     const band = baseline.perf[key];
     if (band === undefined) {
       findings.push(missing(key, "this perf metric"));
       continue;
     }
-    const low = band.target * (1 - band.tolerance);
-    const high = band.target * (1 + (band.update_above ?? 2 * band.tolerance));
-    if (value < low) findings.push({ level: "fail", key, message: `${value.toFixed(1)} is below the band: target ${band.target} − ${(band.tolerance * 100).toFixed(0)}% = ${low.toFixed(1)}` });
-    else if (value > high) findings.push({ level: "warn", key, message: `${value.toFixed(1)} is far above the target ${band.target}`, hint: "update the target (bench gate --update)", strictFails: false });
-    else findings.push({ level: "ok", key, message: `${value.toFixed(1)} within [${low.toFixed(1)}, ${high.toFixed(1)}]` });
+    findings.push(perfFinding(key, value, better, band));
   }
 
   for (const [key, bytes] of metrics.trace) {
@@ -67,6 +65,24 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `demand ${bytes} B (baseline ${base.demand_bytes} B)` });
   }
   return findings;
+}
+
+function perfFinding(key: string, value: number, better: Better, band: PerfBand): GateFinding {
+  const beyond = 1 + (band.update_beyond ?? 2 * band.tolerance);
+  const percent = `${(band.tolerance * 100).toFixed(0)}%`;
+  const shown = (x: number) => Number(x.toPrecision(4)).toString();
+  if (better === "higher") {
+    const worst = band.target * (1 - band.tolerance);
+    const best = band.target * beyond;
+    if (value < worst) return { level: "fail", key, message: `${shown(value)} is below the band: target ${band.target} − ${percent} = ${shown(worst)}` };
+    if (value > best) return { level: "warn", key, message: `${shown(value)} is far above the target ${band.target}`, hint: "update the target (bench gate --update)", strictFails: false };
+    return { level: "ok", key, message: `${shown(value)} within [${shown(worst)}, ${shown(best)}]` };
+  }
+  const worst = band.target * (1 + band.tolerance);
+  const best = band.target / beyond;
+  if (value > worst) return { level: "fail", key, message: `${shown(value)} is above the band (lower is better): target ${band.target} + ${percent} = ${shown(worst)}` };
+  if (value < best) return { level: "warn", key, message: `${shown(value)} is far below the target ${band.target} (lower is better)`, hint: "update the target (bench gate --update)", strictFails: false };
+  return { level: "ok", key, message: `${shown(value)} within [${shown(best)}, ${shown(worst)}]` };
 }
 
 /** Line-by-line diff of two baselines' JSON, for `--update`. */
