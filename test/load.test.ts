@@ -94,6 +94,8 @@ test("faults are counted and classified per request; a high error rate stops the
     const cli = await benchAsync(["load", "--url", server.url, "--concurrency", "1", "--requests", "20", "--warmup", "0", "--max-error-rate", "0.5", "--runs-dir", runs, "--run-id", "faulty"]);
     assert.is(cli.status, 1, cli.stdout + cli.stderr);
     assert.match(cli.stdout, /FAIL: a load point stopped on its error rate/);
+    assert.match(cli.stdout, /^concurrency 1: \d+ × http_error; first: request \d+, HTTP 429: \{"error":\{"message":"busy"/m);
+    assert.match(cli.stdout, /^concurrency 1: \d+ × malformed_sse; first: request \d+: a line that is not SSE: "this is not SSE"$/m);
     const refused = bench(["load", "--url", "http://127.0.0.1:1", "--runs-dir", runs]);
     assert.is(refused.status, 2);
     assert.match(refused.stderr, /cannot reach the server \(connect ECONNREFUSED/);
@@ -145,6 +147,7 @@ test("real load against our server: a closed-loop sweep, parity prompts keep the
   assert.is(samples.length, 16);
   assert.ok(samples.every((s) => s.status === "ok" && s.output_tokens === 16 && s.prompt_tokens === 24 && s.client_tokens === 16));
   const summary = JSON.parse(readFileSync(join(runs, "real", "summary.json"), "utf8"));
+  assert.is(summary.seed, 1, "the default --seed");
   for (const point of summary.load) {
     assert.is(point.summary.tokenCountDiscrepancy, 0);
     // 8 measured + 2 warm-up requests of 16 tokens each, and the 16 parity prompts of T = 16, counted by the server.

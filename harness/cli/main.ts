@@ -16,7 +16,7 @@ const program = new Command()
   .name("bench")
   .description("bringup-bench: parity and performance validation for LLM bring-ups (embedded default: llama.cpp on CPU)")
   .version(HARNESS_VERSION)
-  .showHelpAfterError()
+  .showHelpAfterError("(run with --help for the options)")
   .exitOverride();
 
 registerRun(program);

@@ -24,6 +24,8 @@ export interface RunProvenance {
   readonly trace: TraceDemand[];
   /** Load points (bench load): the client's aggregates and the server's /metrics deltas. */
   readonly load: Record<string, unknown>[];
+  /** The run-wide seed (bench load's prompts and arrivals); null where seeds are per cell (NIAH). */
+  seed: number | null;
 }
 
 /**
@@ -38,7 +40,7 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [] };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null };
   private samplesArrow: Uint8Array | undefined;
 
   /** Replaces samples.arrow at the next flush (bench load writes it after every load point). */
@@ -83,7 +85,7 @@ export class RunDirectory {
       exit_code: exitCode,
       ...(error === undefined ? {} : { error }),
       harness_version: HARNESS_VERSION,
-      seed: null,
+      seed: this.provenance.seed,
       machine: this.machine,
       command: [...this.command],
       suites: this.provenance.suites,

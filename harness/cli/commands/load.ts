@@ -7,6 +7,7 @@ import { jsonlPrompts, randomPrompts, sharedPrefixPrompts, type LoadPrompt } fro
 import { requestMetrics } from "../../load/request-metrics.js";
 import { modeLabel, runLoadPoint, type LoadMode } from "../../load/run-load.js";
 import { encodeSamplesArrow, type SampleRow } from "../../load/samples-arrow.js";
+import type { RequestSample, RequestStatus } from "../../load/sse-request.js";
 import { parsePrometheusText } from "../../conformance/prometheus.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
@@ -29,6 +30,12 @@ const list = (value: string): number[] => value.split(",").map((v) => {
 const positive = (value: string): number => {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError("expected a non-negative number");
+  return n;
+};
+
+const count = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a whole number");
   return n;
 };
 
@@ -80,6 +87,19 @@ function tableRow(model: string, slots: string, point: LoadPointSummary): string
   return `| ${model} | ${slots} | ${point.label} | ${fmt(point.outputTokensPerSecond)} | ${fmt(point.tokensPerSecondPerUser)} | ${fmt(point.ttftMs?.median)} | ${fmt(point.ttftMs?.p99)} | ${fmt(point.tpotMs?.median, 2)} | ${fmt(point.tpotMs?.p99, 2)} | ${errors} |`;
 }
 
+/** One line per kind of failure in a point: how many, and the first one (request index in samples.arrow, its message). */
+function failureLines(label: string, samples: readonly RequestSample[]): string[] {
+  const byStatus = new Map<RequestStatus, { first: RequestSample; count: number }>();
+  for (const sample of samples) {
+    if (sample.status === "ok") continue;
+    const seen = byStatus.get(sample.status);
+    if (seen === undefined) byStatus.set(sample.status, { first: sample, count: 1 });
+    else seen.count++;
+  }
+  return [...byStatus].map(([status, { first, count }]) =>
+    `${label}: ${count} × ${status}; first: request ${first.index}${first.httpStatus !== null && first.httpStatus !== 200 ? `, HTTP ${first.httpStatus}` : ""}: ${first.error ?? ""}`);
+}
+
 interface ServedModel {
   readonly id: string;
   readonly capabilities?: { readonly tokenize?: boolean };
@@ -108,18 +128,18 @@ export function registerLoad(program: Command): void {
     .option("--concurrency <list>", "closed loop: clients in flight, e.g. 1,2,4,8", list)
     .option("--rate <list>", "open loop: requests per second, e.g. 2,4,8", list)
     .option("--burstiness <b>", "open loop: gamma shape of the arrival gaps (1 = Poisson)", positive, 1)
-    .option("--requests <n>", "measured requests per load point", positive, 32)
-    .option("--warmup <n>", "warm-up requests per point, not measured", positive, 2)
+    .option("--requests <n>", "measured requests per load point", count, 32)
+    .option("--warmup <n>", "warm-up requests per point, not measured", count, 2)
     .option("--duration <seconds>", "stop sending after this long (per point)", positive)
-    .option("--input-tokens <n>", "random prompts of exactly this many tokens", positive, 32)
-    .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", positive, 32)
+    .option("--input-tokens <n>", "random prompts of exactly this many tokens", count, 32)
+    .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", count, 32)
     .option("--dataset <file.jsonl>", "prompts from a JSONL file instead: {\"prompt\": ..., \"max_tokens\": ...}")
     .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
     .option("--slo <ttft=MS,tpot=MS>", "goodput: requests meeting every SLO, per second", parseSlo)
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
     .option("--stall-timeout <ms>", "a request whose server is silent this long (before its headers or between chunks) fails as a timeout; 0: never", positive, 60_000)
-    .option("--slots <n>", "with --model: the server's slots", positive, 4)
-    .option("--seed <n>", "seed for prompts and arrivals", positive, 1)
+    .option("--slots <n>", "with --model: the server's slots", count, 4)
+    .option("--seed <n>", "seed for prompts and arrivals", count, 1)
     .option("--parity <suite>", "accuracy under load: this parity suite's prompts are sent during every point and must keep their verdicts (with --model)", "parity16")
     .option("--no-parity", "do not inject parity prompts")
     .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
@@ -133,6 +153,7 @@ export function registerLoad(program: Command): void {
         ? options.rate.map((rate) => ({ kind: "open", rate, burstiness: options.burstiness }))
         : (options.concurrency ?? [1, 2, 4]).map((concurrency) => ({ kind: "closed", concurrency }));
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
+      recorder.provenance.seed = options.seed;
       await recorder.open();
       let managed: ManagedServer | undefined;
       let modelLabel = options.url ?? "";
@@ -227,6 +248,7 @@ export function registerLoad(program: Command): void {
           }
           await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: parityLine });
           say(line);
+          for (const failure of failureLines(label, result.samples)) say(failure);
           if (parityLine !== undefined) say(parityLine);
           if (result.stoppedBy === "error-rate") { errorStop = true; break; }
         }
