@@ -33,6 +33,9 @@ test("TTFT, TPOT, inter-chunk and E2E match a scripted timing (50 ms to first to
     near(summary.tokensPerSecondPerUser, 50, 12, "tok/s per user = 1000/TPOT");
     assert.is(summary.tokenCountDiscrepancy, 0, "client count (token_ids) = server usage");
     assert.is(summary.goodputRequestsPerSecond, 0, "TPOT 20 ms misses a 1 ms SLO");
+    assert.is(summary.validity?.valid, false);
+    assert.match(summary.validity?.reasons.join() ?? "", /^TPOT p99 [\d.]+ ms > 1 ms$/);
+    assert.equal(summarizeLoadPoint("c1", result.samples, metrics, result.durationS, { ttftMs: 1000, tpotMs: 100 }).validity, { valid: true, reasons: [] });
     near(summary.outputTokensPerSecond, (6 * 5) / result.durationS, 0.001, "output tok/s = tokens / wall time");
     assert.ok(result.client.eventLoopUtilization < 0.5, `a client waiting on a slow server is mostly idle (${result.client.eventLoopUtilization})`);
     assert.ok(summary.ttftMs!.p99_9 >= summary.ttftMs!.p99 && summary.ttftMs!.std !== undefined);
@@ -142,7 +145,7 @@ test("real load against our server: a closed-loop sweep, parity prompts keep the
   const result = bench(["load", "--model", "tiny-random", "--concurrency", "1,2", "--requests", "8", "--output-tokens", "16", "--input-tokens", "24", "--runs-dir", runs, "--run-id", "real"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /^concurrency 2 parity under load correctness gate: 16\/16 prompts PASS \(STRICT 16\/16;/m);
-  assert.match(result.stdout, /^\| tiny-random:F32 \| 4 \| concurrency 2 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \|$/m);
+  assert.match(result.stdout, /^\| tiny-random:F32 \| 4 \| concurrency 2 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| – \|$/m);
   const samples = tableFromIPC(readFileSync(join(runs, "real", "samples.arrow"))).toArray().map((r) => r.toJSON());
   assert.is(samples.length, 16);
   assert.ok(samples.every((s) => s.status === "ok" && s.output_tokens === 16 && s.prompt_tokens === 24 && s.client_tokens === 16));

@@ -27,6 +27,19 @@ export interface LoadPointSummary {
   readonly clientLagMs: Distribution | undefined;
   /** Σ (client-counted − server usage) output tokens; 0 when the two agree. */
   readonly tokenCountDiscrepancy: number;
+  /** MLPerf-style: with an SLO, the point is VALID when every request succeeded and TTFT p99 and TPOT p99 are within it. */
+  readonly validity: { readonly valid: boolean; readonly reasons: readonly string[] } | undefined;
+}
+
+/** Pure: the reasons a point misses the SLO's p99 bounds (MLPerf's server-scenario latency constraint); none: VALID. */
+function sloValidity(slo: Slo, failed: number, ttft: Distribution | undefined, tpot: Distribution | undefined): LoadPointSummary["validity"] {
+  if (slo.ttftMs === undefined && slo.tpotMs === undefined) return undefined;
+  const reasons: string[] = [];
+  if (failed > 0) reasons.push(`${failed} requests failed`);
+  if (ttft === undefined) reasons.push("no request completed");
+  if (slo.ttftMs !== undefined && ttft !== undefined && ttft.p99 > slo.ttftMs) reasons.push(`TTFT p99 ${ttft.p99.toFixed(1)} ms > ${slo.ttftMs} ms`);
+  if (slo.tpotMs !== undefined && tpot !== undefined && tpot.p99 > slo.tpotMs) reasons.push(`TPOT p99 ${tpot.p99.toFixed(2)} ms > ${slo.tpotMs} ms`);
+  return { valid: reasons.length === 0, reasons };
 }
 
 /** Pure: samples and their metrics → the aggregate. `durationS` is the measured phase's wall time. */
@@ -38,6 +51,8 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
   const prompt = ok.reduce((sum, m) => sum + (m.promptTokens ?? 0), 0);
   const perUser = ok.filter((m) => m.tpotMs !== undefined && m.tpotMs > 0).map((m) => 1000 / m.tpotMs!);
   const sloSet = slo.ttftMs !== undefined || slo.tpotMs !== undefined;
+  const ttftMs = distribution(ok.map((m) => m.ttftMs));
+  const tpotMs = distribution(ok.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs])));
   const good = ok.filter((m) => (slo.ttftMs === undefined || m.ttftMs <= slo.ttftMs) && (slo.tpotMs === undefined || (m.tpotMs ?? 0) <= slo.tpotMs)).length;
   return {
     label,
@@ -50,11 +65,12 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
     totalTokensPerSecond: (output + prompt) / durationS,
     tokensPerSecondPerUser: perUser.length === 0 ? undefined : perUser.reduce((a, b) => a + b, 0) / perUser.length,
     goodputRequestsPerSecond: sloSet ? good / durationS : undefined,
-    ttftMs: distribution(ok.map((m) => m.ttftMs)),
-    tpotMs: distribution(ok.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs]))),
+    ttftMs,
+    tpotMs,
     interChunkMs: distribution(ok.flatMap((m) => m.interChunkMs)),
     e2eMs: distribution(ok.map((m) => m.e2eMs)),
     clientLagMs: distribution(samples.map((s) => Number(s.sentNs - s.scheduledNs) / 1e6)),
     tokenCountDiscrepancy: ok.reduce((sum, m) => sum + (m.tokenCountDiscrepancy ?? 0), 0),
+    validity: sloValidity(slo, samples.length - ok.length, ttftMs, tpotMs),
   };
 }

@@ -84,7 +84,7 @@ const fmt = (v: number | undefined, digits = 1) => (v === undefined || !Number.i
 
 function tableRow(model: string, slots: string, point: LoadPointSummary): string {
   const errors = Object.values(point.errors).reduce((a, b) => a + (b ?? 0), 0);
-  return `| ${model} | ${slots} | ${point.label} | ${fmt(point.outputTokensPerSecond)} | ${fmt(point.tokensPerSecondPerUser)} | ${fmt(point.ttftMs?.median)} | ${fmt(point.ttftMs?.p99)} | ${fmt(point.tpotMs?.median, 2)} | ${fmt(point.tpotMs?.p99, 2)} | ${errors} |`;
+  return `| ${model} | ${slots} | ${point.label} | ${fmt(point.outputTokensPerSecond)} | ${fmt(point.tokensPerSecondPerUser)} | ${fmt(point.ttftMs?.median)} | ${fmt(point.ttftMs?.p99)} | ${fmt(point.tpotMs?.median, 2)} | ${fmt(point.tpotMs?.p99, 2)} | ${errors} | ${point.validity === undefined ? "–" : point.validity.valid ? "VALID" : "INVALID"} |`;
 }
 
 /** One line per kind of failure in a point: how many, and the first one (request index in samples.arrow, its message). */
@@ -135,7 +135,7 @@ export function registerLoad(program: Command): void {
     .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", count, 32)
     .option("--dataset <file.jsonl>", "prompts from a JSONL file instead: {\"prompt\": ..., \"max_tokens\": ...}")
     .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
-    .option("--slo <ttft=MS,tpot=MS>", "goodput: requests meeting every SLO, per second", parseSlo)
+    .option("--slo <ttft=MS,tpot=MS>", "goodput (requests meeting every SLO, per second), and each point VALID only when TTFT p99 and TPOT p99 meet it and no request failed (MLPerf); informational, the exit code does not change", parseSlo)
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
     .option("--stall-timeout <ms>", "a request whose server is silent this long (before its headers or between chunks) fails as a timeout; 0: never", positive, 60_000)
     .option("--slots <n>", "with --model: the server's slots", count, 4)
@@ -197,7 +197,7 @@ export function registerLoad(program: Command): void {
           }
         }
         const rows: SampleRow[] = [];
-        const lines = ["| model | slots | load | output tok/s | tok/s/user | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | errors |", "|---|---|---|---|---|---|---|---|---|---|"];
+        const lines = ["| model | slots | load | output tok/s | tok/s/user | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | errors | SLO p99 |", "|---|---|---|---|---|---|---|---|---|---|---|"];
         let errorStop = false;
         for (const [pointIndex, mode] of modes.entries()) {
           const label = modeLabel(mode);
@@ -249,6 +249,7 @@ export function registerLoad(program: Command): void {
           await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: parityLine });
           say(line);
           for (const failure of failureLines(label, result.samples)) say(failure);
+          if (summary.validity?.valid === false) say(`${label}: INVALID under --slo: ${summary.validity.reasons.join("; ")}`);
           if (parityLine !== undefined) say(parityLine);
           if (result.stoppedBy === "error-rate") { errorStop = true; break; }
         }
