@@ -1,4 +1,4 @@
-import type { RunView } from "./view.js";
+import { loadTable, type RunView } from "./view.js";
 
 function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -131,12 +131,13 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
   const data = chartData(runs);
   const json = JSON.stringify(data).replace(/</g, "\\u003c");
   const fixed = (v: number | null, d: number) => (v === null ? "–" : v.toFixed(d));
+  const load = loadTable(latest.load);
   const sections = [
     `<h1>bringup-bench report</h1><p>Runs: ${runs.map((r) => `<code>${escape(r.runId)}</code> (exit ${r.exitCode ?? "–"})`).join(", ")}. Machine: ${escape(latest.machine)}.</p>`,
     latest.parity.length === 0 ? "" : `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
     latest.load.length === 0
       ? `<h2>Aggregate throughput and latency</h2><p>No load points in this run (<code>bench load</code> writes them).</p>`
-      : `<h2>Aggregate throughput and latency</h2>${htmlTable(["load", "output tok/s", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [l.label, fixed(l.outputTokensPerSecond, 1), fixed(l.tokensPerSecondPerUser, 1), l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors)]))}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>${latest.load.some((l) => l.ttftSortedMs.length > 0) ? `<h3>TTFT CDF</h3><div class="chart"><canvas id="chart-ttft-cdf"></canvas></div>` : ""}`,
+      : `<h2>Aggregate throughput and latency</h2>${htmlTable(load.headers, load.rows)}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>${latest.load.some((l) => l.ttftSortedMs.length > 0) ? `<h3>TTFT CDF</h3><div class="chart"><canvas id="chart-ttft-cdf"></canvas></div>` : ""}`,
     latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,

@@ -1,4 +1,4 @@
-import type { NeedleRow, RunView } from "./view.js";
+import { loadTable, type NeedleRow, type RunView } from "./view.js";
 
 const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
 const nats = (mnats: number | null): string => (mnats === null ? "–" : (mnats / 1000).toFixed(3));
@@ -29,11 +29,8 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   out.push("## Aggregate throughput and latency", "");
   if (latest.load.length === 0) out.push("No load points in this run (`bench load` writes them), so no tok/s-by-clients, TTFT or TPOT tables.", "");
   else {
-    const first = latest.load[0];
-    out.push(...table(["load", "output tok/s", "scaling vs first point", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors"], latest.load.map((l) => [
-      l.label, fixed(l.outputTokensPerSecond, 1), `${(l.outputTokensPerSecond / first.outputTokensPerSecond).toFixed(2)}×`, fixed(l.tokensPerSecondPerUser, 1),
-      l.ttft === null ? "–" : `${l.ttft.p50.toFixed(1)} / ${l.ttft.p99.toFixed(1)}`, l.tpot === null ? "–" : `${l.tpot.p50.toFixed(2)} / ${l.tpot.p99.toFixed(2)}`, String(l.errors),
-    ])), "");
+    const { headers, rows } = loadTable(latest.load);
+    out.push(...table(headers, rows), "");
   }
 
   out.push("## Parity", "", "```", ...latest.parity.map((p) => p.summary.includes("correctness gate") ? p.summary : `${p.arm}: ${p.summary}`), "```", "");

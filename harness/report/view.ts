@@ -40,6 +40,10 @@ export interface LoadRow {
   readonly ttft: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
   readonly tpot: { readonly p50: number; readonly p90: number; readonly p99: number } | null;
   readonly errors: number;
+  /** The client's event-loop utilization during the point (near 1: the client may have been the limit). */
+  readonly clientBusy: number | null;
+  /** MLPerf-style validity under the run's --slo; null without one. */
+  readonly slo: "VALID" | "INVALID" | null;
   /** Every measured request's TTFT, ascending (the CDF's data). */
   readonly ttftSortedMs: readonly number[];
 }
@@ -114,6 +118,21 @@ function loadRow(point: LoadPointRecord, ttftSortedMs: number[]): LoadRow {
     ttft: percentiles(point.summary.ttftMs),
     tpot: percentiles(point.summary.tpotMs),
     errors: Object.values(point.summary.errors).reduce((a, b) => a + b, 0),
+    clientBusy: point.client?.eventLoopUtilization ?? null,
+    slo: point.summary.validity == null ? null : point.summary.validity.valid ? "VALID" : "INVALID",
     ttftSortedMs,
+  };
+}
+
+/** The aggregate load table, the same in Markdown and HTML. */
+export function loadTable(load: readonly LoadRow[]): { headers: string[]; rows: string[][] } {
+  const fixed = (value: number | null, digits: number) => (value === null ? "–" : value.toFixed(digits));
+  const pair = (d: LoadRow["ttft"], digits: number) => (d === null ? "–" : `${d.p50.toFixed(digits)} / ${d.p99.toFixed(digits)}`);
+  return {
+    headers: ["load", "output tok/s", "scaling vs first point", "tok/s/user", "TTFT p50 / p99 (ms)", "TPOT p50 / p99 (ms)", "errors", "client busy", "SLO p99"],
+    rows: load.map((l) => [
+      l.label, fixed(l.outputTokensPerSecond, 1), `${(l.outputTokensPerSecond / load[0].outputTokensPerSecond).toFixed(2)}×`, fixed(l.tokensPerSecondPerUser, 1),
+      pair(l.ttft, 1), pair(l.tpot, 2), String(l.errors), l.clientBusy === null ? "–" : `${(100 * l.clientBusy).toFixed(0)}%`, l.slo ?? "–",
+    ]),
   };
 }

@@ -41,7 +41,11 @@ export interface LoadPointRecord {
     readonly ttftMs?: { readonly median: number; readonly p90: number; readonly p99: number };
     readonly tpotMs?: { readonly median: number; readonly p90: number; readonly p99: number };
     readonly errors: Readonly<Record<string, number>>;
+    /** Absent in runs made before --slo validity existed; null without --slo. */
+    readonly validity?: { readonly valid: boolean } | null;
   };
+  /** Absent in runs made before the client's own load was recorded. */
+  readonly client?: { readonly eventLoopUtilization: number };
 }
 
 /** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that exposes it reports it. */
