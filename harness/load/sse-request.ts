@@ -63,8 +63,9 @@ export function openStreamEndpoint(url: string, options: { apiKey?: string; stal
   const target = new URL(url);
   const stallTimeoutMs = options.stallTimeoutMs ?? 60_000;
   return {
-    // A dedicated pool with connections to spare: 3× the request rate of undici's global agent here.
-    pool: new Pool(target.origin, { connect: stampingConnector(), connections: 1024, headersTimeout: stallTimeoutMs, bodyTimeout: stallTimeoutMs }),
+    // A dedicated pool (3× the request rate of undici's global agent here) with no connection cap:
+    // a capped pool would queue requests inside the client, and that wait would pass for server latency.
+    pool: new Pool(target.origin, { connect: stampingConnector(), connections: null, headersTimeout: stallTimeoutMs, bodyTimeout: stallTimeoutMs }),
     path: `${target.pathname}${target.search}`,
     headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
   };
