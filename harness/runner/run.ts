@@ -17,6 +17,8 @@ import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llam
 import type { SystemUnderTest } from "../sut/types.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
+import { openStdioSut } from "../sut/stdio.js";
+import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
 import { runParityArm } from "./parity-runner.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
@@ -35,6 +37,8 @@ export interface RunOptions {
   readonly arms?: readonly string[];
   /** Replace the suite's arms with one required arm on this model. */
   readonly model?: string;
+  /** Replace the suite's arms with one required arm run by this runner command (argv). */
+  readonly runner?: readonly string[];
   /** Only these prompt indices (parity suites). */
   readonly prompts?: readonly number[];
   /** Only these needle cases, as `L:depth:trial` (needle suites). */
@@ -43,16 +47,23 @@ export interface RunOptions {
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
   readonly signal?: AbortSignal;
-  /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
-  readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
+  /** Opens a SUT for an arm (`onLog`: lines a runner logs, shown as progress); tests substitute fault-injecting wrappers here. */
+  readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
 }
 
 /** Seconds a harness-started server may take to boot (real devices take minutes). */
 export const DEFAULT_BOOT_TIMEOUT_S = 600;
 
-/** The SUT an arm names: the embedded llama.cpp SUT, or our server started on loopback and driven over HTTP. */
-async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings): Promise<SystemUnderTest> {
+/**
+ * The SUT an arm names: the embedded llama.cpp SUT, our server started on loopback and driven over
+ * HTTP, or a runner command speaking the runner protocol over stdio.
+ */
+async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void): Promise<SystemUnderTest> {
   const model = await resolveModel(arm.model);
+  if (arm.sut === "stdio") {
+    const command = (arm.command ?? []).map((part) => part.replaceAll("{model}", model.path).replaceAll("{bench}", PACKAGE_ROOT));
+    return openStdioSut(command, { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), onLog });
+  }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
@@ -71,12 +82,13 @@ interface ResolvedRunOptions {
   readonly suites: readonly string[];
   readonly arms: readonly string[] | undefined;
   readonly model: string | undefined;
+  readonly runner: readonly string[] | undefined;
   readonly prompts: readonly number[] | undefined;
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
   readonly signal: AbortSignal;
-  readonly openSut: (arm: SuiteArm, settings: LlamaCppSettings) => Promise<SystemUnderTest>;
+  readonly openSut: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
 }
 
 function resolveOptions(options: RunOptions): ResolvedRunOptions {
@@ -84,6 +96,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     suites: options.suites !== undefined && options.suites.length > 0 ? options.suites : DEFAULT_BATTERY,
     arms: options.arms !== undefined && options.arms.length > 0 ? options.arms : undefined,
     model: options.model,
+    runner: options.runner !== undefined && options.runner.length > 0 ? options.runner : undefined,
     prompts: options.prompts !== undefined && options.prompts.length > 0 ? options.prompts : undefined,
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
@@ -114,7 +127,11 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
 }
 
 function selectArms<Arm extends { readonly label: string }>(suite: { readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
-  // --model keeps the first arm's settings (a needle suite's context size, say) and swaps the model.
+  // --runner and --model keep the first arm's settings (a needle suite's context size, say) and swap what runs.
+  if (options.runner !== undefined) {
+    const first = suite.arms[0] as Arm & { readonly model?: string };
+    return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
+  }
   if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
   if (options.arms === undefined) return [...suite.arms];
   return suite.arms.filter((arm) => options.arms!.includes(arm.label));
@@ -177,6 +194,10 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
       const { summaryLine } = await runArm(arm, sut, opened);
+      // Asked after the checks, so every graph the SUT captured while serving them is counted.
+      for (const capture of (await sut.traceDemand?.()) ?? []) {
+        recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
+      }
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
     } finally {
       await sut.close();
@@ -184,8 +205,15 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
   }
 }
 
+/** A runner's log lines, as progress (a device runner may take minutes to boot). */
+function runnerLog(arm: SuiteArm, emit: RunListener): (line: string) => void {
+  return (line) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
+}
+
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
-  const target = options.model === undefined ? `--arm ${JSON.stringify(arm.label)}` : `--model ${arm.model}`;
+  const model = options.model === undefined ? "" : ` --model ${options.model}`;
+  const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
+    : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
   return `bench run --suite ${suite.name} ${target}`;
 }
 
@@ -201,7 +229,7 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
     // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
     const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
     const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted));
+    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), runnerLog(arm, emit));
     await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runParityArm({
       suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     }));
@@ -214,7 +242,7 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1));
+  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), runnerLog(arm, emit));
   await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));

@@ -14,7 +14,9 @@ export type GateLevel = "required" | "informational";
 export interface SuiteArm {
   readonly label: string;
   readonly model: string;
-  readonly sut?: "llamacpp" | "http";
+  readonly sut?: "llamacpp" | "http" | "stdio";
+  /** stdio: the runner's argv; `{model}` becomes the model's path, `{bench}` the harness's directory. */
+  readonly command?: readonly string[];
   readonly settings?: ArmSettingsFile;
   readonly gate: GateLevel;
   readonly why?: string;

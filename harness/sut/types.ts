@@ -42,7 +42,16 @@ export interface SutProvenance {
 /** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */
 export type TokenKind = "text" | "byte" | "unknown" | "control";
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy";
+/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that captures graphs reports it. */
+export interface TraceCapture {
+  readonly capture: string;
+  readonly demandBytes: number;
+  readonly regionBytes: number;
+  /** Fixed per bank, fixed total budget, or dynamic (size 0): tt-metal changed this once, so it is recorded. */
+  readonly regionSemantics: "fixed-per-bank" | "fixed-total" | "dynamic";
+}
+
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -61,6 +70,8 @@ export interface SystemUnderTest {
   batchedGreedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
   /** Teacher-forced top-k: one TopK per continuation token, for each request. */
   teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
+  /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
+  traceDemand?(): Promise<TraceCapture[]>;
 
   /** Releases the SUT (engine, processes); safe to call twice. */
   close(): Promise<void>;

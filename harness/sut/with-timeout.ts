@@ -31,6 +31,7 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number): SystemUn
     greedy: wrap("greedy", sut.greedy),
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
+    traceDemand: wrap("traceDemand", sut.traceDemand),
     close: () => sut.close(),
   };
 }

@@ -1,0 +1,232 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { BenchError } from "../errors.js";
+import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
+
+/**
+ * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
+ * JSON lines over stdio. The runner first writes a hello naming the protocol, its version, its
+ * engine and the methods it has; the harness then sends `{"id", "method", "params"}` requests one
+ * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}`. stdout carries protocol
+ * lines only; stderr is the runner's log. `shutdown` (or the end of stdin) asks it to exit.
+ */
+export const RUNNER_PROTOCOL = "bringup-bench-runner";
+export const RUNNER_PROTOCOL_VERSION = 1;
+
+/** Wire method names, snake_case, for each capability the harness knows. */
+const METHODS = {
+  tokenize: "tokenize",
+  detokenize: "detokenize",
+  inspectTokens: "inspect_tokens",
+  greedy: "greedy",
+  batchedGreedy: "batched_greedy",
+  teacherForcedTopK: "teacher_forced_top_k",
+  traceDemand: "trace_demand",
+} as const;
+
+interface Hello {
+  readonly protocol: string;
+  readonly version: number;
+  readonly engine?: string;
+  readonly capabilities: readonly string[];
+  readonly settings?: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface StdioSutOptions {
+  readonly label: string;
+  /** Seconds the runner may take to write its hello (a device boot takes minutes). */
+  readonly bootTimeoutS: number;
+  /** Seconds a shutdown may take before SIGTERM, then SIGKILL: hard kills can wedge a device. */
+  readonly shutdownTimeoutS?: number;
+  readonly modelPath?: string;
+  readonly modelSha256?: string;
+  readonly onLog?: (line: string) => void;
+}
+
+/** Keeps the last lines a runner wrote to stderr: the reason it died is usually there. */
+const STDERR_LINES_KEPT = 5;
+
+class RunnerProcess {
+  private readonly pending = new Map<number, { method: string; resolve: (result: unknown) => void; reject: (error: Error) => void }>();
+  private nextId = 1;
+  private failure: Error | undefined;
+  private readonly stderrTail: string[] = [];
+  readonly exited: Promise<void>;
+  readonly hello: Promise<Hello>;
+  private resolveHello: (hello: Hello) => void = () => undefined;
+  /** A failure before the hello rejects it too. */
+  private rejectHello: (error: Error) => void = () => undefined;
+
+  constructor(private readonly child: ChildProcess, private readonly commandLine: string, bootTimeoutS: number, onLog?: (line: string) => void) {
+    this.hello = new Promise((resolve, reject) => { this.resolveHello = resolve; this.rejectHello = reject; });
+    this.hello.catch(() => undefined);
+    // Writing to a runner that has died fails here; the exit handler below reports why.
+    child.stdin!.on("error", () => undefined);
+    const bootTimer = setTimeout(() => this.fail(new BenchError(`the runner wrote no hello within ${bootTimeoutS} s`, { field: "command", fix: `check that \`${this.commandLine}\` speaks the runner protocol (README, "Runner protocol")` })), bootTimeoutS * 1000);
+    let greeted = false;
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (this.failure !== undefined || line.trim() === "") return;
+      let message: Record<string, unknown>;
+      try {
+        message = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return this.fail(new BenchError(`the runner wrote a line that is not JSON on stdout: ${JSON.stringify(line.slice(0, 80))}`, { field: "stdout", fix: "stdout carries protocol lines only; print logs to stderr" }));
+      }
+      if (!greeted) {
+        greeted = true;
+        clearTimeout(bootTimer);
+        try {
+          this.resolveHello(this.checkHello(message));
+        } catch (error) {
+          this.fail(error as Error);
+        }
+        return;
+      }
+      this.answer(message);
+    });
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      this.stderrTail.push(line);
+      if (this.stderrTail.length > STDERR_LINES_KEPT) this.stderrTail.shift();
+      onLog?.(line);
+    });
+    this.exited = new Promise((resolve) => {
+      child.once("error", (error) => { this.fail(new BenchError(`cannot start the runner: ${error.message}`, { field: "command", fix: `check the command: ${this.commandLine}` })); resolve(); });
+      child.once("exit", (code, signal) => {
+        clearTimeout(bootTimer);
+        const tail = this.stderrTail.length === 0 ? "" : `; its stderr ended: ${this.stderrTail.join(" | ")}`;
+        this.fail(new Error(`the runner exited (${signal ?? `code ${code}`})${tail}`));
+        resolve();
+      });
+    });
+  }
+
+  private checkHello(message: Record<string, unknown>): Hello {
+    const hello = message as unknown as Hello;
+    if (hello.protocol !== RUNNER_PROTOCOL) {
+      throw new BenchError(`the runner's first line is not a ${RUNNER_PROTOCOL} hello: ${JSON.stringify(message).slice(0, 120)}`, { field: "hello.protocol", fix: `write {"protocol": "${RUNNER_PROTOCOL}", "version": ${RUNNER_PROTOCOL_VERSION}, "capabilities": [...]} first` });
+    }
+    if (hello.version !== RUNNER_PROTOCOL_VERSION) {
+      throw new BenchError(`the runner speaks protocol version ${String(hello.version)}; this harness speaks ${RUNNER_PROTOCOL_VERSION}`, { field: "hello.version", fix: "update the runner (or the harness) so the versions match" });
+    }
+    if (!Array.isArray(hello.capabilities) || !hello.capabilities.every((c) => typeof c === "string")) {
+      throw new BenchError("the runner's hello has no capabilities list", { field: "hello.capabilities", fix: `list the methods it answers, e.g. ["tokenize", "greedy"]` });
+    }
+    return hello;
+  }
+
+  private answer(message: Record<string, unknown>): void {
+    const id = message.id as number;
+    const waiting = this.pending.get(id);
+    if (waiting === undefined) return this.fail(new BenchError(`the runner answered request id ${JSON.stringify(message.id)}, which is not waiting`, { field: "id", fix: "answer each request once, with its id" }));
+    this.pending.delete(id);
+    const error = message.error as { message?: unknown } | undefined;
+    if (error !== undefined) waiting.reject(new Error(`runner ${waiting.method}: ${String(error.message ?? JSON.stringify(error))}`));
+    else if (!("result" in message)) waiting.reject(new Error(`runner ${waiting.method}: the answer has neither result nor error`));
+    else waiting.resolve(message.result);
+  }
+
+  /** After a protocol breach or an exit, every waiting and later request fails with the same reason. */
+  private fail(error: Error): void {
+    if (this.failure !== undefined) return;
+    this.failure = error;
+    this.rejectHello(error);
+    for (const waiting of this.pending.values()) waiting.reject(error);
+    this.pending.clear();
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+  }
+
+  call(method: string, params: unknown): Promise<unknown> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { method, resolve, reject });
+      this.child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`);
+    });
+  }
+
+  async shutdown(timeoutS: number): Promise<void> {
+    if (this.failure === undefined) {
+      const asked = this.call("shutdown", {}).catch(() => undefined);
+      this.child.stdin!.end();
+      await Promise.race([asked, this.exited]);
+    }
+    const waited = (seconds: number) => Promise.race([this.exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), seconds * 1000).unref())]);
+    if (await waited(timeoutS)) return;
+    this.child.kill("SIGTERM");
+    if (await waited(10)) return;
+    this.child.kill("SIGKILL");
+    await this.exited;
+  }
+}
+
+/** Checks a result's shape: a runner's bug becomes a clear error, not a wrong number. */
+function field<T>(method: string, result: unknown, name: string, count: number, item: (value: unknown) => value is T): T[] {
+  const values = (result as Record<string, unknown> | null)?.[name];
+  if (!Array.isArray(values) || values.length !== count || !values.every(item)) {
+    throw new Error(`runner ${method}: result.${name} must be an array of ${count} entries (got ${JSON.stringify(values)?.slice(0, 80)})`);
+  }
+  return values;
+}
+const isIds = (value: unknown): value is TokenId[] => Array.isArray(value) && value.every((id) => Number.isInteger(id));
+const isTopKRow = (value: unknown): value is { ids: TokenId[]; logprobs: number[] } =>
+  typeof value === "object" && value !== null && isIds((value as TopK).ids) && Array.isArray((value as TopK).logprobs) && (value as TopK).logprobs.every((p) => typeof p === "number");
+
+/**
+ * A system under test behind the runner protocol: `command` is started once per arm (argv, no
+ * shell), its hello says which capabilities it has, and each batch call is one request.
+ */
+export async function openStdioSut(command: readonly string[], options: StdioSutOptions): Promise<SystemUnderTest> {
+  const commandLine = command.join(" ");
+  const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+  const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog);
+  let hello: Hello;
+  try {
+    hello = await runner.hello;
+  } catch (error) {
+    await runner.shutdown(0);
+    throw error instanceof BenchError ? error : new BenchError(`the runner did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
+  }
+  const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
+  const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
+  const wireGreedy = (requests: readonly GreedyRequest[]) => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })) });
+  const provenance: SutProvenance = {
+    kind: "stdio",
+    engine: `${hello.engine ?? "unnamed runner"} (runner protocol v${hello.version})`,
+    settings: { command: commandLine, ...(hello.settings ?? {}) },
+    ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
+    ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
+  };
+  return {
+    label: options.label,
+    provenance,
+    ...(has("tokenize") ? { tokenize: async (texts: readonly string[]) => field("tokenize", await call("tokenize", { texts }), "ids", texts.length, isIds) } : {}),
+    ...(has("detokenize") ? {
+      detokenize: async (sequences: readonly (readonly TokenId[])[]) =>
+        field("detokenize", await call("detokenize", { sequences }), "texts", sequences.length, (t): t is string => typeof t === "string"),
+    } : {}),
+    ...(has("inspectTokens") ? {
+      inspectTokens: async (ids: readonly TokenId[]) =>
+        field("inspect_tokens", await call("inspectTokens", { ids }), "kinds", ids.length, (k): k is TokenKind => ["text", "byte", "unknown", "control"].includes(k as string)),
+    } : {}),
+    ...(has("greedy") ? { greedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests)), "ids", requests.length, isIds) } : {}),
+    ...(has("batchedGreedy") ? {
+      batchedGreedy: async (requests: readonly GreedyRequest[]) => field("batched_greedy", await call("batchedGreedy", wireGreedy(requests)), "ids", requests.length, isIds),
+    } : {}),
+    ...(has("teacherForcedTopK") ? {
+      teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => {
+        const result = await call("teacherForcedTopK", { requests: requests.map((r) => ({ prompt_ids: r.promptIds, continuation_ids: r.continuationIds, k: r.k })) });
+        return field("teacher_forced_top_k", result, "top_k", requests.length, (rows): rows is TopK[] => Array.isArray(rows) && rows.every(isTopKRow));
+      },
+    } : {}),
+    ...(has("traceDemand") ? {
+      traceDemand: async (): Promise<TraceCapture[]> => {
+        const captures = (await call("traceDemand", {}) as { captures?: unknown } | null)?.captures;
+        const valid = Array.isArray(captures) && captures.every((c: Record<string, unknown>) =>
+          typeof c.capture === "string" && Number.isInteger(c.demand_bytes) && Number.isInteger(c.region_bytes) && ["fixed-per-bank", "fixed-total", "dynamic"].includes(c.region_semantics as string));
+        if (!valid) throw new Error(`runner trace_demand: result.captures must list {capture, demand_bytes, region_bytes, region_semantics} (got ${JSON.stringify(captures)?.slice(0, 80)})`);
+        return (captures as Record<string, unknown>[]).map((c) => ({ capture: c.capture as string, demandBytes: c.demand_bytes as number, regionBytes: c.region_bytes as number, regionSemantics: c.region_semantics as TraceCapture["regionSemantics"] }));
+      },
+    } : {}),
+    close: () => runner.shutdown(options.shutdownTimeoutS ?? 30),
+  };
+}

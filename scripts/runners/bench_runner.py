@@ -1,0 +1,44 @@
+"""The bringup-bench runner protocol, version 1: a system under test as a command that speaks JSON
+lines over stdio (README, "Runner protocol"). Copy this file next to your forward pass and hand
+`serve` an object with the methods you have; the harness skips the checks whose methods are missing.
+
+  hello     runner -> harness  {"protocol": "bringup-bench-runner", "version": 1, "engine": ..., "capabilities": [...]}
+  request   harness -> runner  {"id": 7, "method": "greedy", "params": {...}}
+  response  runner -> harness  {"id": 7, "result": {...}}  or  {"id": 7, "error": {"message": ...}}
+
+stdout carries protocol lines only: print logs to stderr.
+"""
+import json
+import sys
+import traceback
+
+PROTOCOL = "bringup-bench-runner"
+VERSION = 1
+METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand")
+
+
+def serve(model, engine, settings=None):
+    """Answers requests until `shutdown` or the end of stdin. `model` has any of METHODS, each taking the params dict."""
+    capabilities = [m for m in METHODS if callable(getattr(model, m, None))]
+    send({"protocol": PROTOCOL, "version": VERSION, "engine": engine, "capabilities": capabilities, "settings": settings or {}})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        method, request_id = request.get("method"), request.get("id")
+        if method == "shutdown":
+            send({"id": request_id, "result": {}})
+            return
+        if method not in capabilities:
+            send({"id": request_id, "error": {"message": f"unknown method {method!r}"}})
+            continue
+        try:
+            send({"id": request_id, "result": getattr(model, method)(request.get("params", {}))})
+        except Exception as error:  # the harness records the failure; the runner keeps serving
+            traceback.print_exc(file=sys.stderr)
+            send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
