@@ -51,7 +51,11 @@ function stampingConnector(): buildConnector.connector {
         arrivedNs = process.hrtime.bigint();
         return push.apply(this, args);
       };
-      socket.on("readable", () => { parsingReadArrivedNs = arrivedNs; });
+      socket.on("readable", () => {
+        parsingReadArrivedNs = arrivedNs;
+        // Valid only while undici parses this read (synchronously, in its own 'readable' listener).
+        queueMicrotask(() => { parsingReadArrivedNs = 0n; });
+      });
     }
     // The callback's two shapes are a tuple type; re-spread them as they came.
     (callback as (error: Error | null, socket: unknown) => void)(error, socket);
@@ -104,7 +108,8 @@ class StreamHandler implements Dispatcher.DispatchHandlers {
   }
 
   onData(chunk: Buffer): boolean {
-    const arrivedNs = parsingReadArrivedNs;
+    // Outside a stamped read (undici resuming a paused parser), the time now is the honest stamp.
+    const arrivedNs = parsingReadArrivedNs === 0n ? process.hrtime.bigint() : parsingReadArrivedNs;
     if (this.httpStatus !== 200) {
       if (this.errorBody.length < MAX_ERROR_BODY) this.errorBody += chunk.toString("utf8", 0, MAX_ERROR_BODY);
       return true;
