@@ -33,7 +33,7 @@ test("a runner that dies at boot, logs on stdout or speaks another version: one 
   assert.match(died.stderr, /the runner did not start: the runner exited \(code 3\); its stderr ended: device 3 did not answer: check the board/);
   const chatty = runWith(fake("logs-on-stdout"), "logs-on-stdout");
   assert.is(chatty.status, 2);
-  assert.match(chatty.stderr, /stdout: the runner wrote a line that is not JSON on stdout: "loading weights \.\.\." \(fix: stdout carries protocol lines only; print logs to stderr\)/);
+  assert.match(chatty.stderr, /stdout: the runner wrote a line that is not a JSON object on stdout: "loading weights \.\.\." \(fix: stdout carries protocol lines only; print logs to stderr\)/);
   const newer = runWith(fake("version-2"), "version-2");
   assert.is(newer.status, 2);
   assert.match(newer.stderr, /hello\.version: the runner speaks protocol version 2; this harness speaks 1/);

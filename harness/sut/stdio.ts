@@ -66,23 +66,26 @@ class RunnerProcess {
     let greeted = false;
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (this.failure !== undefined || line.trim() === "") return;
-      let message: Record<string, unknown>;
+      let message: unknown;
       try {
-        message = JSON.parse(line) as Record<string, unknown>;
+        message = JSON.parse(line);
       } catch {
-        return this.fail(new BenchError(`the runner wrote a line that is not JSON on stdout: ${JSON.stringify(line.slice(0, 80))}`, { field: "stdout", fix: "stdout carries protocol lines only; print logs to stderr" }));
+        message = undefined;
+      }
+      if (typeof message !== "object" || message === null || Array.isArray(message)) {
+        return this.fail(new BenchError(`the runner wrote a line that is not a JSON object on stdout: ${JSON.stringify(line.slice(0, 80))}`, { field: "stdout", fix: "stdout carries protocol lines only; print logs to stderr" }));
       }
       if (!greeted) {
         greeted = true;
         clearTimeout(bootTimer);
         try {
-          this.resolveHello(this.checkHello(message));
+          this.resolveHello(this.checkHello(message as Record<string, unknown>));
         } catch (error) {
           this.fail(error as Error);
         }
         return;
       }
-      this.answer(message);
+      this.answer(message as Record<string, unknown>);
     });
     createInterface({ input: child.stderr! }).on("line", (line) => {
       this.stderrTail.push(line);
@@ -91,7 +94,8 @@ class RunnerProcess {
     });
     this.exited = new Promise((resolve) => {
       child.once("error", (error) => { this.fail(new BenchError(`cannot start the runner: ${error.message}`, { field: "command", fix: `check the command: ${this.commandLine}` })); resolve(); });
-      child.once("exit", (code, signal) => {
+      // 'close', not 'exit': by then every line the runner wrote has been read.
+      child.once("close", (code, signal) => {
         clearTimeout(bootTimer);
         const tail = this.stderrTail.length === 0 ? "" : `; its stderr ended: ${this.stderrTail.join(" | ")}`;
         this.fail(new Error(`the runner exited (${signal ?? `code ${code}`})${tail}`));
