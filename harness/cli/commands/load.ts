@@ -148,6 +148,7 @@ export function registerLoad(program: Command): void {
     .action(async (options: LoadOptions) => {
       if ((options.url === undefined) === (options.model === undefined)) throw new BenchError("give exactly one of --url and --model", { field: "--url/--model", fix: "--url for a running server, --model to start ours" });
       if (options.concurrency !== undefined && options.rate !== undefined) throw new BenchError("--concurrency and --rate are two different load modes", { field: "--concurrency/--rate", fix: "run them as two `bench load` commands" });
+      if (options.requests < 1) throw new BenchError("a load point needs at least one measured request", { field: "--requests", fix: "use --requests 1 or more" });
       if (options.endpoint !== "completions" && options.endpoint !== "chat") throw new BenchError(`unknown endpoint "${String(options.endpoint)}"`, { field: "--endpoint", fix: "use completions or chat" });
       const modes: LoadMode[] = options.rate !== undefined
         ? options.rate.map((rate) => ({ kind: "open", rate, burstiness: options.burstiness }))
