@@ -12,3 +12,6 @@ export function modelCacheDir(): string {
 export const GOLDENS_DIR = resolve(PACKAGE_ROOT, "goldens");
 export const SUITES_DIR = resolve(PACKAGE_ROOT, "suites");
 export const RUNS_DIR = resolve(PACKAGE_ROOT, "reports", "runs");
+export const KERNELS_DIR = resolve(PACKAGE_ROOT, "kernels");
+/** Where `npm run build:native` puts the plugin host addon and the reference kernel plugin. */
+export const NATIVE_BUILD_DIR = resolve(PACKAGE_ROOT, "native", "build");

@@ -6,7 +6,7 @@ import { hasCapability, type Capability, type SystemUnderTest } from "../sut/typ
 /** What every check of one arm shares. */
 export interface ArmScope {
   readonly suiteName: string;
-  readonly arm: SuiteArm;
+  readonly arm: Pick<SuiteArm, "label" | "gate">;
   readonly sut: SystemUnderTest;
   readonly emit: RunListener;
   readonly signal: AbortSignal;
@@ -17,7 +17,7 @@ export interface ArmScope {
 export type CheckOutcome = { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> };
 
 /** Gate level of a check on an arm: required only if both the arm and the check are. */
-export function gateOf(arm: SuiteArm, check: GateLevel): GateLevel {
+export function gateOf(arm: Pick<SuiteArm, "gate">, check: GateLevel): GateLevel {
   return arm.gate === "required" && check === "required" ? "required" : "informational";
 }
 

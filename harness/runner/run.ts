@@ -18,6 +18,9 @@ import type { SystemUnderTest } from "../sut/types.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { openStdioSut } from "../sut/stdio.js";
+import { openPluginSut } from "../sut/plugin.js";
+import { runKernelArm } from "./kernel-runner.js";
+import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
 import { runParityArm } from "./parity-runner.js";
@@ -39,6 +42,10 @@ export interface RunOptions {
   readonly model?: string;
   /** Replace the suite's arms with one required arm run by this runner command (argv). */
   readonly runner?: readonly string[];
+  /** Kernel suites: replace the arms with one required arm on this plugin (shared library path). */
+  readonly plugin?: string;
+  /** Only these case indices (kernel suites). */
+  readonly kernelCases?: readonly number[];
   /** Only these prompt indices (parity suites). */
   readonly prompts?: readonly number[];
   /** Only these needle cases, as `L:depth:trial` (needle suites). */
@@ -83,6 +90,8 @@ interface ResolvedRunOptions {
   readonly arms: readonly string[] | undefined;
   readonly model: string | undefined;
   readonly runner: readonly string[] | undefined;
+  readonly plugin: string | undefined;
+  readonly kernelCases: readonly number[] | undefined;
   readonly prompts: readonly number[] | undefined;
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
@@ -97,6 +106,8 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     arms: options.arms !== undefined && options.arms.length > 0 ? options.arms : undefined,
     model: options.model,
     runner: options.runner !== undefined && options.runner.length > 0 ? options.runner : undefined,
+    plugin: options.plugin,
+    kernelCases: options.kernelCases !== undefined && options.kernelCases.length > 0 ? options.kernelCases : undefined,
     prompts: options.prompts !== undefined && options.prompts.length > 0 ? options.prompts : undefined,
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
@@ -212,6 +223,7 @@ function runnerLog(arm: SuiteArm, emit: RunListener): (line: string) => void {
 
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
   const model = options.model === undefined ? "" : ` --model ${options.model}`;
+  if (suite.kind === "kernels") return `bench run --suite ${suite.name} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
   const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
     : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
   return `bench run --suite ${suite.name} ${target}`;
@@ -261,9 +273,25 @@ async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceAr
   return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
 }
 
+/** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
+async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
+  const indices = options.kernelCases ?? suite.cases.map((_, i) => i);
+  for (const i of indices) {
+    if (!Number.isInteger(i) || i < 0 || i >= suite.cases.length) throw new BenchError(`kernel case ${i} is out of range`, { file: suite.path, field: "--case", fix: `use 0..${suite.cases.length - 1}` });
+  }
+  const cases = indices.map((index) => ({ index, spec: suite.cases[index] }));
+  // --model and --runner name model SUTs; a kernel suite's arms change only with --plugin (or --arm).
+  const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }]
+    : suite.arms.filter((arm) => options.arms === undefined || options.arms.includes(arm.label));
+  const open = (arm: KernelArm) => openPluginSut(arm.plugin.replaceAll("{bench}", PACKAGE_ROOT), arm.label);
+  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
+    suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+  }));
+}
+
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
-    suiteName: suite.name, arm: { label: arm.label, model: arm.model ?? arm.base_url ?? "", gate: arm.gate }, sut, emit, signal: options.signal,
+    suiteName: suite.name, arm, sut, emit, signal: options.signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },
   }));
@@ -284,6 +312,7 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
     if (options.signal.aborted) return;
     if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
     else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
+    else if (suite.kind === "kernels") await runKernelSuite(suite, options, recorder, emit);
     else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
   }
 }

@@ -2,28 +2,34 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { BenchError } from "../errors.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
-import { SUITES_DIR } from "../paths.js";
+import { KERNELS_DIR, SUITES_DIR } from "../paths.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
+import type { KernelSuite } from "./kernel-suite.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   parity: join(SUITES_DIR, "schema", "parity.schema.json"),
   niah: join(SUITES_DIR, "schema", "niah.schema.json"),
   conformance: join(SUITES_DIR, "schema", "conformance.schema.json"),
+  kernels: join(SUITES_DIR, "schema", "kernels.schema.json"),
 };
 
+/** Model suites live in suites/, kernel suites in kernels/ (DESIGN.md layout). */
+const SUITE_DIRS = [SUITES_DIR, KERNELS_DIR];
+
 export function suiteNames(): string[] {
-  return readdirSync(SUITES_DIR).filter((f) => f.endsWith(".json")).map((f) => f.replace(/\.json$/, "")).sort();
+  return SUITE_DIRS.flatMap((dir) => readdirSync(dir)).filter((f) => f.endsWith(".json")).map((f) => f.replace(/\.json$/, "")).sort();
 }
 
 /** Resolves a suite by name (suites/<name>.json) or path, and validates it against its kind's schema. */
 export function loadSuite(nameOrPath: string): Suite {
-  const path = nameOrPath.endsWith(".json") ? nameOrPath : join(SUITES_DIR, `${nameOrPath}.json`);
+  const path = nameOrPath.endsWith(".json") ? nameOrPath
+    : SUITE_DIRS.map((dir) => join(dir, `${nameOrPath}.json`)).find((candidate) => existsSync(candidate)) ?? join(SUITES_DIR, `${nameOrPath}.json`);
   if (!existsSync(path)) {
     throw new BenchError(`no such suite "${nameOrPath}"${didYouMean(nameOrPath, suiteNames())}`, { file: path, fix: `use one of ${suiteNames().join(", ")}` });
   }

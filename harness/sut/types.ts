@@ -4,6 +4,8 @@
  * needs it is SKIPPED with the reason, never passed.
  */
 
+import type { GgmlType } from "../gguf/types.js";
+
 export type TokenId = number;
 
 /** Top-k of one next-token distribution, sorted by log-prob descending (ties: lower id first). */
@@ -51,7 +53,23 @@ export interface TraceCapture {
   readonly regionSemantics: "fixed-per-bank" | "fixed-total" | "dynamic";
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand";
+/** One kernel call: decode `values` values of a ggml tensor type from their blocks. */
+export interface DequantizeRequest {
+  readonly type: GgmlType;
+  readonly blocks: Uint8Array;
+  readonly values: number;
+}
+
+/** One kernel call: y = W·x with W `rows` × `cols` values of a ggml tensor type, row-major. */
+export interface MatvecRequest {
+  readonly type: GgmlType;
+  readonly weights: Uint8Array;
+  readonly rows: number;
+  readonly cols: number;
+  readonly x: Float32Array;
+}
+
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "dequantize" | "matvec";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -72,6 +90,9 @@ export interface SystemUnderTest {
   teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
   traceDemand?(): Promise<TraceCapture[]>;
+  /** Owned kernels (a native plugin): dequantize blocks, and a quantized matrix times a vector. */
+  dequantize?(requests: readonly DequantizeRequest[]): Promise<Float32Array[]>;
+  matvec?(requests: readonly MatvecRequest[]): Promise<Float32Array[]>;
 
   /** Releases the SUT (engine, processes); safe to call twice. */
   close(): Promise<void>;

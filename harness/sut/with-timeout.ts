@@ -32,6 +32,8 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number): SystemUn
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
     traceDemand: wrap("traceDemand", sut.traceDemand),
+    dequantize: wrap("dequantize", sut.dequantize),
+    matvec: wrap("matvec", sut.matvec),
     close: () => sut.close(),
   };
 }

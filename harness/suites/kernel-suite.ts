@@ -1,0 +1,27 @@
+import type { GateLevel } from "./parity-suite.js";
+
+/** One kernel case: the op, the tensor type, the shape, and the seed its inputs are drawn from. */
+export type KernelCase =
+  | { readonly op: "dequantize"; readonly type: KernelType; readonly values: number; readonly seed: number }
+  | { readonly op: "matvec"; readonly type: KernelType; readonly rows: number; readonly cols: number; readonly seed: number };
+
+export type KernelType = "F32" | "Q8_0" | "Q4_K" | "Q5_K" | "Q6_K";
+
+export interface KernelArm {
+  readonly label: string;
+  /** A shared library implementing native/include/bringup_bench_plugin.h; `{bench}` becomes the harness's directory. */
+  readonly plugin: string;
+  readonly gate: GateLevel;
+  readonly why?: string;
+}
+
+/** A kernel suite (schema: suites/schema/kernels.schema.json): owned kernels against CPU references. */
+export interface KernelSuite {
+  readonly name: string;
+  readonly kind: "kernels";
+  readonly description?: string;
+  readonly cases: readonly KernelCase[];
+  readonly arms: readonly KernelArm[];
+  readonly case_timeout_s?: number;
+  readonly path: string;
+}

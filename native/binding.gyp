@@ -1,0 +1,20 @@
+{
+  "targets": [
+    {
+      "target_name": "plugin_host",
+      "sources": ["addon/plugin_host.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "include"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
+      "cflags_cc": ["-std=c++17"],
+      "libraries": ["-ldl"]
+    },
+    {
+      "target_name": "bb_reference_plugin",
+      "type": "shared_library",
+      "sources": ["reference-plugin/reference_plugin.c"],
+      "include_dirs": ["include"],
+      "cflags": ["-std=c11", "-ffp-contract=off"],
+      "libraries": ["-lm"]
+    }
+  ]
+}

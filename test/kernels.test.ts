@@ -1,0 +1,83 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tableFromIPC } from "apache-arrow";
+import { PACKAGE_ROOT } from "../harness/paths.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { scoreDequantize, scoreMatvec } from "../harness/kernels/score.js";
+import { float32DotEnvelope } from "../kernels/envelopes.js";
+
+const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.abs(expected), `${actual} vs ${expected}`);
+
+const work = temporaryDirectory("kernels");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+
+/** A FAKE plugin: the reference plugin with one planted fault (test/helpers/fake_plugin.c). */
+function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC"): string {
+  const library = join(work.path, `fake_${fault}.so`);
+  execFileSync("cc", ["-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared", `-I${join(PACKAGE_ROOT, "native", "include")}`, `-DFAKE_${fault}`, "-o", library, join(PACKAGE_ROOT, "test", "helpers", "fake_plugin.c"), "-lm"]);
+  return library;
+}
+const kernels = (runId: string, extra: string[] = []) => bench(["run", "--suite", "quant-kernels", ...extra, "--runs-dir", runs, "--run-id", runId]);
+const cells = (runId: string) => tableFromIPC(readFileSync(join(runs, runId, "cells.arrow"))).toArray().map((row) => row.toJSON());
+
+test("the reference plugin's kernels: decodes bit-exact, matvec inside the float32 envelope", () => {
+  const result = kernels("reference");
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^reference plugin kernels: 10\/10 cases OK$/m);
+  assert.match(result.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK, bit-exact/);
+  assert.match(result.stdout, /matvec +required +PASS +6\/6 matvec cases OK, worst [\d.]+% of the float32 envelope/);
+  const rows = cells("reference");
+  assert.is(rows.length, 10);
+  assert.match(rows.find((c) => c.detail.startsWith("DEQUANTIZE(type=Q4_K"))!.detail, /^DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): OK \(8192\/8192 values bit-exact\)$/);
+  const summary = JSON.parse(readFileSync(join(runs, "reference", "summary.json"), "utf8"));
+  assert.is(summary.suts[0].provenance.kind, "plugin");
+  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 1\.0\.0 on cpu \(plugin ABI v1\)$/);
+});
+
+test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one reproducible line per case", () => {
+  const result = kernels("wrong", ["--plugin", fakePlugin("WRONG_Q4_K")]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  assert.match(result.stdout, /^ {2}DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): FAIL \(1\/8192 values differ; first at 300: expected -?[\d.]+, got -?[\d.]+\)$/m);
+  assert.match(result.stdout, /^ {2}MATVEC\(type=Q4_K,rows=64,cols=1024,seed=12\): FAIL \(row \d+: expected .*% of the float32 envelope\)$/m);
+  assert.match(result.stdout, /^plugin kernels: 7\/10 cases OK$/m, "Q8_0, Q5_K, Q6_K and F32 stay OK");
+  const failing = cells("wrong").filter((c) => c.status === "fail");
+  assert.equal(failing.map((c) => c.reproduce.replace(/--plugin ".*"/, "--plugin P")), [
+    "bench run --suite quant-kernels --plugin P --case 1",
+    "bench run --suite quant-kernels --plugin P --case 6",
+    "bench run --suite quant-kernels --plugin P --case 9",
+  ]);
+  const one = kernels("one-case", ["--plugin", fakePlugin("WRONG_Q4_K"), "--case", "6"]);
+  assert.is(one.status, 1);
+  assert.is(cells("one-case").length, 1, "--case reruns exactly that case");
+});
+
+test("plugins that cannot be hosted: wrong ABI version, no such file; a missing kernel is SKIPPED, never passed", () => {
+  const abi = kernels("abi", ["--plugin", fakePlugin("ABI_2")]);
+  assert.is(abi.status, 2);
+  assert.match(abi.stderr, /bb_plugin_info\.abi_version: the plugin was built for ABI version 2; this harness hosts version 1 \(fix: rebuild the plugin/);
+  const missing = kernels("missing", ["--plugin", join(work.path, "nope.so")]);
+  assert.is(missing.status, 2);
+  assert.match(missing.stderr, /nope\.so: no kernel plugin at this path/);
+  const partial = kernels("partial", ["--plugin", fakePlugin("NO_MATVEC")]);
+  assert.is(partial.status, 77, partial.stdout + partial.stderr);
+  assert.match(partial.stdout, /SKIPPED — NOT A PASS: quant-kernels \/ plugin \/ matvec: plugin lacks matvec/);
+});
+
+test("scorers: a decode is compared bit for bit (−0 is not +0); a NaN row is outside any envelope", () => {
+  const c = { op: "dequantize", type: "Q8_0", values: 2, seed: 0 } as const;
+  assert.is(scoreDequantize(c, Float32Array.of(0, 1), Float32Array.of(-0, 1)).pass, false);
+  assert.is(scoreDequantize(c, Float32Array.of(0, 1), Float32Array.of(0, 1)).pass, true);
+  const m = { op: "matvec", type: "F32", rows: 2, cols: 4, seed: 0 } as const;
+  const reference = { y: Float64Array.of(1, 2), absoluteSums: Float64Array.of(4, 4) };
+  assert.is(scoreMatvec(m, reference, Float32Array.of(1, NaN)).pass, false);
+  // γ_4 · Σ|w·x| = 4u/(1 − 4u) · 4 ≈ 9.5e-7: an error of 5e-7 is inside, 2e-6 outside.
+  near(float32DotEnvelope(4, 4), (4 * 2 ** -24 / (1 - 4 * 2 ** -24)) * 4);
+  assert.is(scoreMatvec(m, reference, Float32Array.of(1, 2 + 5e-7)).pass, true);
+  assert.is(scoreMatvec(m, { y: Float64Array.of(1, 2.000002), absoluteSums: Float64Array.of(4, 4) }, Float32Array.of(1, 2)).pass, false);
+});
+
+test.run();
