@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Builds native/: the plugin host addon (node-addon-api) and the reference CPU kernel plugin, with
 // node-gyp against the Node headers in /usr/include/node when they are there (offline). A machine
-// without a compiler still installs: the failure is written to native/build/BUILD_FAILED, and the
-// kernel suites then SKIP with that reason (never pass).
+// without a compiler still installs: the failure is written to native/build/BUILD_FAILED, and a
+// kernel suite then stops with that reason (exit 2, never a pass).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -20,5 +20,5 @@ if (result.status === 0) {
   const why = `${result.stdout ?? ""}${result.stderr ?? ""}`.trim().split("\n").slice(-15).join("\n");
   mkdirSync(dirname(failed), { recursive: true });
   writeFileSync(failed, `${why}\n`);
-  console.warn(`warning: native build failed; kernel suites will be SKIPPED (see ${failed})\n  hint: install g++ and make, then run npm run build:native`);
+  console.warn(`warning: native build failed; kernel suites cannot run (see ${failed})\n  hint: install g++ and make, then run npm run build:native`);
 }
