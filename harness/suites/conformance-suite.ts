@@ -1,4 +1,4 @@
-import type { GateLevel } from "./parity-suite.js";
+import type { GateLevel, SuiteFile } from "./parity-suite.js";
 
 export interface ConformanceArm {
   readonly label: string;
@@ -13,12 +13,6 @@ export interface ConformanceArm {
 }
 
 /** A server conformance suite (schema: suites/schema/conformance.schema.json). */
-export interface ConformanceSuite {
-  readonly name: string;
-  readonly kind: "conformance";
-  readonly description?: string;
+export interface ConformanceSuite extends SuiteFile<"conformance", ConformanceArm> {
   readonly checks: readonly string[];
-  readonly arms: readonly ConformanceArm[];
-  readonly case_timeout_s?: number;
-  readonly path: string;
 }

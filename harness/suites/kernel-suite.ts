@@ -1,4 +1,4 @@
-import type { GateLevel } from "./parity-suite.js";
+import type { GateLevel, SuiteFile } from "./parity-suite.js";
 
 /** One kernel case: the op, the tensor type, the shape, and the seed its inputs are drawn from. */
 export type KernelCase =
@@ -16,12 +16,6 @@ export interface KernelArm {
 }
 
 /** A kernel suite (schema: suites/schema/kernels.schema.json): owned kernels against CPU references. */
-export interface KernelSuite {
-  readonly name: string;
-  readonly kind: "kernels";
-  readonly description?: string;
+export interface KernelSuite extends SuiteFile<"kernels", KernelArm> {
   readonly cases: readonly KernelCase[];
-  readonly arms: readonly KernelArm[];
-  readonly case_timeout_s?: number;
-  readonly path: string;
 }

@@ -1,10 +1,7 @@
-import type { SuiteArm } from "./parity-suite.js";
+import type { SuiteArm, SuiteFile } from "./parity-suite.js";
 
 /** A needle-in-a-haystack suite as its JSON file says (schema: suites/schema/niah.schema.json). */
-export interface NiahSuite {
-  readonly name: string;
-  readonly kind: "niah";
-  readonly description?: string;
+export interface NiahSuite extends SuiteFile<"niah", SuiteArm> {
   readonly lengths: readonly number[];
   readonly depths: readonly number[];
   readonly trials: number;
@@ -14,9 +11,6 @@ export interface NiahSuite {
   readonly filler?: string;
   readonly max_tokens?: number;
   readonly length_tolerance?: number;
-  readonly arms: readonly SuiteArm[];
-  readonly case_timeout_s?: number;
-  readonly path: string;
 }
 
 /** The field's needle test (METRICS.md §6), used where a suite does not say otherwise. */

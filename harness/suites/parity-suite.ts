@@ -22,11 +22,19 @@ export interface SuiteArm {
   readonly why?: string;
 }
 
-/** A parity suite exactly as its JSON file says (schema: suites/schema/parity.schema.json). */
-export interface ParitySuite {
+/** What every suite file has, whatever its kind, and where it was loaded from. */
+export interface SuiteFile<Kind extends string, Arm> {
   readonly name: string;
-  readonly kind: "parity";
+  readonly kind: Kind;
   readonly description?: string;
+  readonly arms: readonly Arm[];
+  readonly case_timeout_s?: number;
+  /** Where it was loaded from (not part of the file). */
+  readonly path: string;
+}
+
+/** A parity suite exactly as its JSON file says (schema: suites/schema/parity.schema.json). */
+export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
   readonly oracle: { readonly model: string };
   readonly prompts: readonly string[];
   readonly max_tokens: number;
@@ -40,8 +48,4 @@ export interface ParitySuite {
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
   };
-  readonly arms: readonly SuiteArm[];
-  readonly case_timeout_s?: number;
-  /** Where it was loaded from (not part of the file). */
-  readonly path: string;
 }
