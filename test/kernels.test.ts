@@ -50,6 +50,9 @@ test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one repr
     "bench run --suite quant-kernels --plugin P --case 6",
     "bench run --suite quant-kernels --plugin P --case 9",
   ]);
+  const out = join(work.path, "report");
+  assert.is(bench(["report", "wrong", "--runs-dir", runs, "--out", out]).status, 0);
+  assert.match(readFileSync(join(out, "report.md"), "utf8"), /^\| plugin \| FAIL \| DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): FAIL \(1\/8192 values differ/m);
   const one = kernels("one-case", ["--plugin", fakePlugin("WRONG_Q4_K"), "--case", "6"]);
   assert.is(one.status, 1);
   assert.is(cells("one-case").length, 1, "--case reruns exactly that case");

@@ -1,4 +1,4 @@
-import { loadTable, type RunView } from "./view.js";
+import { kernelTable, loadTable, type RunView } from "./view.js";
 
 function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -132,6 +132,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
   const json = JSON.stringify(data).replace(/</g, "\\u003c");
   const fixed = (v: number | null, d: number) => (v === null ? "–" : v.toFixed(d));
   const load = loadTable(latest.load);
+  const kernels = kernelTable(latest.kernels);
   const sections = [
     `<h1>bringup-bench report</h1><p>Runs: ${runs.map((r) => `<code>${escape(r.runId)}</code> (exit ${r.exitCode ?? "–"})`).join(", ")}. Machine: ${escape(latest.machine)}.</p>`,
     latest.parity.length === 0 ? "" : `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
@@ -141,6 +142,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
     latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,
+    `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}`,
     `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
     `<h2>Trace-region demand</h2>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
     data.compare === null ? "" : `<h2>${escape(data.compare.before)} → ${escape(data.compare.after)}</h2><div class="chart"><canvas id="chart-compare"></canvas></div>`,

@@ -1,4 +1,4 @@
-import { loadTable, type NeedleRow, type RunView } from "./view.js";
+import { kernelTable, loadTable, type NeedleRow, type RunView } from "./view.js";
 
 const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
 const nats = (mnats: number | null): string => (mnats === null ? "–" : (mnats / 1000).toFixed(3));
@@ -37,6 +37,13 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   out.push(...table(["suite", "SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)", "band (nats)"],
     latest.parity.map((p) => [p.suite, p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), nats(p.maxGapMnats), nats(p.bandMnats)])), "");
 
+  out.push("## Kernels", "");
+  if (latest.kernels.length === 0) out.push("No kernel suites in this run.", "");
+  else {
+    const { headers, rows } = kernelTable(latest.kernels);
+    out.push(...table(headers, rows), "");
+  }
+
   out.push("## Long context (needle in a haystack)", "");
   if (latest.needles.length === 0) out.push("No needle suites in this run.", "");
   for (const needle of latest.needles) out.push(`**${needle.arm}** (${needle.suite}, ${needle.gate}): ${needle.status.toUpperCase()}`, "", ...needleGridTable(needle), "");
@@ -45,8 +52,6 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   if (latest.trace.length === 0) out.push("No SUT in this run reports trace-region demand (the embedded llama.cpp SUT has no captured graph).", "");
   else out.push(...table(["suite", "SUT arm", "capture", "demand (B)", "region (B)", "region semantics", "use"],
     latest.trace.map((t) => [t.suite, t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics, t.region_bytes > 0 ? `${((100 * t.demand_bytes) / t.region_bytes).toFixed(1)}%` : "dynamic"])), "");
-
-  out.push("## Kernels", "", "No kernel suites in these runs.", "");
 
   if (runs.length >= 2) {
     const base = runs[runs.length - 2];

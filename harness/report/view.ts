@@ -57,6 +57,8 @@ export interface RunView {
   readonly needles: readonly NeedleRow[];
   readonly trace: readonly TraceDemand[];
   readonly load: readonly LoadRow[];
+  /** Kernel cases (kernel suites), one reproducible line each. */
+  readonly kernels: readonly { readonly arm: string; readonly status: string; readonly line: string }[];
 }
 
 const number = (v: GateVerdict, key: string): number | null => {
@@ -103,6 +105,7 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
+    kernels: run.cells.filter((c) => c.check === "dequantize" || c.check === "matvec").map((c) => ({ arm: c.arm, status: c.status, line: c.detail })),
     load: (summary.load ?? []).map((point) => loadRow(point, run.samples.filter((s) => s.point === point.label && s.ttft_ms !== null).map((s) => s.ttft_ms!).sort((a, b) => a - b))),
   };
 }
@@ -122,6 +125,11 @@ function loadRow(point: LoadPointRecord, ttftSortedMs: number[]): LoadRow {
     slo: point.summary.validity == null ? null : point.summary.validity.valid ? "VALID" : "INVALID",
     ttftSortedMs,
   };
+}
+
+/** The kernel cases table, the same in Markdown and HTML. */
+export function kernelTable(kernels: RunView["kernels"]): { headers: string[]; rows: string[][] } {
+  return { headers: ["SUT arm", "verdict", "case"], rows: kernels.map((k) => [k.arm, k.status.toUpperCase(), k.line]) };
 }
 
 /** The aggregate load table, the same in Markdown and HTML. */
