@@ -30,7 +30,7 @@ import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-sui
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 
 /** The battery `bench run` runs with no --suite. */
-export const DEFAULT_BATTERY = ["parity16", "niah", "serve-conformance"] as const;
+export const DEFAULT_BATTERY = ["parity16", "niah", "serve-conformance", "quant-kernels"] as const;
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
