@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { PACKAGE_ROOT } from "../harness/paths.js";
@@ -16,7 +16,7 @@ test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
 /** A FAKE plugin: the reference plugin with one planted fault (test/helpers/fake_plugin.c). */
-function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC"): string {
+function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC" | "CRASH"): string {
   const library = join(work.path, `fake_${fault}.so`);
   execFileSync("cc", ["-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared", `-I${join(PACKAGE_ROOT, "native", "include")}`, `-DFAKE_${fault}`, "-o", library, join(PACKAGE_ROOT, "test", "helpers", "fake_plugin.c"), "-lm"]);
   return library;
@@ -27,7 +27,7 @@ const cells = (runId: string) => tableFromIPC(readFileSync(join(runs, runId, "ce
 test("the reference plugin's kernels: decodes bit-exact, matvec inside the float32 envelope", () => {
   const result = kernels("reference");
   assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^reference plugin kernels: 10\/10 cases OK$/m);
+  assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
   assert.match(result.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK, bit-exact/);
   assert.match(result.stdout, /matvec +required +PASS +6\/6 matvec cases OK, worst [\d.]+% of the float32 envelope/);
   const rows = cells("reference");
@@ -35,7 +35,7 @@ test("the reference plugin's kernels: decodes bit-exact, matvec inside the float
   assert.match(rows.find((c) => c.detail.startsWith("DEQUANTIZE(type=Q4_K"))!.detail, /^DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): OK \(8192\/8192 values bit-exact\)$/);
   const summary = JSON.parse(readFileSync(join(runs, "reference", "summary.json"), "utf8"));
   assert.is(summary.suts[0].provenance.kind, "plugin");
-  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 1\.0\.0 on cpu \(plugin ABI v1\)$/);
+  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 1\.0\.0 on cpu \(plugin ABI v1\) \(runner protocol v1\)$/);
 });
 
 test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one reproducible line per case", () => {
@@ -43,7 +43,7 @@ test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one repr
   assert.is(result.status, 1, result.stdout + result.stderr);
   assert.match(result.stdout, /^ {2}DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): FAIL \(1\/8192 values differ; first at 300: expected -?[\d.]+, got -?[\d.]+\)$/m);
   assert.match(result.stdout, /^ {2}MATVEC\(type=Q4_K,rows=64,cols=1024,seed=12\): FAIL \(row \d+: expected .*% of the float32 envelope\)$/m);
-  assert.match(result.stdout, /^plugin kernels: 7\/10 cases OK$/m, "Q8_0, Q5_K, Q6_K and F32 stay OK");
+  assert.match(result.stdout, /^plugin: 7\/10 kernel cases OK$/m, "Q8_0, Q5_K, Q6_K and F32 stay OK");
   const failing = cells("wrong").filter((c) => c.status === "fail");
   assert.equal(failing.map((c) => c.reproduce.replace(/--plugin ".*"/, "--plugin P")), [
     "bench run --suite quant-kernels --plugin P --case 1",
@@ -61,13 +61,33 @@ test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one repr
 test("plugins that cannot be hosted: wrong ABI version, no such file; a missing kernel is SKIPPED, never passed", () => {
   const abi = kernels("abi", ["--plugin", fakePlugin("ABI_2")]);
   assert.is(abi.status, 2);
-  assert.match(abi.stderr, /bb_plugin_info\.abi_version: the plugin was built for ABI version 2; this harness hosts version 1 \(fix: rebuild the plugin/);
+  assert.match(abi.stderr, /the runner cannot start: .*fake_ABI_2\.so: the plugin was built for ABI version 2; this harness hosts version 1 \(rebuild it against/);
   const missing = kernels("missing", ["--plugin", join(work.path, "nope.so")]);
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /nope\.so: no kernel plugin at this path/);
   const partial = kernels("partial", ["--plugin", fakePlugin("NO_MATVEC")]);
   assert.is(partial.status, 77, partial.stdout + partial.stderr);
   assert.match(partial.stdout, /SKIPPED — NOT A PASS: quant-kernels \/ plugin \/ matvec: plugin lacks matvec/);
+});
+
+test("a plugin that crashes errors the check it was in, not the run: it lives in its own host process", () => {
+  const crashed = kernels("crash", ["--plugin", fakePlugin("CRASH")]);
+  assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
+  assert.match(crashed.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK/);
+  assert.match(crashed.stdout, /matvec +required +ERROR +the runner exited \(SIGSEGV\)/);
+  assert.ok(JSON.parse(readFileSync(join(runs, "crash", "summary.json"), "utf8")).status === "complete", "the run finished and wrote its results");
+});
+
+test("kernels written in Python plug in as a runner: Q8_0 decoded bit for bit, matvec inside the envelope", () => {
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "quant-kernels.json"), "utf8"));
+  delete suite.$schema;
+  suite.arms = [{ label: "python kernels", runner: ["python3", "{bench}/scripts/runners/reference_kernels.py"], gate: "required" }];
+  const path = join(work.path, "python-kernels.json");
+  writeFileSync(path, JSON.stringify(suite));
+  const result = bench(["run", "--suite", path, "--case", "0", "--case", "4", "--case", "5", "--runs-dir", runs, "--run-id", "python"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^python kernels: 3\/3 kernel cases OK$/m);
+  assert.match(JSON.parse(readFileSync(join(runs, "python", "summary.json"), "utf8")).suts[0].provenance.engine, /^reference_kernels\.py/);
 });
 
 test("scorers: a decode is compared bit for bit (−0 is not +0); a NaN row is outside any envelope", () => {

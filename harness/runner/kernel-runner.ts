@@ -37,7 +37,7 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
   }
   if (outcomes.length === 0) return { summaryLine: undefined };
   const failing = outcomes.filter((o) => !o.pass);
-  return { summaryLine: [`${context.arm.label} kernels: ${outcomes.length - failing.length}/${outcomes.length} cases OK`, ...failing.map((o) => `  ${o.line}`)].join("\n") };
+  return { summaryLine: [`${context.arm.label}: ${outcomes.length - failing.length}/${outcomes.length} kernel cases OK`, ...failing.map((o) => `  ${o.line}`)].join("\n") };
 }
 
 async function runCase(context: KernelArmContext, spec: KernelCase): Promise<KernelOutcome> {

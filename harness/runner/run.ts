@@ -217,7 +217,7 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
 }
 
 /** A runner's log lines, as progress (a device runner may take minutes to boot). */
-function runnerLog(arm: SuiteArm, emit: RunListener): (line: string) => void {
+function runnerLog(arm: { readonly label: string }, emit: RunListener): (line: string) => void {
   return (line) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
 }
 
@@ -283,7 +283,10 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
   // --model and --runner name model SUTs; a kernel suite's arms change only with --plugin (or --arm).
   const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }]
     : suite.arms.filter((arm) => options.arms === undefined || options.arms.includes(arm.label));
-  const open = (arm: KernelArm) => openPluginSut(arm.plugin.replaceAll("{bench}", PACKAGE_ROOT), arm.label);
+  const expand = (part: string) => part.replaceAll("{bench}", PACKAGE_ROOT);
+  const open = (arm: KernelArm) => arm.runner !== undefined
+    ? openStdioSut(arm.runner.map(expand), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
+    : openPluginSut(expand(arm.plugin ?? ""), arm.label);
   await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));

@@ -7,10 +7,13 @@ export type KernelCase =
 
 export type KernelType = "F32" | "Q8_0" | "Q4_K" | "Q5_K" | "Q6_K";
 
+/** A kernel arm names a C plugin or a runner command; `{bench}` becomes the harness's directory in either. */
 export interface KernelArm {
   readonly label: string;
-  /** A shared library implementing native/include/bringup_bench_plugin.h; `{bench}` becomes the harness's directory. */
-  readonly plugin: string;
+  /** A shared library implementing native/include/bringup_bench_plugin.h. */
+  readonly plugin?: string;
+  /** Or a command speaking the runner protocol with `dequantize` / `matvec` methods. */
+  readonly runner?: readonly string[];
   readonly gate: GateLevel;
   readonly why?: string;
 }

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
-import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
+import { GgmlType } from "../gguf/types.js";
+import type { DequantizeRequest, GreedyRequest, MatvecRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
  * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
@@ -22,11 +23,15 @@ const METHODS = {
   batchedGreedy: "batched_greedy",
   teacherForcedTopK: "teacher_forced_top_k",
   traceDemand: "trace_demand",
+  dequantize: "dequantize",
+  matvec: "matvec",
 } as const;
 
 interface Hello {
   readonly protocol: string;
   readonly version: number;
+  /** Set instead of capabilities by a runner that cannot start (no device, a plugin it cannot load). */
+  readonly error?: string;
   readonly engine?: string;
   readonly capabilities: readonly string[];
   readonly settings?: Readonly<Record<string, string | number | boolean>>;
@@ -108,6 +113,9 @@ class RunnerProcess {
     const hello = message as unknown as Hello;
     if (hello.protocol !== RUNNER_PROTOCOL) {
       throw new BenchError(`the runner's first line is not a ${RUNNER_PROTOCOL} hello: ${JSON.stringify(message).slice(0, 120)}`, { field: "hello.protocol", fix: `write {"protocol": "${RUNNER_PROTOCOL}", "version": ${RUNNER_PROTOCOL_VERSION}, "capabilities": [...]} first` });
+    }
+    if (typeof hello.error === "string") {
+      throw new BenchError(`the runner cannot start: ${hello.error}`, { field: "hello.error", fix: "fix what the runner says, then rerun" });
     }
     if (hello.version !== RUNNER_PROTOCOL_VERSION) {
       throw new BenchError(`the runner speaks protocol version ${String(hello.version)}; this harness speaks ${RUNNER_PROTOCOL_VERSION}`, { field: "hello.version", fix: "update the runner (or the harness) so the versions match" });
@@ -231,6 +239,43 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         return (captures as Record<string, unknown>[]).map((c) => ({ capture: c.capture as string, demandBytes: c.demand_bytes as number, regionBytes: c.region_bytes as number, regionSemantics: c.region_semantics as TraceCapture["regionSemantics"] }));
       },
     } : {}),
+    ...(has("dequantize") ? {
+      dequantize: async (requests: readonly DequantizeRequest[]) => {
+        const out: Float32Array[] = [];
+        for (const r of requests) {
+          const result = await call("dequantize", { type: GgmlType[r.type], blocks: toBase64(r.blocks), values: r.values });
+          out.push(float32Field("dequantize", result, "values", r.values));
+        }
+        return out;
+      },
+    } : {}),
+    ...(has("matvec") ? {
+      matvec: async (requests: readonly MatvecRequest[]) => {
+        const out: Float32Array[] = [];
+        for (const r of requests) {
+          const result = await call("matvec", { type: GgmlType[r.type], weights: toBase64(r.weights), rows: r.rows, cols: r.cols, x: toBase64(r.x) });
+          out.push(float32Field("matvec", result, "y", r.rows));
+        }
+        return out;
+      },
+    } : {}),
     close: () => runner.shutdown(options.shutdownTimeoutS ?? 30),
   };
+}
+
+/** Kernel payloads travel as base64 of their little-endian bytes. */
+export function toBase64(values: Uint8Array | Float32Array): string {
+  return Buffer.from(values.buffer, values.byteOffset, values.byteLength).toString("base64");
+}
+
+export function float32FromBase64(text: string): Float32Array {
+  // Copied into a fresh buffer: a decoded Buffer need not be 4-byte aligned.
+  return new Float32Array(Uint8Array.from(Buffer.from(text, "base64")).buffer);
+}
+
+function float32Field(method: string, result: unknown, name: string, count: number): Float32Array {
+  const text = (result as Record<string, unknown> | null)?.[name];
+  const values = typeof text === "string" ? float32FromBase64(text) : undefined;
+  if (values === undefined || values.length !== count) throw new Error(`runner ${method}: result.${name} must be base64 of ${count} little-endian float32 values`);
+  return values;
 }

@@ -14,7 +14,7 @@ import traceback
 
 PROTOCOL = "bringup-bench-runner"
 VERSION = 1
-METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand")
+METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "dequantize", "matvec")
 
 
 def serve(model, engine, settings=None):

@@ -5,6 +5,7 @@
  *                      last column (an off-by-one loop bound)
  *   -DFAKE_ABI_2       reports plugin ABI version 2
  *   -DFAKE_NO_MATVEC   exports no bb_matvec
+ *   -DFAKE_CRASH       bb_matvec writes through a null pointer (the host process dies of SIGSEGV)
  */
 #define bb_plugin_info_get reference_info_get
 #define bb_dequantize reference_dequantize
@@ -38,6 +39,9 @@ int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out
 
 #ifndef FAKE_NO_MATVEC
 int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
+#ifdef FAKE_CRASH
+  *(volatile int *)0 = 0;
+#endif
   const int status = reference_matvec(type, weights, rows, cols, x, y);
 #ifdef FAKE_WRONG_Q4_K
   if (type == BB_TYPE_Q4_K) {
