@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline";
-import { GgmlType, isKnownGgmlType } from "../gguf/types.js";
-import { loadPluginHost, tensorBytes, type NativePlugin } from "./plugin.js";
+import { GgmlType, GGML_BLOCK, isKnownGgmlType, tensorByteSize } from "../gguf/types.js";
+import { loadPluginHost, type NativePlugin } from "./plugin.js";
 import { float32FromBase64, RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION, toBase64 } from "./stdio.js";
 
 /**
@@ -10,6 +10,12 @@ import { float32FromBase64, RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION, toBase64 }
  * Buffer sizes are checked here, where the block layouts are known, before any kernel call.
  */
 type Params = Record<string, unknown>;
+
+/** Bytes `values` values of `type` take; they must be whole blocks. */
+function tensorBytes(type: GgmlType, values: number, what: string): number {
+  if (values % GGML_BLOCK[type].elements !== 0) throw new Error(`${what}: ${values} values of ${GgmlType[type]} are not whole blocks of ${GGML_BLOCK[type].elements}`);
+  return tensorByteSize(type, values);
+}
 
 function typeOf(params: Params): GgmlType {
   const id = GgmlType[params.type as keyof typeof GgmlType];

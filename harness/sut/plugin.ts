@@ -3,7 +3,6 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BenchError } from "../errors.js";
-import { GgmlType, GGML_BLOCK } from "../gguf/types.js";
 import { sha256File } from "../io/sha256.js";
 import { NATIVE_BUILD_DIR } from "../paths.js";
 import { openStdioSut } from "./stdio.js";
@@ -31,13 +30,6 @@ export function loadPluginHost(): PluginHost {
     throw new BenchError(`the native plugin host is not built${why}`, { file: addon, fix: "install g++ and make, then run npm run build:native" });
   }
   return createRequire(import.meta.url)(addon) as PluginHost;
-}
-
-/** Bytes `values` values of `type` take, or a clear error when they are not whole blocks. */
-export function tensorBytes(type: GgmlType, values: number, what: string): number {
-  const block = GGML_BLOCK[type];
-  if (values % block.elements !== 0) throw new Error(`${what}: ${values} values of ${GgmlType[type]} are not whole blocks of ${block.elements}`);
-  return (values / block.elements) * block.bytes;
 }
 
 /** The host process's entry point (compiled next to this file). */
