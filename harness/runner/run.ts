@@ -137,15 +137,18 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
   };
 }
 
-function selectArms<Arm extends { readonly label: string }>(suite: { readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
+function selectArms<Arm extends { readonly label: string }>(suite: { readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
+  const byLabel = () => (options.arms === undefined ? [...suite.arms] : suite.arms.filter((arm) => options.arms!.includes(arm.label)));
+  // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
+  if (suite.kind === "kernels") return byLabel();
+  if (options.runner !== undefined && suite.kind === "conformance") return [];
   // --runner and --model keep the first arm's settings (a needle suite's context size, say) and swap what runs.
   if (options.runner !== undefined) {
     const first = suite.arms[0] as Arm & { readonly model?: string };
     return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
   }
   if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
-  if (options.arms === undefined) return [...suite.arms];
-  return suite.arms.filter((arm) => options.arms!.includes(arm.label));
+  return byLabel();
 }
 
 /** Every --arm must name an arm of some suite in the run. */
@@ -280,9 +283,7 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
     if (!Number.isInteger(i) || i < 0 || i >= suite.cases.length) throw new BenchError(`kernel case ${i} is out of range`, { file: suite.path, field: "--case", fix: `use 0..${suite.cases.length - 1}` });
   }
   const cases = indices.map((index) => ({ index, spec: suite.cases[index] }));
-  // --model and --runner name model SUTs; a kernel suite's arms change only with --plugin (or --arm).
-  const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }]
-    : suite.arms.filter((arm) => options.arms === undefined || options.arms.includes(arm.label));
+  const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
   const expand = (part: string) => part.replaceAll("{bench}", PACKAGE_ROOT);
   const open = (arm: KernelArm) => arm.runner !== undefined
     ? openStdioSut(arm.runner.map(expand), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
@@ -310,7 +311,11 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   const suites = options.suites.map((name) => loadSuite(name));
   assertArmsExist(suites, options);
   const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string }>(suite, options);
-  for (const suite of suites.filter((s) => selected(s).length > 0)) {
+  const runnable = suites.filter((s) => selected(s).length > 0);
+  if (runnable.length === 0) {
+    throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });
+  }
+  for (const suite of runnable) {
     recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
     if (options.signal.aborted) return;
     if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
