@@ -58,6 +58,20 @@ test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one repr
   assert.is(cells("one-case").length, 1, "--case reruns exactly that case");
 });
 
+test("bench gate: a kernel case that passed in the baseline may not fail later", () => {
+  const baseline = join(work.path, "kernel-baseline.json");
+  assert.is(bench(["gate", "reference", "--runs-dir", runs, "--baseline", baseline, "--update"]).status, 0);
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  assert.is(data.kernels["quant-kernels/reference plugin/dequantize"].length, 4);
+  // The faulty run's arm is labelled "plugin": hold it to the reference arm's record.
+  data.kernels = Object.fromEntries(Object.entries(data.kernels).map(([key, cases]) => [key.replace("reference plugin", "plugin"), cases]));
+  writeFileSync(baseline, JSON.stringify(data));
+  const gated = bench(["gate", "wrong", "--runs-dir", runs, "--baseline", baseline]);
+  assert.is(gated.status, 1);
+  assert.match(gated.stdout, /^FAIL {2}quant-kernels\/plugin\/dequantize: kernel cases no longer pass: DEQUANTIZE\(type=Q4_K,values=8192,seed=2\)$/m);
+  assert.match(gated.stdout, /^FAIL {2}quant-kernels\/plugin\/matvec: kernel cases no longer pass: MATVEC\(type=Q4_K,rows=256,cols=4096,seed=15\), MATVEC\(type=Q4_K,rows=64,cols=1024,seed=12\)$/m);
+});
+
 test("plugins that cannot be hosted: wrong ABI version, no such file; a missing kernel is SKIPPED, never passed", () => {
   const abi = kernels("abi", ["--plugin", fakePlugin("ABI_2")]);
   assert.is(abi.status, 2);

@@ -25,6 +25,8 @@ export interface Baseline {
   readonly from_run: string;
   readonly parity: Readonly<Record<string, { readonly strict: number; readonly forward_divergent: number }>>;
   readonly needles: Readonly<Record<string, readonly string[]>>;
+  /** Absent in baselines made before kernel suites existed. */
+  readonly kernels?: Readonly<Record<string, readonly string[]>>;
   readonly perf: Readonly<Record<string, PerfBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
 }
@@ -42,6 +44,8 @@ export function readBaseline(path: string): Baseline {
 export interface GatedMetrics {
   readonly parity: Map<string, { strict: number; forwardDivergent: number; required: boolean }>;
   readonly needles: Map<string, string[]>;
+  /** Kernel cases that passed, by their reproducible name, per suite/arm/check. */
+  readonly kernels: Map<string, string[]>;
   readonly perf: Map<string, { readonly value: number; readonly better: Better }>;
   readonly trace: Map<string, number>;
 }
@@ -54,13 +58,17 @@ const LOAD_GATED: readonly (readonly [string, Better])[] = [
 ];
 
 export function gatedMetrics(run: StoredRun): GatedMetrics {
-  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), perf: new Map(), trace: new Map() };
+  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), kernels: new Map(), perf: new Map(), trace: new Map() };
   for (const v of run.summary.verdicts) {
     if (v.status !== "pass" && v.status !== "fail") continue;
     const key = `${v.suite}/${v.arm}`;
     if (v.check === "greedy_parity") {
       metrics.parity.set(key, { strict: Number(v.metrics.strict), forwardDivergent: Number(v.metrics.forward_divergent), required: v.gate === "required" });
       if (typeof v.metrics.tokens_per_second === "number") metrics.perf.set(`${key}/tokens_per_second`, { value: v.metrics.tokens_per_second, better: "higher" });
+    }
+    if (v.check === "dequantize" || v.check === "matvec") {
+      const cells = run.cells.filter((c) => c.check === v.check && c.suite === v.suite && c.arm === v.arm && c.status === "pass");
+      metrics.kernels.set(`${key}/${v.check}`, cells.map((c) => c.detail.slice(0, c.detail.indexOf(":"))).sort());
     }
     if (v.check === "load" && v.status === "pass") {
       for (const [name, better] of LOAD_GATED) {
@@ -86,6 +94,7 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
     from_run: run.summary.run_id,
     parity: Object.fromEntries([...m.parity].map(([key, p]) => [key, { strict: p.strict, forward_divergent: p.forwardDivergent }])),
     needles: Object.fromEntries(m.needles),
+    kernels: Object.fromEntries(m.kernels),
     perf: Object.fromEntries([...m.perf].map(([key, { value, better }]) => {
       const old = previous?.perf[key];
       const band: PerfBand = {

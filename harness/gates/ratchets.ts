@@ -9,7 +9,7 @@ export type GateFinding =
 /**
  * Compares a run's gated metrics with a baseline. Pure: the same inputs give the same findings.
  * - parity: FORWARD-DIVERGENT must be 0 on required arms and may not rise on any; STRICT may not drop;
- * - needles: no Y of the baseline may be lost;
+ * - needles: no Y of the baseline may be lost; kernels: no case that passed may fail;
  * - perf: worse than the target by more than the tolerance fails (below target × (1 − tolerance) when
  *   higher is better, above target × (1 + tolerance) when lower is); better by more than
  *   update_beyond (default 2 × tolerance) warns "update the target";
@@ -43,6 +43,17 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     const lost = base.filter((cell) => !ys.includes(cell));
     if (lost.length > 0) findings.push({ level: "fail", key, message: `needle grid lost Y at ${lost.join(", ")}` });
     else findings.push({ level: "ok", key, message: `${ys.length} Y (baseline ${base.length})` });
+  }
+
+  for (const [key, passed] of metrics.kernels) {
+    const base = baseline.kernels?.[key];
+    if (base === undefined) {
+      findings.push(missing(key, "these kernel cases"));
+      continue;
+    }
+    const lost = base.filter((name) => !passed.includes(name));
+    if (lost.length > 0) findings.push({ level: "fail", key, message: `kernel cases no longer pass: ${lost.join(", ")}` });
+    else findings.push({ level: "ok", key, message: `${passed.length} cases pass (baseline ${base.length})` });
   }
 
   for (const [key, { value, better }] of metrics.perf) {
