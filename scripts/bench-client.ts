@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { openStreamEndpoint, streamRequest } from "../harness/load/sse-request.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
-import { distribution, percentile } from "../harness/stats/distribution.js";
+import { distribution } from "../harness/stats/distribution.js";
 
 const CONCURRENCY = 64;
 const SECONDS = 2;
@@ -75,7 +75,6 @@ function wrk(query: string): number {
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
 }
 
-const median = (values: number[]): number => percentile([...values].sort((a, b) => a - b), 50);
 
 /** Added latency per event = the client's stamp − the send time the server embedded (`"t":…`). */
 function addedUs(payload: string, stampNs: bigint): number | undefined {
@@ -163,9 +162,9 @@ for (const workload of workloads) {
     client.push(workload.perRequest ? result.requests : result.events);
     if (withWrk) reference.push(wrk(workload.query) * workload.eventsPerResponse);
   }
-  const mine = median(client);
+  const mine = distribution(client)!.median;
   measured.push(mine);
-  const theirs = withWrk ? median(reference) : undefined;
+  const theirs = withWrk ? distribution(reference)!.median : undefined;
   ratios.push(theirs === undefined ? undefined : mine / theirs);
   table.push(`| ${workload.name} | ${mine.toFixed(0)} | ${theirs?.toFixed(0) ?? "–"} | ${theirs === undefined ? "–" : (mine / theirs).toFixed(2)} |`);
 }

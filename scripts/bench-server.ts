@@ -9,6 +9,7 @@ import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { distribution } from "../harness/stats/distribution.js";
 import { loadParitySuite } from "../harness/suites/load.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { argmaxToken } from "../harness/sut/topk.js";
@@ -69,7 +70,6 @@ async function openRawSide(slots: number): Promise<{ one: (index: number) => Pro
   };
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; 16 requests × ${MAX_TOKENS} tokens per round, server and raw rounds alternating, median of ${ROUNDS}`);
 for (const slots of [1, 4]) {
@@ -86,6 +86,8 @@ for (const slots of [1, 4]) {
   }
   await server.close();
   await raw.close();
-  const ratio = median(serverRounds) / median(rawRounds);
-  console.log(`${slots} slot(s): server ${median(serverRounds).toFixed(0)} tok/s, raw node-llama-cpp ${median(rawRounds).toFixed(0)} tok/s — server/raw = ${ratio.toFixed(3)} (target ≥ 0.90) ${ratio >= 0.9 ? "OK" : "BELOW TARGET"}; per-round ratios ${serverRounds.map((s, i) => (s / rawRounds[i]).toFixed(2)).join(" ")}`);
+  const serverTps = distribution(serverRounds)!.median;
+  const rawTps = distribution(rawRounds)!.median;
+  const ratio = serverTps / rawTps;
+  console.log(`${slots} slot(s): server ${serverTps.toFixed(0)} tok/s, raw node-llama-cpp ${rawTps.toFixed(0)} tok/s — server/raw = ${ratio.toFixed(3)} (target ≥ 0.90) ${ratio >= 0.9 ? "OK" : "BELOW TARGET"}; per-round ratios ${serverRounds.map((s, i) => (s / rawRounds[i]).toFixed(2)).join(" ")}`);
 }

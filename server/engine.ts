@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import { randomInt } from "node:crypto";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
@@ -128,7 +129,7 @@ export class BatchEngine {
   /** Stops admitting work and resolves when every in-flight request has finished. */
   async drain(): Promise<void> {
     this.draining = true;
-    while (this.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (this.inFlight > 0) await sleep(20);
   }
 
   async close(): Promise<void> {

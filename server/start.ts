@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
@@ -37,7 +38,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const ready = (async () => {
     if (options.simulateBootSeconds > 0) {
       server.setStage("simulated device boot");
-      await new Promise((resolve) => setTimeout(resolve, options.simulateBootSeconds * 1000));
+      await sleep(options.simulateBootSeconds * 1000);
     }
     server.setStage("loading model");
     const llama = await llamaRuntime();

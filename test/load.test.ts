@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
@@ -61,7 +62,7 @@ test("open loop counts latency from the scheduled time: a late client cannot hid
     const pending = runLoadPoint({ url: `${server.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }) },
       { mode: { kind: "open", rate: 50, burstiness: 1 }, requests: 10, warmup: 0, maxErrorRate: 0.5, seed: 3 });
     // The client stalls for 250 ms just after the run starts: requests scheduled meanwhile go out late.
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
     const until = Date.now() + 250;
     while (Date.now() < until) { /* a blocked event loop, on purpose */ }
     const result = await pending;

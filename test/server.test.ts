@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -32,7 +33,7 @@ async function serve(args: string[]): Promise<{ child: ChildProcess; url: string
 async function waitHealthy(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if ((await httpCall(`${url}/health`)).status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
   throw new Error("server never became healthy");
 }
@@ -78,9 +79,9 @@ test("SIGTERM drains: the in-flight request completes, new ones get 503, then th
   const server = await serve(["--model", "tiny-random", "--unvalidated", "--slots", "1"]);
   await waitHealthy(server.url);
   const inFlight = httpCall(`${server.url}/v1/completions`, { body: { prompt: "Drain", max_tokens: 600, temperature: 0 } });
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await sleep(150);
   server.child.kill("SIGTERM");
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await sleep(100);
   const during = await httpCall(`${server.url}/v1/completions`, { body: { prompt: "late", max_tokens: 2 } }).catch(() => ({ status: 0, text: "" }));
   const finished = await inFlight;
   assert.is(finished.status, 200);

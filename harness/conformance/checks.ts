@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { httpCall, type ManagedServer } from "../sut/http.js";
 import { parsePrometheusText } from "./prometheus.js";
@@ -135,7 +136,7 @@ export const CONFORMANCE_CHECKS: Readonly<Record<string, Check>> = {
     let after = await metrics(target);
     const deadline = Date.now() + 5000;
     while ((after.get("bench_slots_active") ?? 1) !== 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
+      await sleep(25);
       after = await metrics(target);
     }
     const cancelled = (after.get("bench_requests_cancelled_total") ?? NaN) - (before.get("bench_requests_cancelled_total") ?? NaN);

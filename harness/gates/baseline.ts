@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
+import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
 
 /** Which way a perf metric improves: throughput is better higher, latency lower. */
@@ -68,7 +69,7 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
     }
     if (v.check === "dequantize" || v.check === "matvec") {
       const cells = run.cells.filter((c) => c.check === v.check && c.suite === v.suite && c.arm === v.arm && c.status === "pass");
-      metrics.kernels.set(`${key}/${v.check}`, cells.map((c) => c.detail.slice(0, c.detail.indexOf(":"))).sort());
+      metrics.kernels.set(`${key}/${v.check}`, cells.map((c) => caseNameOfLine(c.detail)).sort());
     }
     if (v.check === "load" && v.status === "pass") {
       for (const [name, better] of LOAD_GATED) {

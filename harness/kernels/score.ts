@@ -13,6 +13,11 @@ export function caseName(c: KernelCase): string {
   return c.op === "dequantize" ? `DEQUANTIZE(type=${c.type},values=${c.values},seed=${c.seed})` : `MATVEC(type=${c.type},rows=${c.rows},cols=${c.cols},seed=${c.seed})`;
 }
 
+/** The case a reproducible line names: the part before its first ": " (`DEQUANTIZE(type=Q4_K,…)`). */
+export function caseNameOfLine(line: string): string {
+  return line.slice(0, line.indexOf(": "));
+}
+
 const bits = (values: Float32Array) => new Uint32Array(values.buffer, values.byteOffset, values.length);
 
 /** Pure: a decode must match the reference bit for bit. */

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { arrivalOffsets } from "./arrivals.js";
 import { openStreamEndpoint, streamRequest, type RequestSample } from "./sse-request.js";
@@ -89,7 +90,7 @@ export async function runLoadPoint(target: LoadTarget, plan: LoadPointPlan, onPr
         if (stop()) break;
         const scheduledNs = startNs + BigInt(Math.round(offset * 1e9));
         const waitMs = Number(scheduledNs - process.hrtime.bigint()) / 1e6;
-        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+        if (waitMs > 0) await sleep(waitMs);
         inFlight.push(send(index, scheduledNs).then(record));
       }
       await Promise.all(inFlight);

@@ -68,8 +68,7 @@ export const DEFAULT_BOOT_TIMEOUT_S = 600;
 async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void): Promise<SystemUnderTest> {
   const model = await resolveModel(arm.model);
   if (arm.sut === "stdio") {
-    const command = (arm.command ?? []).map((part) => part.replaceAll("{model}", model.path).replaceAll("{bench}", PACKAGE_ROOT));
-    return openStdioSut(command, { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), onLog });
+    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), onLog });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
   const managed = await startManagedServer({
@@ -163,13 +162,18 @@ function assertArmsExist(suites: readonly Suite[], options: ResolvedRunOptions):
   }
 }
 
-function selectPrompts(suite: ParitySuite, options: ResolvedRunOptions): number[] {
-  const all = suite.prompts.map((_, i) => i);
-  if (options.prompts === undefined) return all;
-  for (const p of options.prompts) {
-    if (!Number.isInteger(p) || p < 0 || p >= all.length) throw new BenchError(`prompt index ${p} is out of range`, { field: "--prompt", fix: `use 0..${all.length - 1}` });
+/** The indices `--prompt` / `--case` asked for (all when none), each checked against the suite's count. */
+function selectIndices(count: number, requested: readonly number[] | undefined, what: string, field: string, file?: string): number[] {
+  if (requested === undefined) return Array.from({ length: count }, (_, i) => i);
+  for (const i of requested) {
+    if (!Number.isInteger(i) || i < 0 || i >= count) throw new BenchError(`${what} ${i} is out of range`, { file, field, fix: `use 0..${count - 1}` });
   }
-  return [...options.prompts];
+  return [...requested];
+}
+
+/** A suite's command word or library path with its placeholders filled: `{bench}` the harness's directory, `{model}` the arm's model. */
+function fillPlaceholders(text: string, modelPath = ""): string {
+  return text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
 }
 
 /** Loads a suite's goldens and proves they belong to its oracle model and prompts. */
@@ -234,7 +238,7 @@ function armCommand(suite: Suite, arm: { readonly label: string; readonly model?
 
 async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const arms = selectArms(suite, options);
-  const prompts = selectPrompts(suite, options);
+  const prompts = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt");
   const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
   const oracle = await openLlamaCppOracle(oracleModel);
   recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
@@ -278,16 +282,11 @@ async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceAr
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
 async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  const indices = options.kernelCases ?? suite.cases.map((_, i) => i);
-  for (const i of indices) {
-    if (!Number.isInteger(i) || i < 0 || i >= suite.cases.length) throw new BenchError(`kernel case ${i} is out of range`, { file: suite.path, field: "--case", fix: `use 0..${suite.cases.length - 1}` });
-  }
-  const cases = indices.map((index) => ({ index, spec: suite.cases[index] }));
+  const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
   const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
-  const expand = (part: string) => part.replaceAll("{bench}", PACKAGE_ROOT);
   const open = (arm: KernelArm) => arm.runner !== undefined
-    ? openStdioSut(arm.runner.map(expand), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
-    : openPluginSut(expand(arm.plugin ?? ""), arm.label);
+    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
+    : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label);
   await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));

@@ -21,15 +21,20 @@ export interface NativePlugin {
   close(): void;
 }
 
-/** The plugin host, or why it is not there (a machine without a compiler). */
-export function loadPluginHost(): PluginHost {
+/** Where the plugin host addon is, or why it is not there (a machine without a compiler). */
+function pluginHostPath(): string {
   const addon = join(NATIVE_BUILD_DIR, "Release", "plugin_host.node");
   if (!existsSync(addon)) {
     const failed = join(NATIVE_BUILD_DIR, "BUILD_FAILED");
     const why = existsSync(failed) ? `: ${readFileSync(failed, "utf8").trim().split("\n").pop()}` : "";
     throw new BenchError(`the native plugin host is not built${why}`, { file: addon, fix: "install g++ and make, then run npm run build:native" });
   }
-  return createRequire(import.meta.url)(addon) as PluginHost;
+  return addon;
+}
+
+/** Loads the addon: only in the host process, so a plugin never runs inside the harness. */
+export function loadPluginHost(): PluginHost {
+  return createRequire(import.meta.url)(pluginHostPath()) as PluginHost;
 }
 
 /** The host process's entry point (compiled next to this file). */
@@ -42,7 +47,7 @@ const PLUGIN_PROCESS = join(dirname(fileURLToPath(import.meta.url)), "plugin-pro
  */
 export async function openPluginSut(path: string, label: string): Promise<SystemUnderTest> {
   if (!existsSync(path)) throw new BenchError("no kernel plugin at this path", { file: path, fix: "build it (npm run build:native for the reference plugin) or fix the arm's plugin path" });
-  loadPluginHost();
+  pluginHostPath();
   const sut = await openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60 });
   return { ...sut, provenance: { ...sut.provenance, kind: "plugin", settings: { ...sut.provenance.settings, plugin: path, sha256: await sha256File(path) } } };
 }

@@ -71,7 +71,7 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
   // dequantize(type, blocks: Uint8Array, nValues) -> Float32Array
   Napi::Value Dequantize(const Napi::CallbackInfo &info) {
     Napi::Env env = info.Env();
-    if (!Open(env) || !Has(env, dequantize_, "bb_dequantize")) return env.Undefined();
+    if (!Ready(env, dequantize_, "bb_dequantize")) return env.Undefined();
     const uint32_t type = info[0].As<Napi::Number>().Uint32Value();
     Napi::Uint8Array blocks = info[1].As<Napi::Uint8Array>();
     const size_t n_values = info[2].As<Napi::Number>().Int64Value();
@@ -83,7 +83,7 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
   // matvec(type, weights: Uint8Array, rows, cols, x: Float32Array) -> Float32Array
   Napi::Value Matvec(const Napi::CallbackInfo &info) {
     Napi::Env env = info.Env();
-    if (!Open(env) || !Has(env, matvec_, "bb_matvec")) return env.Undefined();
+    if (!Ready(env, matvec_, "bb_matvec")) return env.Undefined();
     const uint32_t type = info[0].As<Napi::Number>().Uint32Value();
     Napi::Uint8Array weights = info[1].As<Napi::Uint8Array>();
     const size_t rows = info[2].As<Napi::Number>().Int64Value();
@@ -111,8 +111,10 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     return false;
   }
 
+  // The plugin is open and exports the kernel about to be called.
   template <typename Fn>
-  bool Has(Napi::Env env, Fn fn, const char *symbol) {
+  bool Ready(Napi::Env env, Fn fn, const char *symbol) {
+    if (!Open(env)) return false;
     if (fn != nullptr) return true;
     Napi::Error::New(env, std::string("the plugin exports no ") + symbol).ThrowAsJavaScriptException();
     return false;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -20,7 +21,6 @@ export interface Script {
 
 export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number }> {
   let count = 0;
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   const server: Server = createServer(async (req, res) => {
     for await (const _ of req) void _;
     if (req.url === "/v1/models") {

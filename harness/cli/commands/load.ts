@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidArgumentError, type Command } from "commander";
+import { wholeNumber } from "../option-parsers.js";
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { sha256File } from "../../io/sha256.js";
@@ -33,11 +35,6 @@ const positive = (value: string): number => {
   return n;
 };
 
-const count = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a whole number");
-  return n;
-};
 
 /** --slo ttft=500,tpot=50 (milliseconds). */
 function parseSlo(value: string): Slo {
@@ -128,18 +125,18 @@ export function registerLoad(program: Command): void {
     .option("--concurrency <list>", "closed loop: clients in flight, e.g. 1,2,4,8", list)
     .option("--rate <list>", "open loop: requests per second, e.g. 2,4,8", list)
     .option("--burstiness <b>", "open loop: gamma shape of the arrival gaps (1 = Poisson)", positive, 1)
-    .option("--requests <n>", "measured requests per load point", count, 32)
-    .option("--warmup <n>", "warm-up requests per point, not measured", count, 2)
+    .option("--requests <n>", "measured requests per load point", wholeNumber, 32)
+    .option("--warmup <n>", "warm-up requests per point, not measured", wholeNumber, 2)
     .option("--duration <seconds>", "stop sending after this long (per point)", positive)
-    .option("--input-tokens <n>", "random prompts of exactly this many tokens", count, 32)
-    .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", count, 32)
+    .option("--input-tokens <n>", "random prompts of exactly this many tokens", wholeNumber, 32)
+    .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", wholeNumber, 32)
     .option("--dataset <file.jsonl>", "prompts from a JSONL file instead: {\"prompt\": ..., \"max_tokens\": ...}")
     .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
     .option("--slo <ttft=MS,tpot=MS>", "goodput (requests meeting every SLO, per second), and each point VALID only when TTFT p99 and TPOT p99 meet it and no request failed (MLPerf); informational, the exit code does not change", parseSlo)
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
     .option("--stall-timeout <ms>", "a request whose server is silent this long (before its headers or between chunks) fails as a timeout; 0: never", positive, 60_000)
-    .option("--slots <n>", "with --model: the server's slots", count, 4)
-    .option("--seed <n>", "seed for prompts and arrivals", count, 1)
+    .option("--slots <n>", "with --model: the server's slots", wholeNumber, 4)
+    .option("--seed <n>", "seed for prompts and arrivals", wholeNumber, 1)
     .option("--parity <suite>", "accuracy under load: this parity suite's prompts are sent during every point and must keep their verdicts (with --model)", "parity16")
     .option("--no-parity", "do not inject parity prompts")
     .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
@@ -208,7 +205,7 @@ export function registerLoad(program: Command): void {
             mode, requests: options.requests, warmup: options.warmup, durationS: options.duration, maxErrorRate: options.maxErrorRate, seed: options.seed + pointIndex,
           }, (done, all) => progress(`${label}: ${done}/${all} requests`));
           // Sent once the point is under way (after its warm-up), so the prompts share batches with the load.
-          const underLoad = parity === undefined ? undefined : new Promise((resolve) => setTimeout(resolve, 50))
+          const underLoad = parity === undefined ? undefined : sleep(50)
             .then(() => parityUnderLoad(baseUrl!, options.apiKey, parity!.goldens, parity!.cache, parity!.band, parity!.k));
           // The server's gauges, sampled while the point runs (slots busy, queue depth, in flight).
           const gauges: Record<string, number>[] = [];

@@ -1,4 +1,5 @@
-import { InvalidArgumentError, type Command } from "commander";
+import type { Command } from "commander";
+import { collect, wholeNumber } from "../option-parsers.js";
 import { BenchError } from "../../errors.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
@@ -30,13 +31,6 @@ interface RunCliOptions {
   runId?: string;
 }
 
-const collect = <T>(parse: (v: string) => T) => (value: string, previous: T[]): T[] => [...previous, parse(value)];
-
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
-  return n;
-}
 
 function verdictWord(v: GateVerdict): string {
   if (v.status === "skip" && v.gate === "required") return paint("SKIPPED — NOT A PASS", "red");
@@ -61,14 +55,14 @@ export function registerRun(program: Command): void {
     .option("--model <model>", "replace the suite's arms with one required arm on this model (fixture[:QUANT] or .gguf)")
     .option("--runner <command>", "replace the suite's arms with one required arm run by this command, which speaks the runner protocol over stdio (split on spaces; {model} becomes the model's path, {bench} the harness's directory)")
     .option("--plugin <library>", "kernel suites: replace the arms with one required arm on this kernel plugin (a shared library built against native/include/bringup_bench_plugin.h)")
-    .option("--case <index>", "kernel suites: only this case index (repeatable)", collect(positiveInt), [])
-    .option("--prompt <index>", "parity suites: only this prompt index (repeatable)", collect(positiveInt), [])
+    .option("--case <index>", "kernel suites: only this case index (repeatable)", collect(wholeNumber), [])
+    .option("--prompt <index>", "parity suites: only this prompt index (repeatable)", collect(wholeNumber), [])
     .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
     .option("--flash-attention", "force flash attention on for every arm")
     .option("--no-flash-attention", "force flash attention off for every arm")
     .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)")
-    .option("--threads <n>", "llama.cpp threads for every arm", positiveInt)
-    .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", positiveInt, DEFAULT_CASE_TIMEOUT_S)
+    .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
+    .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error, 77 a required gate did not run (SKIPPED — NOT A PASS).")

@@ -1,4 +1,5 @@
-import { InvalidArgumentError, type Command } from "commander";
+import type { Command } from "commander";
+import { wholeNumber } from "../option-parsers.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { BenchError } from "../../errors.js";
 import { sha256File } from "../../io/sha256.js";
@@ -7,11 +8,6 @@ import { findValidation } from "../../results/validation.js";
 import { startServer } from "../../../server/start.js";
 import { progress, say, warn } from "../output.js";
 
-function count(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a non-negative integer");
-  return n;
-}
 
 interface ServeOptions {
   model: string;
@@ -36,18 +32,18 @@ export function registerServe(program: Command): void {
     .description("serve a validated build over an OpenAI-compatible continuous-batching HTTP API")
     .requiredOption("--model <model>", "fixture[:QUANT] or .gguf path; must have a passing validation run in --runs-dir")
     .option("--host <host>", "address to bind", "127.0.0.1")
-    .option("--port <port>", "port (0: any free port)", count, 8080)
-    .option("--slots <n>", "concurrent sequences (continuous-batching slots)", count, 4)
-    .option("--queue <n>", "requests that may wait for a slot; beyond slots + queue the server answers 429", count, 16)
-    .option("--context-size <tokens>", "tokens per slot", count, 4096)
-    .option("--threads <n>", "llama.cpp threads", count, 2)
+    .option("--port <port>", "port (0: any free port)", wholeNumber, 8080)
+    .option("--slots <n>", "concurrent sequences (continuous-batching slots)", wholeNumber, 4)
+    .option("--queue <n>", "requests that may wait for a slot; beyond slots + queue the server answers 429", wholeNumber, 16)
+    .option("--context-size <tokens>", "tokens per slot", wholeNumber, 4096)
+    .option("--threads <n>", "llama.cpp threads", wholeNumber, 2)
     .option("--flash-attention", "flash attention on")
     .option("--api-key <key>", "require Authorization: Bearer <key>")
-    .option("--max-prompt-tokens <n>", "longest prompt accepted", count, 4096)
-    .option("--max-tokens <n>", "largest max_tokens accepted", count, 1024)
+    .option("--max-prompt-tokens <n>", "longest prompt accepted", wholeNumber, 4096)
+    .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
     .option("--unvalidated", "serve even without a passing validation run (/v1/models then says so)")
     .option("--runs-dir <dir>", "where validation runs are", RUNS_DIR)
-    .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", count, 0)
+    .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
     .action(async (options: ServeOptions) => {
       const model = await resolveModel(options.model);
       const sha256 = await sha256File(model.path);
