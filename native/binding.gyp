@@ -11,7 +11,7 @@
     {
       "target_name": "bb_reference_plugin",
       "type": "shared_library",
-      "sources": ["reference-plugin/reference_plugin.c"],
+      "sources": ["reference-plugin/plugin.c", "reference-plugin/tensors.c", "reference-plugin/attrs.c", "reference-plugin/blocks.c", "reference-plugin/quantized.c", "reference-plugin/matmul.c", "reference-plugin/gather.c", "reference-plugin/norms.c", "reference-plugin/activations.c", "reference-plugin/rope.c", "reference-plugin/attention.c", "reference-plugin/recurrent.c", "reference-plugin/moe.c"],
       "include_dirs": ["include"],
       "cflags": ["-std=c11", "-ffp-contract=off"],
       "libraries": ["-lm"]

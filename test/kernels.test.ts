@@ -1,11 +1,11 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
 import { scoreDequantize, scoreMatvec } from "../harness/kernels/score.js";
 import { float32DotEnvelope } from "../kernels/envelopes.js";
 
@@ -15,12 +15,7 @@ const work = temporaryDirectory("kernels");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-/** A FAKE plugin: the reference plugin with one planted fault (test/helpers/fake_plugin.c). */
-function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC" | "CRASH"): string {
-  const library = join(work.path, `fake_${fault}.so`);
-  execFileSync("cc", ["-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared", `-I${join(PACKAGE_ROOT, "native", "include")}`, `-DFAKE_${fault}`, "-o", library, join(PACKAGE_ROOT, "test", "helpers", "fake_plugin.c"), "-lm"]);
-  return library;
-}
+const fakePlugin = (fault: FakeFault) => buildFakePlugin(work.path, fault);
 const kernels = (runId: string, extra: string[] = []) => bench(["run", "--suite", "quant-kernels", ...extra, "--runs-dir", runs, "--run-id", runId]);
 const cells = (runId: string) => tableFromIPC(readFileSync(join(runs, runId, "cells.arrow"))).toArray().map((row) => row.toJSON());
 
@@ -35,7 +30,7 @@ test("the reference plugin's kernels: decodes bit-exact, matvec inside the float
   assert.match(rows.find((c) => c.detail.startsWith("DEQUANTIZE(type=Q4_K"))!.detail, /^DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): OK \(8192\/8192 values bit-exact\)$/);
   const summary = JSON.parse(readFileSync(join(runs, "reference", "summary.json"), "utf8"));
   assert.is(summary.suts[0].provenance.kind, "plugin");
-  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 1\.0\.0 on cpu \(plugin ABI v1\) \(runner protocol v1\)$/);
+  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 2\.0\.0 on cpu \(plugin ABI v2\) \(runner protocol v1\)$/);
 });
 
 test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one reproducible line per case", () => {
@@ -73,9 +68,9 @@ test("bench gate: a kernel case that passed in the baseline may not fail later",
 });
 
 test("plugins that cannot be hosted: wrong ABI version, no such file; a missing kernel is SKIPPED, never passed", () => {
-  const abi = kernels("abi", ["--plugin", fakePlugin("ABI_2")]);
+  const abi = kernels("abi", ["--plugin", fakePlugin("ABI_3")]);
   assert.is(abi.status, 2);
-  assert.match(abi.stderr, /the runner cannot start: .*fake_ABI_2\.so: the plugin was built for ABI version 2; this harness hosts version 1 \(rebuild it against/);
+  assert.match(abi.stderr, /the runner cannot start: .*fake_ABI_3\.so: the plugin was built for ABI version 3; this harness hosts versions 1 and 2 \(rebuild it against/);
   const missing = kernels("missing", ["--plugin", join(work.path, "nope.so")]);
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /nope\.so: no kernel plugin at this path/);

@@ -31,7 +31,9 @@ function serveKernels(plugin: NativePlugin): Record<string, (params: Params) => 
       const blocks = Uint8Array.from(Buffer.from(String(params.blocks), "base64"));
       const bytes = tensorBytes(type, values, "dequantize");
       if (blocks.length !== bytes) throw new Error(`dequantize: ${blocks.length} bytes for ${values} values of ${GgmlType[type]} (expected ${bytes})`);
-      return { values: toBase64(plugin.dequantize(type, blocks, values)) };
+      const y = new Float32Array(values);
+      plugin.run("dequantize", `${GgmlType[type]}:F32`, [{ name: "x", dtype: type, shape: [values], data: blocks }], [{ name: "y", dtype: GgmlType.F32, shape: [values], data: y }], "{}");
+      return { values: toBase64(y) };
     },
     matvec: (params) => {
       const type = typeOf(params);
@@ -41,7 +43,10 @@ function serveKernels(plugin: NativePlugin): Record<string, (params: Params) => 
       const bytes = tensorBytes(type, rows * cols, "matvec");
       tensorBytes(type, cols, "matvec rows");
       if (weights.length !== bytes) throw new Error(`matvec: ${weights.length} bytes for ${rows} × ${cols} ${GgmlType[type]} (expected ${bytes})`);
-      return { y: toBase64(plugin.matvec(type, weights, rows, cols, float32FromBase64(String(params.x)))) };
+      const x = float32FromBase64(String(params.x));
+      const y = new Float32Array(rows);
+      plugin.run("matvec", `${GgmlType[type]}:F32`, [{ name: "w", dtype: type, shape: [rows, cols], data: weights }, { name: "x", dtype: GgmlType.F32, shape: [x.length], data: x }], [{ name: "y", dtype: GgmlType.F32, shape: [rows], data: y }], "{}");
+      return { y: toBase64(y) };
     },
   };
 }
@@ -58,11 +63,8 @@ function main(path: string): void {
     const host = loadPluginHost();
     plugin = new host.Plugin(path);
     const info = plugin.info();
-    if (info.abiVersion !== host.abiVersion) {
-      throw new Error(`the plugin was built for ABI version ${info.abiVersion}; this harness hosts version ${host.abiVersion} (rebuild it against native/include/bringup_bench_plugin.h)`);
-    }
     const all = serveKernels(plugin);
-    methods = Object.fromEntries(info.kernels.filter((k) => k in all).map((k) => [k, all[k]]));
+    methods = Object.fromEntries(Object.entries(all).filter(([op]) => info.ops.some((pair) => pair.op === op)));
     hello = { engine: `${info.name} ${info.version} on ${info.device} (plugin ABI v${info.abiVersion})`, capabilities: Object.keys(methods), settings: { device: info.device } };
   } catch (error) {
     send({ protocol: RUNNER_PROTOCOL, version: RUNNER_PROTOCOL_VERSION, error: `${path}: ${(error as Error).message}` });

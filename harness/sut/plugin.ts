@@ -14,10 +14,40 @@ interface PluginHost {
   readonly Plugin: new (path: string) => NativePlugin;
 }
 
+/**
+ * One tensor of a kernel call (bb_tensor in native/include/bringup_bench_plugin.h): shape outermost
+ * first in elements; strides in bytes (omitted: dense row-major, packed blocks innermost). The
+ * host views `data`'s bytes in place, so outputs are written into the caller's sentinel-filled arrays.
+ */
+export interface TensorArg {
+  readonly name: string;
+  /** ggml type number (GgmlType): F32 0, F16 1, Q8_0 8, Q4_K 12, Q5_K 13, Q6_K 14, I32 26, BF16 30. */
+  readonly dtype: number;
+  readonly shape: readonly number[];
+  readonly strides?: readonly number[];
+  readonly data: ArrayBufferView;
+}
+
+/** An (op, encoding) pair a plugin registers; encoding is "<IN>:<OUT>" (docs/kernel-ops.md). */
+export interface OpPair {
+  readonly op: string;
+  readonly encoding: string;
+}
+
+/** A call whose descriptors the host built once: a timing loop pays one argument-less call each time. */
+export interface PreparedCall {
+  run(): void;
+  /** Nanoseconds per call, timed in C (the plugin's bb_op_time, or the host's own tight loop). */
+  timeInPlugin(warmup: number, repetitions: number): Float64Array;
+}
+
 export interface NativePlugin {
-  info(): { abiVersion: number; name: string; version: string; device: string; kernels: string[] };
-  dequantize(type: number, blocks: Uint8Array, values: number): Float32Array;
-  matvec(type: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array): Float32Array;
+  /** `ops` is filled for ABI v1 plugins too: the host serves their two kernels as "dequantize" and "matvec". */
+  info(): { abiVersion: number; name: string; version: string; device: string; ownTimer: boolean; ops: OpPair[] };
+  /** Runs a registered pair, writing the outputs in place; throws with the plugin's reason, or names an unregistered pair. */
+  run(op: string, encoding: string, inputs: readonly TensorArg[], outputs: readonly TensorArg[], attrsJson: string): void;
+  prepare(op: string, encoding: string, inputs: readonly TensorArg[], outputs: readonly TensorArg[], attrsJson: string): PreparedCall;
+  timeInPlugin(op: string, encoding: string, inputs: readonly TensorArg[], outputs: readonly TensorArg[], attrsJson: string, warmup: number, repetitions: number): Float64Array;
   close(): void;
 }
 

@@ -1,58 +1,198 @@
 /*
- * FAKE kernel plugins for the kernel-suite tests, built from the reference plugin with one planted
- * fault each (a real kernel's bugs cannot be produced on demand):
- *   -DFAKE_WRONG_Q4_K  one decoded Q4_K value off by 2^-10, and a Q4_K matvec that drops each row's
- *                      last column (an off-by-one loop bound)
- *   -DFAKE_ABI_2       reports plugin ABI version 2
- *   -DFAKE_NO_MATVEC   exports no bb_matvec
- *   -DFAKE_CRASH       bb_matvec writes through a null pointer (the host process dies of SIGSEGV)
+ * FAKE kernel plugins for the kernel-suite tests: the reference plugin with one planted fault each
+ * (a real kernel's bugs cannot be produced on demand). Built by test/helpers/fake-plugin.ts with
+ * -DFAKE_<fault>, linked with the reference plugin's sources; every pair the reference registers
+ * stays registered (and correct) unless the fault says otherwise.
+ *   DOUBLE_BF16    matmul_bt_quant_grouped *:BF16 rounds its float32 partial sum to bf16 halfway
+ *                  through K, and the output again when stored
+ *   UNWRITTEN_ROW  matmul_bt_quant_grouped leaves the last row of y as the caller filled it
+ *   EXPERT_OFF     matmul_bt_quant_grouped reads expert (ids[p] + 1) mod E
+ *   WINDOW_OFF     sdpa_decode attends one key past a sliding window (window w acts as w + 1)
+ *   NO_STATE       gdn_decode, conv1d_update and ssd_decode return state_in as state_out
+ *   UNREGISTERED   does not register matmul_bt_quant_grouped Q5_K:F32 or Q5_K:BF16
+ *   WRONG_Q4_K     one decoded Q4_K value off by 2^-10, and a Q4_K matvec that drops each row's last
+ *                  column (an off-by-one loop bound)
+ *   NO_MATVEC      registers no matvec pair
+ *   CRASH          matvec writes through a null pointer (the host process dies of SIGSEGV)
+ *   ABI_3          reports plugin ABI version 3
+ *   V1             an ABI version 1 plugin (bb_dequantize and bb_matvec only) over the reference kernels
  */
 #define bb_plugin_info_get reference_info_get
-#define bb_dequantize reference_dequantize
-#define bb_matvec reference_matvec
-#define bb_last_error reference_last_error
-#include "../../native/reference-plugin/reference_plugin.c"
+#define bb_ops reference_ops
+#define bb_op_run reference_op_run
+#define bb_op_time reference_op_time
+#include "../../native/reference-plugin/plugin.c"
 #undef bb_plugin_info_get
-#undef bb_dequantize
-#undef bb_matvec
-#undef bb_last_error
+#undef bb_ops
+#undef bb_op_run
+#undef bb_op_time
+
+#include <stdlib.h>
+
+#ifdef FAKE_ABI_3
+#define FAKE_ABI 3
+#elif defined(FAKE_V1)
+#define FAKE_ABI 1
+#else
+#define FAKE_ABI BB_PLUGIN_ABI_VERSION
+#endif
 
 const bb_plugin_info *bb_plugin_info_get(void) {
-#ifdef FAKE_ABI_2
-  static const bb_plugin_info info = {2, "fake", "0", "cpu"};
+  static const bb_plugin_info info = {FAKE_ABI, "fake", "0", "cpu"};
   return &info;
-#else
-  static const bb_plugin_info info = {BB_PLUGIN_ABI_VERSION, "fake", "0", "cpu"};
-  return &info;
-#endif
 }
 
-const char *bb_last_error(void) { return reference_last_error(); }
+static int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
-int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
-  const int status = reference_dequantize(type, blocks, n_values, out);
-#ifdef FAKE_WRONG_Q4_K
-  if (type == BB_TYPE_Q4_K && n_values > 300) out[300] += 1.0f / 1024;
-#endif
-  return status;
+/* A dense descriptor over `data`. */
+static bb_tensor dense_tensor(const char *name, uint32_t dtype, uint32_t n_dims, const int64_t *shape, void *data) {
+  bb_tensor t = {name, dtype, n_dims, {0}, {0}, data, 0};
+  const codec *c = codec_for(dtype);
+  const int64_t block_values = c == NULL ? 1 : c->block_values, block_bytes = c == NULL ? 4 : c->block_bytes;
+  int64_t stride = shape[n_dims - 1] / block_values * block_bytes;
+  t.strides[n_dims - 1] = block_values == 1 ? block_bytes : 0;
+  for (int d = (int)n_dims - 1; d >= 0; d--) {
+    t.shape[d] = shape[d];
+    if (d < (int)n_dims - 1) t.strides[d] = stride, stride *= shape[d];
+  }
+  t.n_bytes = (size_t)stride;
+  return t;
 }
 
-#ifndef FAKE_NO_MATVEC
-int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
+static size_t output_bytes(const bb_tensor *t) { return (size_t)elements(t) * (t->dtype == BB_TYPE_BF16 ? 2 : 4); }
+
+#ifdef FAKE_DOUBLE_BF16
+/* The grouped matmul with its partial sum stored to bf16 at the block boundary nearest K / 2. */
+static int double_rounded_matmul(const bb_tensor *in, bb_tensor *y) {
+  const bb_tensor *w = &in[0], *a = &in[1], *ids = &in[2];
+  const int64_t n_cols = w->shape[1], k = w->shape[2];
+  const codec *c = codec_for(w->dtype);
+  const int64_t half = k / c->block_values / 2 * c->block_values;
+  float *row = malloc((size_t)k * sizeof *row);
+  for (int64_t p = 0; p < ids->shape[0]; p++) {
+    const float *x = (const float *)a->data + (a->shape[0] == 1 ? 0 : p) * k;
+    for (int64_t n = 0; n < n_cols; n++) {
+      decode_row(c, (const uint8_t *)w->data + (load_i32(ids, p) * n_cols + n) * row_bytes(c, k), k, row);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < k; i++) {
+        if (i == half) sum = round_bf16(sum);
+        sum += row[i] * x[i];
+      }
+      store(y, p * n_cols + n, sum);
+    }
+  }
+  free(row);
+  return 0;
+}
+#endif
+
+#ifndef FAKE_V1
+const bb_op_pair *bb_ops(size_t *n_pairs) {
+  static bb_op_pair kept[N_REGISTERED];
+  size_t n = 0;
+  const bb_op_pair *all = reference_ops(n_pairs);
+  for (size_t i = 0; i < *n_pairs; i++) {
+#ifdef FAKE_UNREGISTERED
+    if (is(all[i].op, "matmul_bt_quant_grouped") && strncmp(all[i].encoding, "Q5_K:", 5) == 0) continue;
+#endif
+#ifdef FAKE_NO_MATVEC
+    if (is(all[i].op, "matvec")) continue;
+#endif
+    kept[n++] = all[i];
+  }
+  *n_pairs = n;
+  return kept;
+}
+
+int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs, bb_tensor *outputs, size_t n_outputs, const char *attrs_json) {
+  bb_tensor in[8];
+  if (n_inputs > 8) return fail("the fake plugin takes at most 8 inputs");
+  memcpy(in, inputs, n_inputs * sizeof *in);
+  const char *attrs = attrs_json;
 #ifdef FAKE_CRASH
-  *(volatile int *)0 = 0;
+  if (is(op, "matvec")) *(volatile int *)0 = 0;
 #endif
-  const int status = reference_matvec(type, weights, rows, cols, x, y);
+#ifdef FAKE_DOUBLE_BF16
+  if (is(op, "matmul_bt_quant_grouped") && outputs[0].dtype == BB_TYPE_BF16) {
+    const int status = reference_op_run(op, encoding, inputs, n_inputs, outputs, n_outputs, attrs_json);
+    return status != 0 ? status : double_rounded_matmul(inputs, &outputs[0]);
+  }
+#endif
+#ifdef FAKE_EXPERT_OFF
+  int32_t *shifted = NULL;
+  if (is(op, "matmul_bt_quant_grouped") && n_inputs == 3) {
+    shifted = malloc((size_t)elements(&in[2]) * sizeof *shifted);
+    for (int64_t p = 0; p < elements(&in[2]); p++) shifted[p] = (load_i32(&in[2], p) + 1) % (int32_t)in[0].shape[0];
+    in[2].data = shifted;
+  }
+#endif
+#ifdef FAKE_WINDOW_OFF
+  char widened[128];
+  double scale, pos, window;
+  if (is(op, "sdpa_decode") && attr_number(attrs_json, "window", &window) == 1 && window > 0 && attr_number(attrs_json, "scale", &scale) == 1 && attr_number(attrs_json, "pos", &pos) == 1) {
+    snprintf(widened, sizeof widened, "{\"scale\":%.17g,\"pos\":%.0f,\"window\":%.0f}", scale, pos, window + 1);
+    attrs = widened;
+  }
+#endif
+#ifdef FAKE_UNWRITTEN_ROW
+  uint8_t *sentinels = NULL;
+  size_t row_size = 0;
+  if (is(op, "matmul_bt_quant_grouped") && n_outputs == 1 && outputs[0].n_dims == 2) {
+    row_size = output_bytes(&outputs[0]) / (size_t)outputs[0].shape[0];
+    sentinels = malloc(row_size);
+    memcpy(sentinels, (uint8_t *)outputs[0].data + output_bytes(&outputs[0]) - row_size, row_size);
+  }
+#endif
+  const int status = reference_op_run(op, encoding, in, n_inputs, outputs, n_outputs, attrs);
+#ifdef FAKE_EXPERT_OFF
+  free(shifted);
+#endif
+#ifdef FAKE_UNWRITTEN_ROW
+  if (sentinels != NULL) memcpy((uint8_t *)outputs[0].data + output_bytes(&outputs[0]) - row_size, sentinels, row_size);
+  free(sentinels);
+#endif
+#ifdef FAKE_NO_STATE
+  if ((is(op, "gdn_decode") || is(op, "conv1d_update") || is(op, "ssd_decode")) && status == 0) memcpy(outputs[1].data, inputs[n_inputs - 1].data, output_bytes(&outputs[1]));
+#endif
 #ifdef FAKE_WRONG_Q4_K
-  if (type == BB_TYPE_Q4_K) {
-    float *row = malloc(cols * sizeof *row);
-    for (size_t r = 0; r < rows; r++) {
-      reference_dequantize(type, (const uint8_t *)weights + r * (cols / 256 * 144), cols, row);
-      y[r] -= row[cols - 1] * x[cols - 1];
+  if (status == 0 && is(encoding, "Q4_K:F32") && is(op, "dequantize") && elements(&outputs[0]) > 300) ((float *)outputs[0].data)[300] += 1.0f / 1024;
+  if (status == 0 && is(encoding, "Q4_K:F32") && is(op, "matvec")) {
+    const int64_t rows = in[0].shape[0], cols = in[0].shape[1];
+    float *row = malloc((size_t)cols * sizeof *row);
+    for (int64_t r = 0; r < rows; r++) {
+      decode_row(codec_for(BB_TYPE_Q4_K), (const uint8_t *)in[0].data + r * row_bytes(codec_for(BB_TYPE_Q4_K), cols), cols, row);
+      ((float *)outputs[0].data)[r] -= row[cols - 1] * ((const float *)in[1].data)[cols - 1];
     }
     free(row);
   }
 #endif
   return status;
+}
+#else
+/* ABI v1: the two kernels, over the reference plugin's v2 entry. */
+static const char *v1_encoding(uint32_t type) {
+  switch (type) {
+    case BB_TYPE_F32: return "F32:F32";
+    case BB_TYPE_F16: return "F16:F32";
+    case BB_TYPE_Q8_0: return "Q8_0:F32";
+    case BB_TYPE_Q4_K: return "Q4_K:F32";
+    case BB_TYPE_Q5_K: return "Q5_K:F32";
+    case BB_TYPE_Q6_K: return "Q6_K:F32";
+    default: return "?";
+  }
+}
+
+int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
+  const int64_t n = (int64_t)n_values;
+  const bb_tensor x = dense_tensor("x", type, 1, &n, (void *)blocks);
+  bb_tensor y = dense_tensor("y", BB_TYPE_F32, 1, &n, out);
+  return reference_op_run("dequantize", v1_encoding(type), &x, 1, &y, 1, "{}");
+}
+
+int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
+  const int64_t shape[2] = {(int64_t)rows, (int64_t)cols};
+  const bb_tensor in[2] = {dense_tensor("w", type, 2, shape, (void *)weights), dense_tensor("x", BB_TYPE_F32, 1, &shape[1], (void *)x)};
+  bb_tensor out = dense_tensor("y", BB_TYPE_F32, 1, &shape[0], y);
+  return reference_op_run("matvec", v1_encoding(type), in, 2, &out, 1, "{}");
 }
 #endif

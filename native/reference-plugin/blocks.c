@@ -1,48 +1,10 @@
 /*
- * The reference CPU plugin: ggml's block layouts decoded in float32 as ggml's own
- * dequantize_row_* functions do, and a matvec that decodes a row and accumulates in float32,
- * the way a device kernel would. The kernel suites hold it (and any device plugin) to the
- * TypeScript references: decodes bit for bit, matvec within an analytic error envelope.
+ * ggml's block layouts (ggml-common.h) decoded in float32 the way ggml's dequantize_row_* functions
+ * do: the kernel suites hold decodes to the TypeScript references bit for bit.
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "bringup_bench_plugin.h"
-
-static _Thread_local char last_error[256];
-
-static int fail(const char *message) {
-  snprintf(last_error, sizeof last_error, "%s", message);
-  return 1;
-}
-
-static float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {
-      exponent = 127 - 15 + 1;
-      while ((mantissa & 0x400) == 0) {
-        mantissa <<= 1;
-        exponent--;
-      }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-    }
-  } else if (exponent == 31) {
-    bits = sign | 0x7f800000 | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
+#include "kernel.h"
 
 static uint16_t read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
@@ -57,14 +19,9 @@ static void scale_min(int j, const uint8_t *q, uint8_t *scale, uint8_t *min) {
   }
 }
 
-typedef struct {
-  size_t block_values;
-  size_t block_bytes;
-  void (*decode_block)(const uint8_t *block, float *y);
-} codec;
-
 static void decode_f32(const uint8_t *b, float *y) { memcpy(y, b, 4); }
 static void decode_f16(const uint8_t *b, float *y) { y[0] = f16_to_f32(read_u16(b)); }
+static void decode_bf16(const uint8_t *b, float *y) { y[0] = bf16_to_f32(read_u16(b)); }
 
 static void decode_q8_0(const uint8_t *b, float *y) {
   const float d = f16_to_f32(read_u16(b));
@@ -123,12 +80,13 @@ static void decode_q6_k(const uint8_t *b, float *y) {
   }
 }
 
-static const codec *codec_for(uint32_t type) {
-  static const codec f32 = {1, 4, decode_f32}, f16 = {1, 2, decode_f16}, q8_0 = {32, 34, decode_q8_0},
+const codec *codec_for(uint32_t type) {
+  static const codec f32 = {1, 4, decode_f32}, f16 = {1, 2, decode_f16}, bf16 = {1, 2, decode_bf16}, q8_0 = {32, 34, decode_q8_0},
                      q4_k = {256, 144, decode_q4_k}, q5_k = {256, 176, decode_q5_k}, q6_k = {256, 210, decode_q6_k};
   switch (type) {
     case BB_TYPE_F32: return &f32;
     case BB_TYPE_F16: return &f16;
+    case BB_TYPE_BF16: return &bf16;
     case BB_TYPE_Q8_0: return &q8_0;
     case BB_TYPE_Q4_K: return &q4_k;
     case BB_TYPE_Q5_K: return &q5_k;
@@ -137,35 +95,8 @@ static const codec *codec_for(uint32_t type) {
   }
 }
 
-const bb_plugin_info *bb_plugin_info_get(void) {
-  static const bb_plugin_info info = {BB_PLUGIN_ABI_VERSION, "bringup-bench reference", "1.0.0", "cpu"};
-  return &info;
-}
+int64_t row_bytes(const codec *c, int64_t n) { return n / c->block_values * c->block_bytes; }
 
-const char *bb_last_error(void) { return last_error; }
-
-int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
-  const codec *c = codec_for(type);
-  if (c == NULL) return fail("unsupported tensor type");
-  if (n_values % c->block_values != 0) return fail("n_values is not a whole number of blocks");
-  const uint8_t *b = blocks;
-  for (size_t i = 0; i < n_values / c->block_values; i++) c->decode_block(b + i * c->block_bytes, out + i * c->block_values);
-  return 0;
-}
-
-int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
-  const codec *c = codec_for(type);
-  if (c == NULL) return fail("unsupported tensor type");
-  if (cols % c->block_values != 0) return fail("cols is not a whole number of blocks");
-  float *row = malloc(cols * sizeof *row);
-  if (row == NULL) return fail("out of memory");
-  const size_t row_bytes = cols / c->block_values * c->block_bytes;
-  for (size_t r = 0; r < rows; r++) {
-    bb_dequantize(type, (const uint8_t *)weights + r * row_bytes, cols, row);
-    float sum = 0.0f;
-    for (size_t i = 0; i < cols; i++) sum += row[i] * x[i];
-    y[r] = sum;
-  }
-  free(row);
-  return 0;
+void decode_row(const codec *c, const uint8_t *bytes, int64_t n, float *y) {
+  for (int64_t i = 0; i < n / c->block_values; i++) c->decode_block(bytes + i * c->block_bytes, y + i * c->block_values);
 }
