@@ -1,12 +1,34 @@
 /**
- * Analytic error envelopes for owned kernels. A dot product of n float32 terms, computed in float32
- * in any order, is within γ_n · Σ|w_i·x_i| of the exact value, γ_n = n·u / (1 − n·u), u = 2⁻²⁴
- * (Higham, Accuracy and Stability of Numerical Algorithms, §3.1). A kernel outside it is wrong,
- * not merely differently rounded; one that accumulates in bf16 or fp16 needs a wider envelope.
+ * Building blocks of the analytic error envelopes (derivations: docs/kernel-bounds.md). Bounds are
+ * forward error bounds in the standard model fl(a ∘ b) = (a ∘ b)(1 + δ), |δ| ≤ u, with γ_n =
+ * n·u / (1 − n·u) (Higham, Accuracy and Stability of Numerical Algorithms, §3.1). A kernel outside
+ * its envelope is wrong, not merely differently rounded.
  */
 export const FLOAT32_UNIT_ROUNDOFF = 2 ** -24;
+export const BF16_UNIT_ROUNDOFF = 2 ** -8;
 
-export function float32DotEnvelope(terms: number, absoluteSum: number): number {
-  const nu = terms * FLOAT32_UNIT_ROUNDOFF;
-  return (nu / (1 - nu)) * absoluteSum;
+/** γ_n for unit roundoff u. */
+export function gamma(n: number, u: number = FLOAT32_UNIT_ROUNDOFF): number {
+  const nu = n * u;
+  return nu / (1 - nu);
+}
+
+/** A dot product of n terms in any order: |ŝ − s| ≤ γ_n · Σ|a_i·b_i|. */
+export function float32DotEnvelope(terms: number, absoluteSum: number, u: number = FLOAT32_UNIT_ROUNDOFF): number {
+  return gamma(terms, u) * absoluteSum;
+}
+
+/**
+ * libm's expf, logf, sinf, cosf are within one ulp of the exact result of their float32 argument:
+ * a relative error of at most 2u.
+ */
+export const LIBM_ULPS = 2;
+
+/**
+ * The bound of a value computed with absolute error `computeError`, then stored: float32 stores
+ * what it computed; bf16 rounds once more, to nearest even, adding at most u_bf16·|stored value|.
+ */
+export function storedBound(computeError: number, exact: number, output: "F32" | "BF16" | "I32"): number {
+  if (output !== "BF16") return computeError;
+  return computeError * (1 + BF16_UNIT_ROUNDOFF) + BF16_UNIT_ROUNDOFF * Math.abs(exact);
 }

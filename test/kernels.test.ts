@@ -6,8 +6,10 @@ import { tableFromIPC } from "apache-arrow";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
-import { scoreDequantize, scoreMatvec } from "../harness/kernels/score.js";
+import { scoreKernelCase } from "../harness/kernels/score.js";
 import { float32DotEnvelope } from "../kernels/envelopes.js";
+import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
+import type { KernelProblem } from "../kernels/ops/op.js";
 
 const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.abs(expected), `${actual} vs ${expected}`);
 
@@ -99,17 +101,21 @@ test("kernels written in Python plug in as a runner: Q8_0 decoded bit for bit, m
   assert.match(JSON.parse(readFileSync(join(runs, "python", "summary.json"), "utf8")).suts[0].provenance.engine, /^reference_kernels\.py/);
 });
 
-test("scorers: a decode is compared bit for bit (−0 is not +0); a NaN row is outside any envelope", () => {
-  const c = { op: "dequantize", type: "Q8_0", values: 2, seed: 0 } as const;
-  assert.is(scoreDequantize(c, Float32Array.of(0, 1), Float32Array.of(-0, 1)).pass, false);
-  assert.is(scoreDequantize(c, Float32Array.of(0, 1), Float32Array.of(0, 1)).pass, true);
-  const m = { op: "matvec", type: "F32", rows: 2, cols: 4, seed: 0 } as const;
-  const reference = { y: Float64Array.of(1, 2), absoluteSums: Float64Array.of(4, 4) };
-  assert.is(scoreMatvec(m, reference, Float32Array.of(1, NaN)).pass, false);
+test("scorer: bit-exact outputs compare bits (−0 is not +0); bounded ones fail outside the envelope, on NaN, and on an unwritten sentinel", () => {
+  const problem = (dtype: "F32" = "F32"): KernelProblem => ({ op: "t", encoding: "F32:F32", inputs: [float32Tensor("x", [2], Float32Array.of(0, 1))], outputs: [sentinelFilled("y", dtype, [2])], attrs: {} });
+  const bytes = (...values: number[]) => new Uint8Array(Float32Array.from(values).buffer);
+  const exact = [{ kind: "exact" as const, data: bytes(0, 1) }];
+  assert.is(scoreKernelCase("T()", problem(), exact, [bytes(-0, 1)], "bit-exact").pass, false);
+  assert.is(scoreKernelCase("T()", problem(), exact, [bytes(0, 1)], "bit-exact").line, "T(): OK (2/2 values bit-exact)");
   // γ_4 · Σ|w·x| = 4u/(1 − 4u) · 4 ≈ 9.5e-7: an error of 5e-7 is inside, 2e-6 outside.
   near(float32DotEnvelope(4, 4), (4 * 2 ** -24 / (1 - 4 * 2 ** -24)) * 4);
-  assert.is(scoreMatvec(m, reference, Float32Array.of(1, 2 + 5e-7)).pass, true);
-  assert.is(scoreMatvec(m, { y: Float64Array.of(1, 2.000002), absoluteSums: Float64Array.of(4, 4) }, Float32Array.of(1, 2)).pass, false);
+  const bounded = [{ kind: "bounded" as const, value: Float64Array.of(1, 2), bound: Float64Array.of(float32DotEnvelope(4, 4), float32DotEnvelope(4, 4)) }];
+  const inside = scoreKernelCase("T()", problem(), bounded, [bytes(1, 2 + 5e-7)], "dot(K)");
+  assert.ok(inside.pass && inside.ratio! > 0.4 && inside.ratio! < 0.6, inside.line);
+  assert.match(scoreKernelCase("T()", problem(), bounded, [bytes(1, 2.000002)], "dot(K)").line, /^T\(\): FAIL \(y\[1\]: expected 2, got 2\.00000191; ratio 2\.\d+ of the dot\(K\) bound\)$/);
+  assert.match(scoreKernelCase("T()", problem(), bounded, [bytes(1, NaN)], "dot(K)").line, /y\[1\]: expected 2, got NaN; ratio ∞/);
+  const sentinel = sentinelFilled("y", "F32", [2]).data;
+  assert.match(scoreKernelCase("T()", problem(), bounded, [sentinel], "dot(K)").line, /^T\(\): FAIL \(y\[0\] never written \(2\/2 elements still hold the sentinel\)\)$/);
 });
 
 test.run();

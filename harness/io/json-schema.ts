@@ -29,10 +29,27 @@ function describe(error: ErrorObject): { field: string; message: string; fix: st
 
 /** Validates `value` against a JSON Schema file; the first violation becomes a one-line BenchError. */
 export function assertMatchesSchema<T>(value: unknown, schemaPath: string, file: string): T {
-  const validate = validatorFor(schemaPath);
+  return assertValid<T>(validatorFor(schemaPath), value, file, "", `schema: ${schemaPath.split("/").slice(-2).join("/")}`);
+}
+
+/**
+ * Validates part of a file (at `fieldPrefix`, e.g. `cases.3`) against a schema the code holds, such
+ * as a kernel op's parameter schema; compiled once per `key`.
+ */
+export function assertMatchesInlineSchema<T>(value: unknown, key: string, schema: () => object, file: string, fieldPrefix: string, schemaName: string): T {
+  let validate = compiled.get(key);
+  if (validate === undefined) {
+    validate = ajv.compile(schema());
+    compiled.set(key, validate);
+  }
+  return assertValid<T>(validate, value, file, fieldPrefix, schemaName);
+}
+
+function assertValid<T>(validate: ValidateFunction, value: unknown, file: string, fieldPrefix: string, schemaName: string): T {
   if (!validate(value)) {
     const { field, message, fix } = describe(validate.errors![0]);
-    throw new BenchError(message, { file, field, fix: `${fix} (schema: ${schemaPath.split("/").slice(-2).join("/")})` });
+    const where = fieldPrefix === "" ? field : field === "(top level)" ? fieldPrefix : `${fieldPrefix}.${field}`;
+    throw new BenchError(message, { file, field: where, fix: `${fix} (${schemaName})` });
   }
   return value as T;
 }

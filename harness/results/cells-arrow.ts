@@ -5,6 +5,8 @@ import type { CellRecord } from "./types.js";
 export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
   const text = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as string | null), new Utf8());
   const int = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as number | null), new Int32());
+  // Cells written before kernel timing existed lack these columns: null, not undefined.
+  const float = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => (c[key] ?? null) as number | null), new Float64());
   const table = new Table({
     suite: text("suite"),
     arm: text("arm"),
@@ -22,6 +24,14 @@ export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
     niah_depth: vectorFromArray(cells.map((c) => c.niah_depth), new Float64()),
     niah_trial: int("niah_trial"),
     niah_seed: vectorFromArray(cells.map((c) => c.niah_seed), new Uint32()),
+    kernel_ratio: float("kernel_ratio"),
+    kernel_us_median: float("kernel_us_median"),
+    kernel_us_p10: float("kernel_us_p10"),
+    kernel_us_p90: float("kernel_us_p90"),
+    kernel_in_plugin_us_median: float("kernel_in_plugin_us_median"),
+    kernel_gbps: float("kernel_gbps"),
+    kernel_gflops: float("kernel_gflops"),
+    kernel_bandwidth_fraction: float("kernel_bandwidth_fraction"),
     detail: text("detail"),
     reproduce: text("reproduce"),
   });

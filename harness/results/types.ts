@@ -19,12 +19,32 @@ export interface CellRecord {
   readonly niah_depth: number | null;
   readonly niah_trial: number | null;
   readonly niah_seed: number | null;
+  /** Kernel cases: the worst element's error as a fraction of its bound (null: bit-exact outputs only). */
+  readonly kernel_ratio: number | null;
+  /** Kernel cases timed with --time: µs per call (median, p10, p90) as the harness measured it, the plugin's own C loop's median, and the rates they imply. */
+  readonly kernel_us_median: number | null;
+  readonly kernel_us_p10: number | null;
+  readonly kernel_us_p90: number | null;
+  readonly kernel_in_plugin_us_median: number | null;
+  readonly kernel_gbps: number | null;
+  readonly kernel_gflops: number | null;
+  /** GB/s as a fraction of the copy bandwidth measured in the same run (the roofline column). */
+  readonly kernel_bandwidth_fraction: number | null;
   readonly detail: string;
   /** One command line that reproduces this cell (test-backend-ops style). */
   readonly reproduce: string;
 }
 
-export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | "dequantize" | "matvec";
+export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | KernelCheckName;
+
+/** Kernel suites: one check per op of the registry (kernels/ops/registry.ts), and the timing pass. */
+export type KernelCheckName = "dequantize" | "matvec" | "matmul_bt_quant_grouped" | "embedding_gather" | "rms_norm" | "l2_norm" | "silu_mul" | "softmax" | "rope" | "sdpa_decode" | "gdn_decode" | "conv1d_update" | "ssd_decode" | "moe_topk" | "kernel_time";
+
+export const KERNEL_CHECKS: readonly KernelCheckName[] = ["dequantize", "matvec", "matmul_bt_quant_grouped", "embedding_gather", "rms_norm", "l2_norm", "silu_mul", "softmax", "rope", "sdpa_decode", "gdn_decode", "conv1d_update", "ssd_decode", "moe_topk", "kernel_time"];
+
+export function isKernelCheck(check: string): check is KernelCheckName {
+  return (KERNEL_CHECKS as readonly string[]).includes(check);
+}
 
 /**
  * A gate's outcome, discriminated on status: only states that ran carry metrics, and a skipped

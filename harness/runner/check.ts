@@ -14,7 +14,10 @@ export interface ArmScope {
   readonly reproduce: string;
 }
 
-export type CheckOutcome = { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> };
+/** A check's result; a body may also report SKIPPED (never a pass) when part of what it was asked to check could not run. */
+export type CheckOutcome =
+  | { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> }
+  | { readonly status: "skip"; readonly reason: string };
 
 /** Gate level of a check on an arm: required only if both the arm and the check are. */
 export function gateOf(arm: Pick<SuiteArm, "gate">, check: GateLevel): GateLevel {
@@ -24,6 +27,7 @@ export function gateOf(arm: Pick<SuiteArm, "gate">, check: GateLevel): GateLevel
 const EMPTY_CELL = {
   prompt: null, position: null, expected_id: null, observed_id: null, gap_mnats: null, gap_lower_bound: null, prompt_class: null,
   niah_length: null, niah_depth: null, niah_trial: null, niah_seed: null,
+  kernel_ratio: null, kernel_us_median: null, kernel_us_p10: null, kernel_us_p90: null, kernel_in_plugin_us_median: null, kernel_gbps: null, kernel_gflops: null, kernel_bandwidth_fraction: null,
 } as const;
 
 export function makeCell(scope: ArmScope, check: CheckName, gate: GateLevel, fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">, selector = ""): CellRecord {

@@ -1,52 +1,106 @@
-import { dequantizeInputs, matvecInputs, referenceDequantize, referenceMatvec } from "../../kernels/reference.js";
-import { scoreDequantize, scoreMatvec, type KernelOutcome } from "../kernels/score.js";
-import type { KernelCase } from "../suites/kernel-suite.js";
+import { buildCase, caseEncoding, caseName, kernelOp, type KernelCaseSpec } from "../../kernels/ops/registry.js";
+import { FLOAT32_UNIT_ROUNDOFF } from "../../kernels/envelopes.js";
+import { measureCopyBandwidth, type CopyBandwidth } from "../kernels/copy-bandwidth.js";
+import { scoreKernelCase, type KernelOutcome } from "../kernels/score.js";
+import type { CellRecord, KernelCheckName } from "../results/types.js";
+import { distribution } from "../stats/distribution.js";
+import type { KernelTimingPlan } from "../sut/types.js";
 import { makeCell, runCheck, type ArmScope } from "./check.js";
+
+/** Timing: 20 ms of warm-up, then at least 25 calls and 200 ms, at most 20,000 calls. */
+export const DEFAULT_TIMING_PLAN: KernelTimingPlan = { warmupMs: 20, minSamples: 25, minTimeMs: 200, maxSamples: 20000 };
 
 export interface KernelArmContext extends ArmScope {
   /** The suite's cases with their indices (`--case` selects by index). */
-  readonly cases: readonly { readonly index: number; readonly spec: KernelCase }[];
+  readonly cases: readonly { readonly index: number; readonly spec: KernelCaseSpec }[];
+  /** Time each passing case with this plan (`--time`), or not at all. */
+  readonly timing: KernelTimingPlan | undefined;
 }
+
+type CaseResult = { readonly status: "pass" | "fail" | "skip"; readonly line: string; readonly ratio: number | null; readonly timing?: Partial<CellRecord> };
+
+const perSecond = (count: number, microseconds: number) => count / (microseconds * 1e3);
 
 /**
- * Runs a kernel arm: one check per op (dequantize, matvec), one cell per case with its
- * reproducible line. A plugin without a kernel has that check SKIPPED with the reason.
+ * Runs a kernel arm: one check per op, one cell per case with its reproducible line and its ratio
+ * to the bound. A pair the SUT does not register is SKIPPED by name, never passed; with a timing
+ * plan, every passing case is also timed against the copy bandwidth measured here.
  */
 export async function runKernelArm(context: KernelArmContext): Promise<{ summaryLine: string | undefined }> {
-  const outcomes: KernelOutcome[] = [];
-  for (const op of ["dequantize", "matvec"] as const) {
+  const results: { index: number; result: CaseResult }[] = [];
+  const bandwidth = context.timing === undefined ? undefined : measureCopyBandwidth();
+  const ops = [...new Set(context.cases.map((c) => c.spec.op))];
+  for (const op of ops) {
     const cases = context.cases.filter((c) => c.spec.op === op);
-    if (cases.length === 0) continue;
-    await runCheck(context, op, "required", [op], async (gate) => {
-      const results: KernelOutcome[] = [];
+    await runCheck(context, op as KernelCheckName, "required", ["kernel"], async (gate) => {
+      const mine: CaseResult[] = [];
       for (const { index, spec } of cases) {
         if (context.signal.aborted) break;
-        const outcome = await runCase(context, spec);
-        results.push(outcome);
-        await context.emit({ kind: "cells", cells: [makeCell(context, op, gate, { status: outcome.pass ? "pass" : "fail", detail: outcome.line }, ` --case ${index}`)] });
+        const result = await runCase(context, spec, bandwidth);
+        mine.push(result);
+        results.push({ index, result });
+        await context.emit({ kind: "cells", cells: [makeCell(context, op as KernelCheckName, gate, { status: result.status, detail: result.line, kernel_ratio: result.ratio, ...result.timing }, ` --case ${index}`)] });
       }
-      outcomes.push(...results);
-      const passed = results.filter((r) => r.pass).length;
-      const worst = Math.max(0, ...results.map((r) => r.envelopeUse ?? 0));
-      return {
-        status: passed === results.length ? "pass" : "fail",
-        summary: `${passed}/${results.length} ${op} cases OK${op === "matvec" ? `, worst ${(100 * worst).toPrecision(3)}% of the float32 envelope` : ", bit-exact"}`,
-        metrics: { cases: results.length, passed, ...(op === "matvec" ? { worst_envelope_use: worst } : {}) },
-      };
+      return opVerdict(op, mine);
     });
   }
-  if (outcomes.length === 0) return { summaryLine: undefined };
-  const failing = outcomes.filter((o) => !o.pass);
-  return { summaryLine: [`${context.arm.label}: ${outcomes.length - failing.length}/${outcomes.length} kernel cases OK`, ...failing.map((o) => `  ${o.line}`)].join("\n") };
+  if (bandwidth !== undefined) await runTimingCheck(context, results.map((r) => r.result), bandwidth);
+  if (results.length === 0) return { summaryLine: undefined };
+  const passed = results.filter((r) => r.result.status === "pass").length;
+  const others = results.filter((r) => r.result.status !== "pass").map((r) => `  ${r.result.line}${r.result.status === "fail" ? `  [rerun: ${context.reproduce} --case ${r.index}]` : ""}`);
+  return { summaryLine: [`${context.arm.label}: ${passed}/${results.length} kernel cases OK`, ...others].join("\n") };
 }
 
-async function runCase(context: KernelArmContext, spec: KernelCase): Promise<KernelOutcome> {
-  if (spec.op === "dequantize") {
-    const inputs = dequantizeInputs(spec);
-    const [observed] = await context.sut.dequantize!([inputs]);
-    return scoreDequantize(spec, referenceDequantize(inputs), observed);
+function opVerdict(op: string, results: readonly CaseResult[]) {
+  const count = (status: CaseResult["status"]) => results.filter((r) => r.status === status).length;
+  const ratios = results.map((r) => r.ratio).filter((r): r is number => r !== null && Number.isFinite(r));
+  const worst = ratios.length === 0 ? null : Math.max(...ratios);
+  const metrics = { cases: results.length, passed: count("pass"), failed: count("fail"), skipped: count("skip"), worst_ratio: worst };
+  const ratioNote = worst === null ? ", bit-exact" : `, worst ratio ${worst.toPrecision(3)} of the ${kernelOp(op).bound} bound`;
+  const summary = `${count("pass")}/${results.length} ${op} cases OK${count("pass") > 0 ? ratioNote : ""}`;
+  if (count("fail") > 0) return { status: "fail" as const, summary, metrics };
+  // Never a pass: a pair the SUT does not register was not checked.
+  if (count("skip") > 0) return { status: "skip" as const, reason: `${[...new Set(results.filter((r) => r.status === "skip").map((r) => r.line.slice(r.line.indexOf("(") + 1, -1)))].join("; ")} (${summary})` };
+  return { status: "pass" as const, summary, metrics };
+}
+
+async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidth: CopyBandwidth | undefined): Promise<CaseResult> {
+  const name = caseName(spec);
+  const encoding = caseEncoding(spec);
+  if (!(context.sut.kernelPairs ?? []).some((p) => p.op === spec.op && p.encoding === encoding)) {
+    return { status: "skip", line: `${name}: SKIPPED (${context.sut.label} does not register ${spec.op} ${encoding})`, ratio: null };
   }
-  const inputs = matvecInputs(spec);
-  const [observed] = await context.sut.matvec!([inputs]);
-  return scoreMatvec(spec, referenceMatvec(inputs), observed);
+  const op = kernelOp(spec.op);
+  const problem = buildCase(spec);
+  const expected = op.reference(problem, { u: FLOAT32_UNIT_ROUNDOFF });
+  const observed = await context.sut.kernel!(problem);
+  const outcome: KernelOutcome = scoreKernelCase(name, problem, expected, observed, op.bound);
+  if (!outcome.pass || bandwidth === undefined || context.sut.kernelTime === undefined) return { status: outcome.pass ? "pass" : "fail", line: outcome.line, ratio: outcome.ratio };
+  const timing = await context.sut.kernelTime(problem, context.timing!);
+  const host = distribution([...timing.hostNs].map((ns) => ns / 1e3))!;
+  const inPlugin = timing.inPluginNs === undefined ? undefined : distribution([...timing.inPluginNs].map((ns) => ns / 1e3));
+  const { bytes, flops } = op.counts(problem);
+  const gbps = perSecond(bytes, host.median);
+  return {
+    status: "pass", ratio: outcome.ratio,
+    line: `${outcome.line}; ${host.median.toPrecision(4)} µs/call (p10 ${host.p10.toPrecision(4)}, p90 ${host.p90.toPrecision(4)}, n=${host.n}), ${gbps.toPrecision(3)} GB/s = ${(100 * gbps / bandwidth.gbps).toPrecision(3)}% of copy bandwidth, ${perSecond(flops, host.median).toPrecision(3)} GFLOP/s`,
+    timing: {
+      kernel_us_median: host.median, kernel_us_p10: host.p10, kernel_us_p90: host.p90, kernel_in_plugin_us_median: inPlugin?.median ?? null,
+      kernel_gbps: gbps, kernel_gflops: perSecond(flops, host.median), kernel_bandwidth_fraction: gbps / bandwidth.gbps,
+    },
+  };
+}
+
+/** The timing pass of an arm (informational): the copy bandwidth it was measured against, and the harness's overhead. */
+async function runTimingCheck(context: KernelArmContext, results: readonly CaseResult[], bandwidth: CopyBandwidth): Promise<void> {
+  await runCheck(context, "kernel_time", "informational", ["kernel", "kernelTime"], async () => {
+    const timed = results.filter((r) => r.timing?.kernel_us_median != null);
+    const overheads = timed.filter((r) => r.timing!.kernel_in_plugin_us_median != null).map((r) => r.timing!.kernel_us_median! / r.timing!.kernel_in_plugin_us_median! - 1);
+    const worstOverhead = overheads.length === 0 ? null : Math.max(...overheads);
+    return {
+      status: "pass",
+      summary: `${timed.length} cases timed; copy bandwidth ${bandwidth.gbps.toPrecision(3)} GB/s (best of ${bandwidth.copies} copies of ${bandwidth.bytes / 2 ** 20} MiB)${worstOverhead === null ? "" : `; harness median vs in-plugin C loop: at most ${(100 * worstOverhead).toFixed(1)}% apart`}`,
+      metrics: { cases_timed: timed.length, copy_bandwidth_gbps: bandwidth.gbps, worst_harness_overhead: worstOverhead },
+    };
+  });
 }

@@ -19,7 +19,7 @@ import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { openStdioSut } from "../sut/stdio.js";
 import { openPluginSut } from "../sut/plugin.js";
-import { runKernelArm } from "./kernel-runner.js";
+import { DEFAULT_TIMING_PLAN, runKernelArm } from "./kernel-runner.js";
 import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
@@ -46,6 +46,8 @@ export interface RunOptions {
   readonly plugin?: string;
   /** Only these case indices (kernel suites). */
   readonly kernelCases?: readonly number[];
+  /** Kernel suites: time every passing case (µs/call, GB/s, GFLOP/s, fraction of the measured copy bandwidth). */
+  readonly time?: boolean;
   /** Only these prompt indices (parity suites). */
   readonly prompts?: readonly number[];
   /** Only these needle cases, as `L:depth:trial` (needle suites). */
@@ -91,6 +93,7 @@ interface ResolvedRunOptions {
   readonly runner: readonly string[] | undefined;
   readonly plugin: string | undefined;
   readonly kernelCases: readonly number[] | undefined;
+  readonly time: boolean;
   readonly prompts: readonly number[] | undefined;
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
@@ -107,6 +110,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     runner: options.runner !== undefined && options.runner.length > 0 ? options.runner : undefined,
     plugin: options.plugin,
     kernelCases: options.kernelCases !== undefined && options.kernelCases.length > 0 ? options.kernelCases : undefined,
+    time: options.time ?? false,
     prompts: options.prompts !== undefined && options.prompts.length > 0 ? options.prompts : undefined,
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
@@ -289,6 +293,7 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label);
   await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+    timing: options.time || suite.time === true ? DEFAULT_TIMING_PLAN : undefined,
   }));
 }
 

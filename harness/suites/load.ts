@@ -8,6 +8,7 @@ import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
+import { validateKernelCase } from "../../kernels/ops/registry.js";
 
 export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite;
 
@@ -43,6 +44,10 @@ export function loadSuite(nameOrPath: string): Suite {
   for (const arm of suite.arms) {
     if (labels.has(arm.label)) throw new BenchError(`two arms share the label "${arm.label}"`, { file: path, field: "arms", fix: "give each arm its own label" });
     labels.add(arm.label);
+  }
+  if (suite.kind === "kernels") {
+    const kernels = suite as Omit<KernelSuite, "path">;
+    return { ...kernels, cases: kernels.cases.map((c, i) => validateKernelCase(c, path, i)), path };
   }
   return { ...suite, path } as Suite;
 }

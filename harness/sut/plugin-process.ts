@@ -1,53 +1,58 @@
 import { createInterface } from "node:readline";
-import { GgmlType, GGML_BLOCK, isKnownGgmlType, tensorByteSize } from "../gguf/types.js";
-import { loadPluginHost, type NativePlugin } from "./plugin.js";
-import { float32FromBase64, RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION, toBase64 } from "./stdio.js";
+import { DTYPES, type KernelTensor } from "../../kernels/ops/tensor.js";
+import { kernelOutputsToWire, kernelRequestFromWire, kernelTimingToWire, timingPlanFromWire } from "./kernel-wire.js";
+import { loadPluginHost, type NativePlugin, type TensorArg } from "./plugin.js";
+import { RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION } from "./stdio.js";
+import type { KernelRequest, KernelTiming, KernelTimingPlan } from "./types.js";
 
 /**
  * The kernel plugin host process: loads one plugin (native/include/bringup_bench_plugin.h) and
- * serves its kernels over the runner protocol. The harness starts it per arm, so a plugin that
- * crashes ends this process, not the run: the check errors with the signal and the run goes on.
- * Buffer sizes are checked here, where the block layouts are known, before any kernel call.
+ * serves its kernels over the runner protocol (`kernel`, `kernel_time`). The harness starts it per
+ * arm, so a plugin that crashes ends this process, not the run: the check errors with the signal
+ * and the run goes on. Descriptors are checked against their shapes before any kernel call.
  */
 type Params = Record<string, unknown>;
 
-/** Bytes `values` values of `type` take; they must be whole blocks. */
-function tensorBytes(type: GgmlType, values: number, what: string): number {
-  if (values % GGML_BLOCK[type].elements !== 0) throw new Error(`${what}: ${values} values of ${GgmlType[type]} are not whole blocks of ${GGML_BLOCK[type].elements}`);
-  return tensorByteSize(type, values);
+const tensorArg = (t: KernelTensor): TensorArg => ({ name: t.name, dtype: DTYPES[t.dtype].id, shape: t.shape, data: t.data });
+
+function prepareCall(plugin: NativePlugin, request: KernelRequest) {
+  return plugin.prepare(request.op, request.encoding, request.inputs.map(tensorArg), request.outputs.map(tensorArg), JSON.stringify(request.attrs));
 }
 
-function typeOf(params: Params): GgmlType {
-  const id = GgmlType[params.type as keyof typeof GgmlType];
-  if (id === undefined || !isKnownGgmlType(id)) throw new Error(`unknown tensor type ${JSON.stringify(params.type)}`);
-  return id;
+const nowNs = () => process.hrtime.bigint();
+
+/**
+ * Times a prepared call as the harness sees it (one argument-less N-API call per sample, each
+ * timed alone), then the same number of calls in the plugin's own C loop: the difference is the
+ * harness's overhead (README, "Kernel timing").
+ */
+function timeKernel(plugin: NativePlugin, request: KernelRequest, plan: KernelTimingPlan): KernelTiming {
+  const call = prepareCall(plugin, request);
+  const warmUntil = nowNs() + BigInt(Math.round(plan.warmupMs * 1e6));
+  let warmups = 0;
+  do {
+    call.run();
+    warmups++;
+  } while (nowNs() < warmUntil);
+  const samples: number[] = [];
+  const start = nowNs();
+  const minTimeNs = plan.minTimeMs * 1e6;
+  while (samples.length < Math.max(1, plan.maxSamples) && (samples.length < plan.minSamples || Number(nowNs() - start) < minTimeNs)) {
+    const before = nowNs();
+    call.run();
+    samples.push(Number(nowNs() - before));
+  }
+  return { hostNs: Float64Array.from(samples), inPluginNs: call.timeInPlugin(warmups, samples.length) };
 }
 
 function serveKernels(plugin: NativePlugin): Record<string, (params: Params) => unknown> {
   return {
-    dequantize: (params) => {
-      const type = typeOf(params);
-      const values = Number(params.values);
-      const blocks = Uint8Array.from(Buffer.from(String(params.blocks), "base64"));
-      const bytes = tensorBytes(type, values, "dequantize");
-      if (blocks.length !== bytes) throw new Error(`dequantize: ${blocks.length} bytes for ${values} values of ${GgmlType[type]} (expected ${bytes})`);
-      const y = new Float32Array(values);
-      plugin.run("dequantize", `${GgmlType[type]}:F32`, [{ name: "x", dtype: type, shape: [values], data: blocks }], [{ name: "y", dtype: GgmlType.F32, shape: [values], data: y }], "{}");
-      return { values: toBase64(y) };
+    kernel: (params) => {
+      const request = kernelRequestFromWire(params);
+      plugin.run(request.op, request.encoding, request.inputs.map(tensorArg), request.outputs.map(tensorArg), JSON.stringify(request.attrs));
+      return kernelOutputsToWire(request);
     },
-    matvec: (params) => {
-      const type = typeOf(params);
-      const rows = Number(params.rows);
-      const cols = Number(params.cols);
-      const weights = Uint8Array.from(Buffer.from(String(params.weights), "base64"));
-      const bytes = tensorBytes(type, rows * cols, "matvec");
-      tensorBytes(type, cols, "matvec rows");
-      if (weights.length !== bytes) throw new Error(`matvec: ${weights.length} bytes for ${rows} × ${cols} ${GgmlType[type]} (expected ${bytes})`);
-      const x = float32FromBase64(String(params.x));
-      const y = new Float32Array(rows);
-      plugin.run("matvec", `${GgmlType[type]}:F32`, [{ name: "w", dtype: type, shape: [rows, cols], data: weights }, { name: "x", dtype: GgmlType.F32, shape: [x.length], data: x }], [{ name: "y", dtype: GgmlType.F32, shape: [rows], data: y }], "{}");
-      return { y: toBase64(y) };
-    },
+    kernel_time: (params) => kernelTimingToWire(timeKernel(plugin, kernelRequestFromWire(params), timingPlanFromWire(params))),
   };
 }
 
@@ -63,9 +68,14 @@ function main(path: string): void {
     const host = loadPluginHost();
     plugin = new host.Plugin(path);
     const info = plugin.info();
-    const all = serveKernels(plugin);
-    methods = Object.fromEntries(Object.entries(all).filter(([op]) => info.ops.some((pair) => pair.op === op)));
-    hello = { engine: `${info.name} ${info.version} on ${info.device} (plugin ABI v${info.abiVersion})`, capabilities: Object.keys(methods), settings: { device: info.device } };
+    if (info.abiVersion !== 1 && info.abiVersion !== host.abiVersion) {
+      throw new Error(`the plugin was built for ABI version ${info.abiVersion}; this harness hosts versions 1 and ${host.abiVersion} (rebuild it against native/include/bringup_bench_plugin.h)`);
+    }
+    methods = serveKernels(plugin);
+    hello = {
+      engine: `${info.name} ${info.version} on ${info.device} (plugin ABI v${info.abiVersion})`,
+      capabilities: Object.keys(methods), kernel_ops: info.ops, settings: { device: info.device },
+    };
   } catch (error) {
     send({ protocol: RUNNER_PROTOCOL, version: RUNNER_PROTOCOL_VERSION, error: `${path}: ${(error as Error).message}` });
     return;

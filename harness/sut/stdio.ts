@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
-import { GgmlType } from "../gguf/types.js";
-import type { DequantizeRequest, GreedyRequest, MatvecRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
+import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
+import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
  * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
@@ -23,8 +23,8 @@ const METHODS = {
   batchedGreedy: "batched_greedy",
   teacherForcedTopK: "teacher_forced_top_k",
   traceDemand: "trace_demand",
-  dequantize: "dequantize",
-  matvec: "matvec",
+  kernel: "kernel",
+  kernelTime: "kernel_time",
 } as const;
 
 interface Hello {
@@ -35,6 +35,8 @@ interface Hello {
   readonly engine?: string;
   readonly capabilities: readonly string[];
   readonly settings?: Readonly<Record<string, string | number | boolean>>;
+  /** With the `kernel` capability: the (op, encoding) pairs the runner registers. */
+  readonly kernel_ops?: unknown;
 }
 
 export interface StdioSutOptions {
@@ -122,6 +124,13 @@ class RunnerProcess {
     }
     if (!Array.isArray(hello.capabilities) || !hello.capabilities.every((c) => typeof c === "string")) {
       throw new BenchError("the runner's hello has no capabilities list", { field: "hello.capabilities", fix: `list the methods it answers, e.g. ["tokenize", "greedy"]` });
+    }
+    if (hello.capabilities.includes(METHODS.kernel)) {
+      try {
+        kernelPairsFromHello(hello.kernel_ops);
+      } catch (error) {
+        throw new BenchError((error as Error).message, { field: "hello.kernel_ops", fix: `list what the kernel method answers, e.g. [{"op": "rms_norm", "encoding": "F32:F32"}]` });
+      }
     }
     return hello;
   }
@@ -239,43 +248,13 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         return (captures as Record<string, unknown>[]).map((c) => ({ capture: c.capture as string, demandBytes: c.demand_bytes as number, regionBytes: c.region_bytes as number, regionSemantics: c.region_semantics as TraceCapture["regionSemantics"] }));
       },
     } : {}),
-    ...(has("dequantize") ? {
-      dequantize: async (requests: readonly DequantizeRequest[]) => {
-        const out: Float32Array[] = [];
-        for (const r of requests) {
-          const result = await call("dequantize", { type: GgmlType[r.type], blocks: toBase64(r.blocks), values: r.values });
-          out.push(float32Field("dequantize", result, "values", r.values));
-        }
-        return out;
-      },
+    ...(has("kernel") ? {
+      kernelPairs: kernelPairsFromHello(hello.kernel_ops),
+      kernel: async (request: KernelRequest) => kernelOutputsFromWire(request, await call("kernel", kernelRequestToWire(request))),
     } : {}),
-    ...(has("matvec") ? {
-      matvec: async (requests: readonly MatvecRequest[]) => {
-        const out: Float32Array[] = [];
-        for (const r of requests) {
-          const result = await call("matvec", { type: GgmlType[r.type], weights: toBase64(r.weights), rows: r.rows, cols: r.cols, x: toBase64(r.x) });
-          out.push(float32Field("matvec", result, "y", r.rows));
-        }
-        return out;
-      },
+    ...(has("kernel") && has("kernelTime") ? {
+      kernelTime: async (request: KernelRequest, plan: KernelTimingPlan) => kernelTimingFromWire(await call("kernelTime", { ...kernelRequestToWire(request), timing: timingPlanToWire(plan) })),
     } : {}),
     close: () => runner.shutdown(options.shutdownTimeoutS ?? 30),
   };
-}
-
-/** Kernel payloads travel as base64 of their little-endian bytes. */
-export function toBase64(values: Uint8Array | Float32Array): string {
-  return Buffer.from(values.buffer, values.byteOffset, values.byteLength).toString("base64");
-}
-
-export function float32FromBase64(text: string): Float32Array {
-  // Copied into a fresh buffer: a decoded Buffer need not be 4-byte aligned.
-  return new Float32Array(Uint8Array.from(Buffer.from(text, "base64")).buffer);
-}
-
-function float32Field(method: string, result: unknown, name: string, count: number): Float32Array {
-  const text = (result as Record<string, unknown> | null)?.[name];
-  const values = typeof text === "string" ? float32FromBase64(text) : undefined;
-  if (values === undefined || values.length !== count) throw new Error(`runner ${method}: result.${name} must be base64 of ${count} little-endian float32 values`);
-  return values;
 }

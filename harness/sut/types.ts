@@ -4,7 +4,7 @@
  * needs it is SKIPPED with the reason, never passed.
  */
 
-import type { GgmlType } from "../gguf/types.js";
+import type { KernelTensor } from "../../kernels/ops/tensor.js";
 
 export type TokenId = number;
 
@@ -53,23 +53,36 @@ export interface TraceCapture {
   readonly regionSemantics: "fixed-per-bank" | "fixed-total" | "dynamic";
 }
 
-/** One kernel call: decode `values` values of a ggml tensor type from their blocks. */
-export interface DequantizeRequest {
-  readonly type: GgmlType;
-  readonly blocks: Uint8Array;
-  readonly values: number;
+/** An (op, encoding) pair a kernel SUT registers (docs/kernel-ops.md); encoding is "<IN>:<OUT>". */
+export interface KernelPair {
+  readonly op: string;
+  readonly encoding: string;
 }
 
-/** One kernel call: y = W·x with W `rows` × `cols` values of a ggml tensor type, row-major. */
-export interface MatvecRequest {
-  readonly type: GgmlType;
-  readonly weights: Uint8Array;
-  readonly rows: number;
-  readonly cols: number;
-  readonly x: Float32Array;
+/** One kernel call: the op, its encoding, its inputs, its sentinel-filled outputs and its attributes. */
+export interface KernelRequest {
+  readonly op: string;
+  readonly encoding: string;
+  readonly inputs: readonly KernelTensor[];
+  readonly outputs: readonly KernelTensor[];
+  readonly attrs: Readonly<Record<string, number | string | boolean>>;
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "dequantize" | "matvec";
+/** How long to time a kernel: warm up, then sample calls until both minimums are met (or the cap). */
+export interface KernelTimingPlan {
+  readonly warmupMs: number;
+  readonly minSamples: number;
+  readonly minTimeMs: number;
+  readonly maxSamples: number;
+}
+
+/** Nanoseconds per call as the SUT's host measured them, and (a plugin) as its own tight C loop did for the same call. */
+export interface KernelTiming {
+  readonly hostNs: Float64Array;
+  readonly inPluginNs?: Float64Array;
+}
+
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -90,9 +103,12 @@ export interface SystemUnderTest {
   teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
   traceDemand?(): Promise<TraceCapture[]>;
-  /** Owned kernels (a native plugin): dequantize blocks, and a quantized matrix times a vector. */
-  dequantize?(requests: readonly DequantizeRequest[]): Promise<Float32Array[]>;
-  matvec?(requests: readonly MatvecRequest[]): Promise<Float32Array[]>;
+  /** Owned kernels (a native plugin, or a runner's): the (op, encoding) pairs it registers; any other is refused by name. */
+  readonly kernelPairs?: readonly KernelPair[];
+  /** Runs one registered kernel; resolves to each output's bytes, in the request's order, checked against its shape. */
+  kernel?(request: KernelRequest): Promise<Uint8Array[]>;
+  /** Times one registered kernel (docs/kernel-ops.md): per-call nanoseconds. */
+  kernelTime?(request: KernelRequest, plan: KernelTimingPlan): Promise<KernelTiming>;
 
   /** Releases the SUT (engine, processes); safe to call twice. */
   close(): Promise<void>;

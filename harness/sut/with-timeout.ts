@@ -32,8 +32,9 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number): SystemUn
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
     traceDemand: wrap("traceDemand", sut.traceDemand),
-    dequantize: wrap("dequantize", sut.dequantize),
-    matvec: wrap("matvec", sut.matvec),
+    kernelPairs: sut.kernelPairs,
+    kernel: wrap("kernel", sut.kernel),
+    kernelTime: wrap("kernelTime", sut.kernelTime),
     close: () => sut.close(),
   };
 }

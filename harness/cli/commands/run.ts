@@ -21,6 +21,7 @@ interface RunCliOptions {
   runner?: string;
   plugin?: string;
   case: number[];
+  time?: boolean;
   prompt: number[];
   niahCase: string[];
   flashAttention?: boolean;
@@ -56,6 +57,7 @@ export function registerRun(program: Command): void {
     .option("--runner <command>", "replace the suite's arms with one required arm run by this command, which speaks the runner protocol over stdio (split on spaces; {model} becomes the model's path, {bench} the harness's directory)")
     .option("--plugin <library>", "kernel suites: replace the arms with one required arm on this kernel plugin (a shared library built against native/include/bringup_bench_plugin.h)")
     .option("--case <index>", "kernel suites: only this case index (repeatable)", collect(wholeNumber), [])
+    .option("--time", "kernel suites: also time every passing case (µs/call, GB/s, GFLOP/s, and the fraction of the copy bandwidth measured in the same run)")
     .option("--prompt <index>", "parity suites: only this prompt index (repeatable)", collect(wholeNumber), [])
     .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
     .option("--flash-attention", "force flash attention on for every arm")
@@ -93,7 +95,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
       try {
-        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
+        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
       } catch (error) {
         await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
         throw error;

@@ -1,0 +1,100 @@
+import { decodeValues, type Dtype, type KernelTensor, type OutputDtype } from "./tensor.js";
+
+/**
+ * One kernel op of the registry (docs/kernel-ops.md): its parameter schema, a seeded case
+ * generator, a float64 reference with an error bound per output element (docs/kernel-bounds.md),
+ * and its byte and flop counts. Adding an op is adding one file under kernels/ops/ and one line
+ * to kernels/ops/registry.ts; the plugin ABI and the runner protocol carry it unchanged.
+ */
+export type ParamValue = number | string | boolean;
+export type OpParams = Readonly<Record<string, ParamValue>>;
+export type OpAttrs = Readonly<Record<string, ParamValue>>;
+
+/** `<IN>:<OUT>`: the dtype of the op's principal input and of its principal output. */
+export interface Encoding {
+  readonly input: Dtype;
+  readonly output: OutputDtype;
+}
+
+export function parseEncoding(text: string): Encoding {
+  const [input, output] = text.split(":");
+  return { input: input as Dtype, output: output as OutputDtype };
+}
+
+/** What one case hands the kernel: inputs, sentinel-filled outputs, attributes. */
+export interface KernelProblem {
+  readonly op: string;
+  readonly encoding: string;
+  readonly inputs: readonly KernelTensor[];
+  readonly outputs: readonly KernelTensor[];
+  readonly attrs: OpAttrs;
+}
+
+/**
+ * The reference answer for one output: bit-exact bytes, or float64 values with a per-element
+ * bound (the envelope) that the stored output may not leave.
+ */
+export type ExpectedOutput =
+  | { readonly kind: "exact"; readonly data: Uint8Array }
+  | { readonly kind: "bounded"; readonly value: Float64Array; readonly bound: Float64Array };
+
+/** The declared unit roundoffs a bound is derived with (f32 accumulation unless a plugin declares otherwise). */
+export interface Precision {
+  /** Unit roundoff of the arithmetic (float32: 2⁻²⁴). */
+  readonly u: number;
+}
+
+export interface OpCounts {
+  /** Bytes the op must move at least: every input and output once, as stored. */
+  readonly bytes: number;
+  readonly flops: number;
+}
+
+export interface KernelOp {
+  readonly name: string;
+  /** Encodings the registry can generate and check. */
+  readonly encodings: readonly string[];
+  /** JSON Schema properties of the op's parameters (besides op, encoding and seed); all are required. */
+  readonly params: Readonly<Record<string, object>>;
+  /** Parameters that are optional (with the default the generator uses). */
+  readonly optional?: Readonly<Record<string, ParamValue>>;
+  /** Checks that the schema cannot express (divisibility, ranges relative to each other); a message, or undefined. */
+  readonly check?: (params: OpParams, encoding: Encoding) => string | undefined;
+  /** The bound's name in docs/kernel-bounds.md, shown in every line. */
+  readonly bound: string;
+  build(params: OpParams, encoding: Encoding, seed: number): KernelProblem;
+  reference(problem: KernelProblem, precision: Precision): readonly ExpectedOutput[];
+  counts(problem: KernelProblem): OpCounts;
+}
+
+/** Bytes of every input and output of a problem, as stored: the least traffic any kernel has. */
+export function movedBytes(problem: KernelProblem): number {
+  return [...problem.inputs, ...problem.outputs].reduce((sum, t) => sum + t.data.byteLength, 0);
+}
+
+/** Typed parameter access (the schema has checked the types already). */
+export function intParam(params: OpParams, name: string): number {
+  return params[name] as number;
+}
+
+export function inputTensor(problem: KernelProblem, name: string): KernelTensor {
+  const tensor = problem.inputs.find((t) => t.name === name);
+  if (tensor === undefined) throw new Error(`${problem.op}: no input named ${name}`);
+  return tensor;
+}
+
+/** An input's values as float32, decoded exactly from its stored dtype. */
+export function inputValues(problem: KernelProblem, name: string): Float32Array {
+  const tensor = inputTensor(problem, name);
+  return decodeValues(tensor.dtype, tensor.data);
+}
+
+export function inputIds(problem: KernelProblem, name: string): Int32Array {
+  return new Int32Array(inputTensor(problem, name).data.slice().buffer);
+}
+
+/**
+ * First-order bounds drop terms of order k·u² relative; for the sizes the suites use (k < 2¹⁰)
+ * they are below 2⁻³⁸ relative, so a factor 1 + 2⁻¹⁶ on every first-order bound covers them.
+ */
+export const SECOND_ORDER = 1 + 2 ** -16;
