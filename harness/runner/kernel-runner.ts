@@ -17,7 +17,14 @@ export interface KernelArmContext extends ArmScope {
   readonly timing: KernelTimingPlan | undefined;
 }
 
-type CaseResult = { readonly status: "pass" | "fail" | "skip"; readonly line: string; readonly ratio: number | null; readonly timing?: Partial<CellRecord> };
+type CaseResult = {
+  readonly status: "pass" | "fail" | "skip";
+  readonly line: string;
+  readonly ratio: number | null;
+  /** Skipped: why, naming the pair. */
+  readonly reason?: string;
+  readonly timing?: Partial<CellRecord>;
+};
 
 const perSecond = (count: number, microseconds: number) => count / (microseconds * 1e3);
 
@@ -60,7 +67,7 @@ function opVerdict(op: string, results: readonly CaseResult[]) {
   const summary = `${count("pass")}/${results.length} ${op} cases OK${count("pass") > 0 ? ratioNote : ""}`;
   if (count("fail") > 0) return { status: "fail" as const, summary, metrics };
   // Never a pass: a pair the SUT does not register was not checked.
-  if (count("skip") > 0) return { status: "skip" as const, reason: `${[...new Set(results.filter((r) => r.status === "skip").map((r) => r.line.slice(r.line.indexOf("(") + 1, -1)))].join("; ")} (${summary})` };
+  if (count("skip") > 0) return { status: "skip" as const, reason: `${[...new Set(results.filter((r) => r.status === "skip").map((r) => r.reason))].join("; ")} (${summary})` };
   return { status: "pass" as const, summary, metrics };
 }
 
@@ -68,7 +75,8 @@ async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidt
   const name = caseName(spec);
   const encoding = caseEncoding(spec);
   if (!(context.sut.kernelPairs ?? []).some((p) => p.op === spec.op && p.encoding === encoding)) {
-    return { status: "skip", line: `${name}: SKIPPED (${context.sut.label} does not register ${spec.op} ${encoding})`, ratio: null };
+    const reason = `${context.sut.label} does not register ${spec.op} ${encoding}`;
+    return { status: "skip", line: `${name}: SKIPPED (${reason})`, ratio: null, reason };
   }
   const op = kernelOp(spec.op);
   const problem = buildCase(spec);
@@ -83,7 +91,7 @@ async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidt
   const gbps = perSecond(bytes, host.median);
   return {
     status: "pass", ratio: outcome.ratio,
-    line: `${outcome.line}; ${host.median.toPrecision(4)} µs/call (p10 ${host.p10.toPrecision(4)}, p90 ${host.p90.toPrecision(4)}, n=${host.n}), ${gbps.toPrecision(3)} GB/s = ${(100 * gbps / bandwidth.gbps).toPrecision(3)}% of copy bandwidth, ${perSecond(flops, host.median).toPrecision(3)} GFLOP/s`,
+    line: `${outcome.line}; ${host.median.toPrecision(4)} µs/call (p10 ${host.p10.toPrecision(4)}, p90 ${host.p90.toPrecision(4)}, ${host.n} samples of ${timing.callsPerSample} calls), ${gbps.toPrecision(3)} GB/s = ${(100 * gbps / bandwidth.gbps).toPrecision(3)}% of copy bandwidth, ${perSecond(flops, host.median).toPrecision(3)} GFLOP/s`,
     timing: {
       kernel_us_median: host.median, kernel_us_p10: host.p10, kernel_us_p90: host.p90, kernel_in_plugin_us_median: inPlugin?.median ?? null,
       kernel_gbps: gbps, kernel_gflops: perSecond(flops, host.median), kernel_bandwidth_fraction: gbps / bandwidth.gbps,

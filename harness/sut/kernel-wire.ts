@@ -94,12 +94,17 @@ function float64FromBase64(text: unknown, what: string): Float64Array {
 
 export function kernelTimingToWire(timing: KernelTiming) {
   const encode = (ns: Float64Array) => Buffer.from(ns.buffer, ns.byteOffset, ns.byteLength).toString("base64");
-  return { host_ns: encode(timing.hostNs), ...(timing.inPluginNs === undefined ? {} : { in_plugin_ns: encode(timing.inPluginNs) }) };
+  return { host_ns: encode(timing.hostNs), calls_per_sample: timing.callsPerSample, ...(timing.inPluginNs === undefined ? {} : { in_plugin_ns: encode(timing.inPluginNs) }) };
 }
 
 export function kernelTimingFromWire(result: unknown): KernelTiming {
-  const r = result as { host_ns?: unknown; in_plugin_ns?: unknown } | null;
-  return { hostNs: float64FromBase64(r?.host_ns, "host_ns"), ...(r?.in_plugin_ns === undefined ? {} : { inPluginNs: float64FromBase64(r.in_plugin_ns, "in_plugin_ns") }) };
+  const r = result as { host_ns?: unknown; in_plugin_ns?: unknown; calls_per_sample?: unknown } | null;
+  const calls = r?.calls_per_sample ?? 1;
+  if (!Number.isInteger(calls) || (calls as number) < 1) throw new Error("kernel_time: result.calls_per_sample must be a whole number ≥ 1 (the calls each sample averages)");
+  return {
+    hostNs: float64FromBase64(r?.host_ns, "host_ns"), callsPerSample: calls as number,
+    ...(r?.in_plugin_ns === undefined ? {} : { inPluginNs: float64FromBase64(r.in_plugin_ns, "in_plugin_ns") }),
+  };
 }
 
 /** The hello's `kernel_ops`: the (op, encoding) pairs a runner registers. */

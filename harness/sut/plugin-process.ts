@@ -21,28 +21,36 @@ function prepareCall(plugin: NativePlugin, request: KernelRequest) {
 
 const nowNs = () => process.hrtime.bigint();
 
+/** A sample is a batch of calls lasting about this long: the clock's own cost vanishes from short kernels. */
+const SAMPLE_NS = 1e6;
+
 /**
- * Times a prepared call as the harness sees it (one argument-less N-API call per sample, each
- * timed alone), then the same number of calls in the plugin's own C loop: the difference is the
- * harness's overhead (README, "Kernel timing").
+ * Times a prepared call as the harness sees it (argument-less N-API calls, a batch per sample) and,
+ * alternating with it batch for batch, as the plugin's own C loop times the same number of calls:
+ * both series see the same machine load, so the difference of their medians is the harness's
+ * overhead (README, "Kernel timing"), not a change of weather on a shared machine.
  */
 function timeKernel(plugin: NativePlugin, request: KernelRequest, plan: KernelTimingPlan): KernelTiming {
   const call = prepareCall(plugin, request);
-  const warmUntil = nowNs() + BigInt(Math.round(plan.warmupMs * 1e6));
+  const warmStart = nowNs();
+  const warmUntil = warmStart + BigInt(Math.round(plan.warmupMs * 1e6));
   let warmups = 0;
   do {
     call.run();
     warmups++;
   } while (nowNs() < warmUntil);
-  const samples: number[] = [];
+  const batch = Math.max(1, Math.round(SAMPLE_NS / (Number(nowNs() - warmStart) / warmups)));
+  const host: number[] = [];
+  const inPlugin: number[] = [];
   const start = nowNs();
   const minTimeNs = plan.minTimeMs * 1e6;
-  while (samples.length < Math.max(1, plan.maxSamples) && (samples.length < plan.minSamples || Number(nowNs() - start) < minTimeNs)) {
+  while (host.length < Math.max(1, plan.maxSamples) && (host.length < plan.minSamples || Number(nowNs() - start) < minTimeNs)) {
     const before = nowNs();
-    call.run();
-    samples.push(Number(nowNs() - before));
+    for (let i = 0; i < batch; i++) call.run();
+    host.push(Number(nowNs() - before) / batch);
+    inPlugin.push(call.timeInPlugin(0, batch).reduce((a, b) => a + b, 0) / batch);
   }
-  return { hostNs: Float64Array.from(samples), inPluginNs: call.timeInPlugin(warmups, samples.length) };
+  return { hostNs: Float64Array.from(host), inPluginNs: Float64Array.from(inPlugin), callsPerSample: batch };
 }
 
 function serveKernels(plugin: NativePlugin): Record<string, (params: Params) => unknown> {

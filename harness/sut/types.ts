@@ -78,8 +78,10 @@ export interface KernelTimingPlan {
 
 /** Nanoseconds per call as the SUT's host measured them, and (a plugin) as its own tight C loop did for the same call. */
 export interface KernelTiming {
+  /** One sample per batch of `callsPerSample` calls: the batch's mean. */
   readonly hostNs: Float64Array;
   readonly inPluginNs?: Float64Array;
+  readonly callsPerSample: number;
 }
 
 export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "kernel" | "kernelTime";

@@ -14,13 +14,17 @@ import traceback
 
 PROTOCOL = "bringup-bench-runner"
 VERSION = 1
-METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "dequantize", "matvec")
+METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "kernel", "kernel_time")
 
 
-def serve(model, engine, settings=None):
-    """Answers requests until `shutdown` or the end of stdin. `model` has any of METHODS, each taking the params dict."""
+def serve(model, engine, settings=None, kernel_ops=None):
+    """Answers requests until `shutdown` or the end of stdin. `model` has any of METHODS, each taking the params dict.
+    A model with `kernel` lists the (op, encoding) pairs it answers in `kernel_ops`: [{"op": ..., "encoding": ...}]."""
     capabilities = [m for m in METHODS if callable(getattr(model, m, None))]
-    send({"protocol": PROTOCOL, "version": VERSION, "engine": engine, "capabilities": capabilities, "settings": settings or {}})
+    hello = {"protocol": PROTOCOL, "version": VERSION, "engine": engine, "capabilities": capabilities, "settings": settings or {}}
+    if "kernel" in capabilities:
+        hello["kernel_ops"] = kernel_ops or []
+    send(hello)
     for line in sys.stdin:
         if not line.strip():
             continue
