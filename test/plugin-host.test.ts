@@ -1,13 +1,14 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { GgmlType } from "../harness/gguf/types.js";
-import { NATIVE_BUILD_DIR } from "../harness/paths.js";
+import { NATIVE_BUILD_DIR, PACKAGE_ROOT } from "../harness/paths.js";
 import { codecFor } from "../harness/quant/registry.js";
 import { loadPluginHost, type NativePlugin, type TensorArg } from "../harness/sut/plugin.js";
 import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
-import { temporaryDirectory } from "./helpers/workspace.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 // The plugin host addon and the C side of ABI v2, called directly (the harness only ever loads a
 // plugin in its own host process; these plugins are the project's own, so the test may).
@@ -144,6 +145,23 @@ test("planted faults, seen at the kernel: each FAKE changes exactly what it clai
   const fresh = conv(reference);
   assert.not.equal(fresh.next, fresh.state);
   assert.equal(fresh.next.filter((_, i) => i % 3 === 2), bits(Float32Array.of(1, 2, 3, 4)), "the newest input ends each channel's state");
+});
+
+test("through the CLI: an ABI v1 plugin passes the v1 suite; a segfault errors its own check and a fresh host runs the next", () => {
+  const runs = join(work.path, "runs");
+  const v1 = bench(["run", "--suite", "quant-kernels", "--plugin", buildFakePlugin(work.path, "V1"), "--runs-dir", runs, "--run-id", "v1"]);
+  assert.is(v1.status, 0, v1.stdout + v1.stderr);
+  assert.match(v1.stdout, /^plugin: 10\/10 kernel cases OK$/m);
+  assert.match(JSON.parse(readFileSync(join(runs, "v1", "summary.json"), "utf8")).suts[0].provenance.engine, /^fake 0 on cpu \(plugin ABI v1\)/);
+  const owned = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "owned-kernels.json"), "utf8"));
+  delete owned.$schema;
+  const first = (op: string) => owned.cases.find((c: { op: string }) => c.op === op);
+  const suite = join(work.path, "crash-then-more.json");
+  writeFileSync(suite, JSON.stringify({ ...owned, name: "crash-then-more", cases: [first("matvec"), first("rms_norm")] }));
+  const crashed = bench(["run", "--suite", suite, "--plugin", buildFakePlugin(work.path, "CRASH"), "--runs-dir", runs, "--run-id", "crash"]);
+  assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
+  assert.match(crashed.stdout, /matvec +required +ERROR +the runner exited \(SIGSEGV\)/);
+  assert.match(crashed.stdout, /rms_norm +required +PASS +1\/1 rms_norm cases OK/);
 });
 
 test.run();

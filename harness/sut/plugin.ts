@@ -6,7 +6,7 @@ import { BenchError } from "../errors.js";
 import { sha256File } from "../io/sha256.js";
 import { NATIVE_BUILD_DIR } from "../paths.js";
 import { openStdioSut } from "./stdio.js";
-import type { SystemUnderTest } from "./types.js";
+import type { KernelRequest, KernelTimingPlan, SystemUnderTest } from "./types.js";
 
 /** The addon's surface (native/addon/plugin_host.cc). */
 interface PluginHost {
@@ -72,12 +72,32 @@ const PLUGIN_PROCESS = join(dirname(fileURLToPath(import.meta.url)), "plugin-pro
 
 /**
  * A system under test whose capabilities are a native kernel plugin's kernels, hosted in a child
- * process that speaks the runner protocol (harness/sut/plugin-process.ts): a plugin that crashes
- * errors the check it was running, not the run.
+ * process that speaks the runner protocol (harness/sut/plugin-process.ts). A plugin that crashes
+ * takes only its host process down: the call it was in errors with the signal, and the next call
+ * gets a fresh host, so the checks after it still run.
  */
 export async function openPluginSut(path: string, label: string): Promise<SystemUnderTest> {
   if (!existsSync(path)) throw new BenchError("no kernel plugin at this path", { file: path, fix: "build it (npm run build:native for the reference plugin) or fix the arm's plugin path" });
   pluginHostPath();
-  const sut = await openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60 });
-  return { ...sut, provenance: { ...sut.provenance, kind: "plugin", settings: { ...sut.provenance.settings, plugin: path, sha256: await sha256File(path) } } };
+  let exited = false;
+  const start = () => {
+    exited = false;
+    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60, onExit: () => { exited = true; } });
+  };
+  let host = await start();
+  const live = async (): Promise<SystemUnderTest> => {
+    if (exited) {
+      await host.close();
+      host = await start();
+    }
+    return host;
+  };
+  const { kernel, kernelTime } = host;
+  return {
+    ...host,
+    ...(kernel === undefined ? {} : { kernel: async (request: KernelRequest) => (await live()).kernel!(request) }),
+    ...(kernelTime === undefined ? {} : { kernelTime: async (request: KernelRequest, plan: KernelTimingPlan) => (await live()).kernelTime!(request, plan) }),
+    close: () => host.close(),
+    provenance: { ...host.provenance, kind: "plugin", settings: { ...host.provenance.settings, plugin: path, sha256: await sha256File(path) } },
+  };
 }

@@ -48,6 +48,8 @@ export interface StdioSutOptions {
   readonly modelPath?: string;
   readonly modelSha256?: string;
   readonly onLog?: (line: string) => void;
+  /** Told when the runner process has ended (a crash, or a shutdown): the caller may start a fresh one. */
+  readonly onExit?: () => void;
 }
 
 /** Keeps the last lines a runner wrote to stderr: the reason it died is usually there. */
@@ -64,7 +66,7 @@ class RunnerProcess {
   /** A failure before the hello rejects it too. */
   private rejectHello: (error: Error) => void = () => undefined;
 
-  constructor(private readonly child: ChildProcess, private readonly commandLine: string, bootTimeoutS: number, onLog?: (line: string) => void) {
+  constructor(private readonly child: ChildProcess, private readonly commandLine: string, bootTimeoutS: number, onLog?: (line: string) => void, onExit?: () => void) {
     this.hello = new Promise((resolve, reject) => { this.resolveHello = resolve; this.rejectHello = reject; });
     this.hello.catch(() => undefined);
     // Writing to a runner that has died fails here; the exit handler below reports why.
@@ -106,6 +108,7 @@ class RunnerProcess {
         clearTimeout(bootTimer);
         const tail = this.stderrTail.length === 0 ? "" : `; its stderr ended: ${this.stderrTail.join(" | ")}`;
         this.fail(new Error(`the runner exited (${signal ?? `code ${code}`})${tail}`));
+        onExit?.();
         resolve();
       });
     });
@@ -199,7 +202,7 @@ const isTopKRow = (value: unknown): value is { ids: TokenId[]; logprobs: number[
 export async function openStdioSut(command: readonly string[], options: StdioSutOptions): Promise<SystemUnderTest> {
   const commandLine = command.join(" ");
   const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
-  const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog);
+  const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit);
   let hello: Hello;
   try {
     hello = await runner.hello;
