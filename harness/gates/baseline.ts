@@ -3,6 +3,7 @@ import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
+import { isKernelCheck } from "../results/types.js";
 
 /** Which way a perf metric improves: throughput is better higher, latency lower. */
 export type Better = "higher" | "lower";
@@ -67,9 +68,11 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
       metrics.parity.set(key, { strict: Number(v.metrics.strict), forwardDivergent: Number(v.metrics.forward_divergent), required: v.gate === "required" });
       if (typeof v.metrics.tokens_per_second === "number") metrics.perf.set(`${key}/tokens_per_second`, { value: v.metrics.tokens_per_second, better: "higher" });
     }
-    if (v.check === "dequantize" || v.check === "matvec") {
+    if (isKernelCheck(v.check) && v.check !== "kernel_time") {
       const cells = run.cells.filter((c) => c.check === v.check && c.suite === v.suite && c.arm === v.arm && c.status === "pass");
       metrics.kernels.set(`${key}/${v.check}`, cells.map((c) => caseNameOfLine(c.detail)).sort());
+      // Timed cases (--time): µs per call, gated by a perf band like any latency.
+      for (const c of cells) if (c.kernel_us_median != null && c.kernel_us_median > 0) metrics.perf.set(`${key}/${caseNameOfLine(c.detail)}/us_per_call`, { value: c.kernel_us_median, better: "lower" });
     }
     if (v.check === "load" && v.status === "pass") {
       for (const [name, better] of LOAD_GATED) {

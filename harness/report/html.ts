@@ -16,6 +16,18 @@ interface ChartData {
   readonly needles: { arm: string; points: { depth: number; length: number; score: string }[] }[];
   readonly load: { labels: string[]; x: number[]; kind: string; tps: number[]; ttft: (number | null)[][]; tpot: (number | null)[][]; cdf: { x: number; y: number }[][] } | null;
   readonly compare: { before: string; after: string; labels: string[]; before_tps: (number | null)[]; after_tps: (number | null)[]; before_strict: (number | null)[]; after_strict: (number | null)[] } | null;
+  /** Timed kernel cases as (flop/byte, GFLOP/s) under the memory roof the copy bandwidth draws. */
+  readonly roofline: { copyGbps: number; points: { x: number; y: number; label: string }[]; roof: { x: number; y: number }[] } | null;
+}
+
+function rooflineData(latest: RunView): ChartData["roofline"] {
+  const copy = latest.copyBandwidth[0]?.gbps;
+  const points = latest.kernels.filter((k) => k.gbps !== null && k.gflops !== null && k.gflops > 0).map((k) => ({ x: k.gflops! / k.gbps!, y: k.gflops!, label: k.line.slice(0, k.line.indexOf(": ")) }));
+  if (copy === undefined || points.length === 0) return null;
+  const xs = points.map((p) => p.x);
+  const low = Math.min(...xs) / 2;
+  const high = Math.max(...xs) * 2;
+  return { copyGbps: copy, points, roof: [{ x: low, y: copy * low }, { x: high, y: copy * high }] };
 }
 
 function chartData(runs: readonly RunView[]): ChartData {
@@ -44,6 +56,7 @@ function chartData(runs: readonly RunView[]): ChartData {
       tpot: latest.load.map((l) => [l.tpot?.p50 ?? null, l.tpot?.p90 ?? null, l.tpot?.p99 ?? null]),
       cdf: latest.load.map((l) => l.ttftSortedMs.map((ms, i) => ({ x: ms, y: (i + 1) / l.ttftSortedMs.length }))),
     },
+    roofline: rooflineData(latest),
     compare: base === undefined ? null : {
       before: base.runId, after: latest.runId, labels: latest.parity.map((p) => p.arm),
       before_tps: latest.parity.map((p) => before(p.arm)?.tokensPerSecond ?? null), after_tps: latest.parity.map((p) => p.tokensPerSecond),
@@ -122,6 +135,17 @@ if (data.compare) {
     options: { animation: false, scales: { y: { beginAtZero: true } } },
   }));
 }
+if (data.roofline) {
+  charts.push(new Chart(document.getElementById("chart-roofline"), {
+    type: "scatter",
+    data: { datasets: [
+      { label: "kernel cases", data: data.roofline.points, backgroundColor: colours[0] },
+      { label: "memory roof: " + data.roofline.copyGbps.toPrecision(3) + " GB/s copy", data: data.roofline.roof, type: "line", borderColor: colours[3], pointRadius: 0 },
+    ] },
+    options: { animation: false, scales: { x: { type: "logarithmic", title: { display: true, text: "arithmetic intensity (flop/byte)" } }, y: { type: "logarithmic", title: { display: true, text: "GFLOP/s" } } },
+      plugins: { tooltip: { callbacks: { label: (c) => (c.raw.label ? c.raw.label + ": " : "") + c.raw.y.toPrecision(3) + " GFLOP/s" } } } },
+  }));
+}
 window.benchChartsRendered = charts.length;
 `;
 
@@ -142,7 +166,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
     latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,
-    `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}`,
+    `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h3>Roofline (memory roof measured in the same run)</h3><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
     `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
     `<h2>Trace-region demand</h2>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
     data.compare === null ? "" : `<h2>${escape(data.compare.before)} → ${escape(data.compare.after)}</h2><div class="chart"><canvas id="chart-compare"></canvas></div>`,

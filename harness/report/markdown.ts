@@ -42,6 +42,7 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   else {
     const { headers, rows } = kernelTable(latest.kernels);
     out.push(...table(headers, rows), "");
+    for (const copy of latest.copyBandwidth) out.push(`Copy bandwidth measured in this run for ${copy.arm}: ${copy.gbps.toPrecision(3)} GB/s (the roofline column's denominator).`, "");
   }
 
   out.push("## Long context (needle in a haystack)", "");

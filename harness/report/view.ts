@@ -1,5 +1,5 @@
 import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
-import type { GateVerdict } from "../results/types.js";
+import { isKernelCheck, type GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
 
 /** What the report shows of one run, extracted once; the renderers only format it. */
@@ -57,8 +57,24 @@ export interface RunView {
   readonly needles: readonly NeedleRow[];
   readonly trace: readonly TraceDemand[];
   readonly load: readonly LoadRow[];
-  /** Kernel cases (kernel suites), one reproducible line each. */
-  readonly kernels: readonly { readonly arm: string; readonly status: string; readonly line: string }[];
+  /** Kernel cases (kernel suites), one reproducible line each, with their ratio and timing. */
+  readonly kernels: readonly KernelRow[];
+  /** Copy bandwidth each timed kernel arm was measured against (GB/s): the roofline's memory roof. */
+  readonly copyBandwidth: readonly { readonly arm: string; readonly gbps: number }[];
+}
+
+export interface KernelRow {
+  readonly arm: string;
+  readonly status: string;
+  readonly line: string;
+  readonly ratio: number | null;
+  readonly usMedian: number | null;
+  readonly usP10: number | null;
+  readonly usP90: number | null;
+  readonly inPluginUsMedian: number | null;
+  readonly gbps: number | null;
+  readonly gflops: number | null;
+  readonly bandwidthFraction: number | null;
 }
 
 const number = (v: GateVerdict, key: string): number | null => {
@@ -105,7 +121,15 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
-    kernels: run.cells.filter((c) => c.check === "dequantize" || c.check === "matvec").map((c) => ({ arm: c.arm, status: c.status, line: c.detail })),
+    kernels: run.cells.filter((c) => isKernelCheck(c.check) && c.check !== "kernel_time").map((c) => ({
+      arm: c.arm, status: c.status, line: c.detail, ratio: c.kernel_ratio ?? null,
+      usMedian: c.kernel_us_median ?? null, usP10: c.kernel_us_p10 ?? null, usP90: c.kernel_us_p90 ?? null, inPluginUsMedian: c.kernel_in_plugin_us_median ?? null,
+      gbps: c.kernel_gbps ?? null, gflops: c.kernel_gflops ?? null, bandwidthFraction: c.kernel_bandwidth_fraction ?? null,
+    })),
+    copyBandwidth: summary.verdicts.filter((v) => v.check === "kernel_time").flatMap((v) => {
+      const gbps = number(v, "copy_bandwidth_gbps");
+      return gbps === null ? [] : [{ arm: v.arm, gbps }];
+    }),
     load: (summary.load ?? []).map((point) => loadRow(point, run.samples.filter((s) => s.point === point.label && s.ttft_ms !== null).map((s) => s.ttft_ms!).sort((a, b) => a - b))),
   };
 }
@@ -127,9 +151,16 @@ function loadRow(point: LoadPointRecord, ttftSortedMs: number[]): LoadRow {
   };
 }
 
-/** The kernel cases table, the same in Markdown and HTML. */
+/** The kernel cases table, the same in Markdown and HTML; timing columns when any case was timed (the roofline column last). */
 export function kernelTable(kernels: RunView["kernels"]): { headers: string[]; rows: string[][] } {
-  return { headers: ["SUT arm", "verdict", "case"], rows: kernels.map((k) => [k.arm, k.status.toUpperCase(), k.line]) };
+  const timed = kernels.some((k) => k.usMedian !== null);
+  const p = (x: number | null, digits = 3) => (x === null ? "–" : x.toPrecision(digits));
+  const caseOf = (k: KernelRow) => (timed ? k.line.replace(/; [\d.e+]+ µs\/call .*$/, "") : k.line);
+  return {
+    headers: ["SUT arm", "verdict", "case", "ratio to bound", ...(timed ? ["µs/call median (p10–p90)", "in-plugin µs", "GB/s", "GFLOP/s", "of copy bandwidth"] : [])],
+    rows: kernels.map((k) => [k.arm, k.status.toUpperCase(), caseOf(k), k.ratio === null ? (k.status === "pass" ? "bit-exact" : "–") : p(k.ratio),
+      ...(timed ? [k.usMedian === null ? "–" : `${p(k.usMedian, 4)} (${p(k.usP10, 4)}–${p(k.usP90, 4)})`, p(k.inPluginUsMedian, 4), p(k.gbps), p(k.gflops), k.bandwidthFraction === null ? "–" : `${(100 * k.bandwidthFraction).toPrecision(3)}%`] : [])]),
+  };
 }
 
 /** The aggregate load table, the same in Markdown and HTML. */
