@@ -13,7 +13,7 @@
       "type": "shared_library",
       "sources": ["reference-plugin/plugin.c", "reference-plugin/tensors.c", "reference-plugin/attrs.c", "reference-plugin/blocks.c", "reference-plugin/quantized.c", "reference-plugin/matmul.c", "reference-plugin/gather.c", "reference-plugin/norms.c", "reference-plugin/activations.c", "reference-plugin/rope.c", "reference-plugin/attention.c", "reference-plugin/recurrent.c", "reference-plugin/moe.c"],
       "include_dirs": ["include"],
-      "cflags": ["-std=c11", "-ffp-contract=off"],
+      "cflags": ["-std=c11", "-ffp-contract=off", "-fvisibility=hidden"],
       "libraries": ["-lm"]
     }
   ]

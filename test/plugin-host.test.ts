@@ -1,5 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
@@ -43,7 +44,9 @@ function runMatmul(plugin: NativePlugin, ids: Int32Array): Float32Array {
   return y;
 }
 
-test("the reference plugin registers every op of the contract; a pair it does not register is refused by name", () => {
+test("the reference plugin registers every op of the contract, exports only the ABI; a pair it does not register is refused by name", () => {
+  const exported = execFileSync("nm", ["-D", "--defined-only", join(NATIVE_BUILD_DIR, "Release", "bb_reference_plugin.so")], { encoding: "utf8" }).split("\n").filter((l) => / T /.test(l)).map((l) => l.split(" ").pop());
+  assert.equal(exported.sort(), ["bb_last_error", "bb_op_run", "bb_op_time", "bb_ops", "bb_plugin_info_get"]);
   const ops = new Set(reference.info().ops.map((p) => p.op));
   assert.equal([...ops].sort(), ["conv1d_update", "dequantize", "embedding_gather", "gdn_decode", "l2_norm", "matmul_bt_quant_grouped", "matvec", "moe_topk", "rms_norm", "rope", "sdpa_decode", "silu_mul", "softmax", "ssd_decode"]);
   assert.is(reference.info().abiVersion, 2);
@@ -62,6 +65,12 @@ test("the host checks buffers, and the plugin attributes and dtypes, before a ke
   assert.throws(() => reference.run("rms_norm", "F32:F32", [x, w], [y()], "{}"), /attribute eps is required/);
   assert.throws(() => reference.run("rms_norm", "F32:BF16", [x, w], [y()], `{"eps":1e-6}`), /rms_norm F32:BF16: the tensors are F32:F32/);
   assert.throws(() => runMatmul(reference, Int32Array.of(0, 3)), /ids\[1\] = 3 is not one of the 3 experts/);
+  for (const [attrs, why] of [
+    [`{"eps":"tiny"}`, /attribute eps: not a number/],
+    [`{"eps":1e-6`, /attributes: not a flat JSON object/],
+    [`[1e-6]`, /attributes: not a JSON object/],
+    [`{"note":"eps \\" , \\"eps\\": 1","eps":1e-6}`, /attribute note: this op takes no such attribute/],
+  ] as const) assert.throws(() => reference.run("rms_norm", "F32:F32", [x, w], [y()], attrs), why, attrs);
   const ok = y();
   reference.run("rms_norm", "F32:F32", [x, w], [ok], `{"eps":1e-6}`);
   assert.ok((ok.data as Float32Array).every((v) => v === 0), "zeros normalize to zeros once the call is well-formed");

@@ -39,6 +39,14 @@ extern "C" {
 
 #define BB_PLUGIN_ABI_VERSION 2
 
+/* The ABI's entries stay visible when a plugin is built with -fvisibility=hidden (as it should be:
+   a plugin exports these symbols and nothing else). */
+#if defined(__GNUC__)
+#define BB_API __attribute__((visibility("default")))
+#else
+#define BB_API
+#endif
+
 /* Element types, numbered as ggml numbers them in GGUF files. */
 enum bb_type {
   BB_TYPE_F32 = 0,
@@ -59,10 +67,10 @@ typedef struct bb_plugin_info {
 } bb_plugin_info;
 
 /* Required. The returned struct lives as long as the library is loaded. */
-const bb_plugin_info *bb_plugin_info_get(void);
+BB_API const bb_plugin_info *bb_plugin_info_get(void);
 
 /* Why the last call on this thread failed. */
-const char *bb_last_error(void);
+BB_API const char *bb_last_error(void);
 
 /* ---- version 2 ---------------------------------------------------------------------------- */
 
@@ -97,15 +105,15 @@ typedef struct bb_op_pair {
 } bb_op_pair;
 
 /* Required in v2. The pairs (*n_pairs of them); the array lives as long as the library is loaded. */
-const bb_op_pair *bb_ops(size_t *n_pairs);
+BB_API const bb_op_pair *bb_ops(size_t *n_pairs);
 
 /*
  * Required in v2. Runs one registered pair. inputs and outputs are in the order the op's contract
  * lists them (their names are given too); attrs_json is one flat JSON object, never NULL ("{}"
  * for an op without attributes).
  */
-int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs,
-              bb_tensor *outputs, size_t n_outputs, const char *attrs_json);
+BB_API int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs,
+                     bb_tensor *outputs, size_t n_outputs, const char *attrs_json);
 
 /*
  * Optional in v2: the plugin times its own kernel (a device plugin with device timestamps, say).
@@ -113,17 +121,17 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
  * timed alone, writing nanoseconds per call to ns_per_call[repetitions]. Without it the host times
  * bb_op_run in the same tight loop with CLOCK_MONOTONIC.
  */
-int bb_op_time(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs,
-               bb_tensor *outputs, size_t n_outputs, const char *attrs_json, uint32_t warmup,
-               uint32_t repetitions, double *ns_per_call);
+BB_API int bb_op_time(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs,
+                      bb_tensor *outputs, size_t n_outputs, const char *attrs_json, uint32_t warmup,
+                      uint32_t repetitions, double *ns_per_call);
 
 /* ---- version 1 (still hosted; the host maps these onto "dequantize" and "matvec") ----------- */
 
 /* Decodes n_values values (a whole number of blocks) of `type` into out[n_values]. */
-int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out);
+BB_API int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out);
 
 /* y[rows] = W x: W is rows x cols values of `type`, row-major, each row a whole number of blocks. */
-int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y);
+BB_API int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y);
 
 #ifdef __cplusplus
 }
