@@ -106,6 +106,7 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     auto get_info = Symbol<InfoFn>("bb_plugin_info_get");
     if (get_info == nullptr) return "not a bringup-bench plugin: it exports no bb_plugin_info_get";
     info_ = get_info();
+    if (info_ == nullptr) return "bb_plugin_info_get returned NULL";
     last_error_ = Symbol<LastErrorFn>("bb_last_error");
     if (info_->abi_version == 1) {
       dequantize_ = Symbol<DequantizeFn>("bb_dequantize");
@@ -232,6 +233,10 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
   bool Prepare(const Napi::CallbackInfo &info, Call &call) {
     Napi::Env env = info.Env();
     if (!Open(env)) return false;
+    if (!info[0].IsString() || !info[1].IsString() || !info[2].IsArray() || !info[3].IsArray()) {
+      Napi::TypeError::New(env, "expected (op: string, encoding: string, inputs: TensorArg[], outputs: TensorArg[], attrsJson: string)").ThrowAsJavaScriptException();
+      return false;
+    }
     call.op = info[0].As<Napi::String>();
     call.encoding = info[1].As<Napi::String>();
     call.attrs = info[4].IsString() ? info[4].As<Napi::String>().Utf8Value() : "{}";
@@ -303,7 +308,7 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
       is_dense = is_dense && t.strides[d] == dense[d];
     }
     if (is_dense && static_cast<int64_t>(t.n_bytes) != bytes) return bad(std::to_string(t.n_bytes) + " bytes; its shape of " + layout->name + " takes " + std::to_string(bytes));
-    if (!is_dense) {
+    if (!is_dense && bytes > 0) {
       int64_t last = inner / layout->block_values * layout->block_bytes;  // the last row's bytes
       if (layout->block_values == 1) last = (inner - 1) * t.strides[t.n_dims - 1] + layout->block_bytes;
       for (uint32_t d = 0; d + 1 < t.n_dims; d++) last += (t.shape[d] - 1) * t.strides[d];
