@@ -37,6 +37,8 @@ export interface OpPair {
 /** A call whose descriptors the host built once: a timing loop pays one argument-less call each time. */
 export interface PreparedCall {
   run(): void;
+  /** `calls` calls back to back, no clock inside: the caller times the batch with its own clock. */
+  runBatch(calls: number): void;
   /** Nanoseconds per call, timed in C (the plugin's bb_op_time, or the host's own tight loop). */
   timeInPlugin(warmup: number, repetitions: number): Float64Array;
 }
