@@ -26,6 +26,8 @@ uint16_t f32_to_bf16(float f);
 float round_bf16(float f);
 
 /* ---- tensors ---- */
+/* "F32", "Q4_K", ...: the names encodings are spelled with. */
+const char *dtype_name(uint32_t dtype);
 int64_t elements(const bb_tensor *t);
 /*
  * The tensor is dense row-major, has `n_dims` dimensions and one of the `types` (a bitmask of

@@ -90,20 +90,6 @@ const bb_op_pair *bb_ops(size_t *n_pairs) {
   return pairs;
 }
 
-static const char *dtype_name(uint32_t dtype) {
-  switch (dtype) {
-    case BB_TYPE_F32: return "F32";
-    case BB_TYPE_F16: return "F16";
-    case BB_TYPE_BF16: return "BF16";
-    case BB_TYPE_I32: return "I32";
-    case BB_TYPE_Q8_0: return "Q8_0";
-    case BB_TYPE_Q4_K: return "Q4_K";
-    case BB_TYPE_Q5_K: return "Q5_K";
-    case BB_TYPE_Q6_K: return "Q6_K";
-    default: return "?";
-  }
-}
-
 /*
  * The registered kernel for the call, after the checks every op shares: the pair is registered,
  * the tensors the encoding names have its dtypes, and no attribute is one the op does not take.

@@ -67,8 +67,8 @@ int64_t elements(const bb_tensor *t) {
   return n;
 }
 
-static const char *type_name(uint32_t type) {
-  switch (type) {
+const char *dtype_name(uint32_t dtype) {
+  switch (dtype) {
     case BB_TYPE_F32: return "F32";
     case BB_TYPE_F16: return "F16";
     case BB_TYPE_BF16: return "BF16";
@@ -77,7 +77,7 @@ static const char *type_name(uint32_t type) {
     case BB_TYPE_Q4_K: return "Q4_K";
     case BB_TYPE_Q5_K: return "Q5_K";
     case BB_TYPE_Q6_K: return "Q6_K";
-    default: return "an unknown type";
+    default: return "an unknown dtype";
   }
 }
 
@@ -96,7 +96,7 @@ static int dense(const bb_tensor *t) {
 }
 
 int expect(const bb_tensor *t, uint32_t n_dims, uint64_t types) {
-  if (t->dtype >= 64 || (types & TYPE_BIT(t->dtype)) == 0) return fail("tensor %s: %s is not a type this op takes", t->name, type_name(t->dtype));
+  if (t->dtype >= 64 || (types & TYPE_BIT(t->dtype)) == 0) return fail("tensor %s: %s is not a type this op takes", t->name, dtype_name(t->dtype));
   if (t->n_dims != n_dims) return fail("tensor %s: %u dimensions, this op takes %u", t->name, t->n_dims, n_dims);
   if (!dense(t)) return fail("tensor %s: not dense row-major (the reference kernels take no views)", t->name);
   return 0;
