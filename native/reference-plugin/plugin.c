@@ -99,11 +99,20 @@ static bb_kernel resolve(const char *op, const char *encoding, const bb_tensor *
   for (size_t i = 0; entry == NULL && i < N_REGISTERED; i++) {
     if (strcmp(REGISTRY[i].pair.op, op) == 0 && strcmp(REGISTRY[i].pair.encoding, encoding) == 0) entry = &REGISTRY[i];
   }
-  if (entry == NULL) return fail("%s %s is not registered by this plugin", op, encoding), NULL;
-  if ((size_t)entry->principal_input >= n_inputs || (size_t)entry->principal_output >= n_outputs) return fail("%s takes more tensors than were given", op), NULL;
+  if (entry == NULL) {
+    fail("%s %s is not registered by this plugin", op, encoding);
+    return NULL;
+  }
+  if ((size_t)entry->principal_input >= n_inputs || (size_t)entry->principal_output >= n_outputs) {
+    fail("%s takes more tensors than were given", op);
+    return NULL;
+  }
   char expected[32];
   snprintf(expected, sizeof expected, "%s:%s", dtype_name(inputs[entry->principal_input].dtype), dtype_name(outputs[entry->principal_output].dtype));
-  if (strcmp(expected, encoding) != 0) return fail("%s %s: the tensors are %s", op, encoding, expected), NULL;
+  if (strcmp(expected, encoding) != 0) {
+    fail("%s %s: the tensors are %s", op, encoding, expected);
+    return NULL;
+  }
   if (attrs_only(attrs, entry->attributes)) return NULL;
   return entry->kernel;
 }

@@ -42,10 +42,10 @@ const bb_plugin_info *bb_plugin_info_get(void) {
   return &info;
 }
 
-static int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
+static inline int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
 /* A dense descriptor over `data`. */
-static bb_tensor dense_tensor(const char *name, uint32_t dtype, uint32_t n_dims, const int64_t *shape, void *data) {
+static inline bb_tensor dense_tensor(const char *name, uint32_t dtype, uint32_t n_dims, const int64_t *shape, void *data) {
   bb_tensor t = {name, dtype, n_dims, {0}, {0}, data, 0};
   const codec *c = codec_for(dtype);
   const int64_t block_values = c == NULL ? 1 : c->block_values, block_bytes = c == NULL ? 4 : c->block_bytes;
@@ -59,7 +59,7 @@ static bb_tensor dense_tensor(const char *name, uint32_t dtype, uint32_t n_dims,
   return t;
 }
 
-static size_t output_bytes(const bb_tensor *t) { return (size_t)elements(t) * (t->dtype == BB_TYPE_BF16 ? 2 : 4); }
+static inline size_t output_bytes(const bb_tensor *t) { return (size_t)elements(t) * (t->dtype == BB_TYPE_BF16 ? 2 : 4); }
 
 #ifdef FAKE_DOUBLE_BF16
 /* The grouped matmul with its partial sum stored to bf16 at the block boundary nearest K / 2. */
