@@ -3,119 +3,218 @@ import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
-import { PACKAGE_ROOT } from "../harness/paths.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
-import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
+import { BenchError } from "../harness/errors.js";
+import { loadSuite } from "../harness/suites/load.js";
+import type { KernelSuite } from "../harness/suites/kernel-suite.js";
 import { scoreKernelCase } from "../harness/kernels/score.js";
-import { float32DotEnvelope } from "../kernels/envelopes.js";
+import { float32DotEnvelope, FLOAT32_UNIT_ROUNDOFF } from "../kernels/envelopes.js";
+import { buildCase, caseEncoding, KERNEL_OPS } from "../kernels/ops/registry.js";
 import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
 import type { KernelProblem } from "../kernels/ops/op.js";
+import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.abs(expected), `${actual} vs ${expected}`);
 
 const work = temporaryDirectory("kernels");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
-
-const fakePlugin = (fault: FakeFault) => buildFakePlugin(work.path, fault);
-const kernels = (runId: string, extra: string[] = []) => bench(["run", "--suite", "quant-kernels", ...extra, "--runs-dir", runs, "--run-id", runId]);
+const run = (runId: string, args: string[]) => bench(["run", ...args, "--runs-dir", runs, "--run-id", runId]);
 const cells = (runId: string) => tableFromIPC(readFileSync(join(runs, runId, "cells.arrow"))).toArray().map((row) => row.toJSON());
+const summary = (runId: string) => JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
+const owned = loadSuite("owned-kernels") as KernelSuite;
 
-test("the reference plugin's kernels: decodes bit-exact, matvec inside the float32 envelope", () => {
-  const result = kernels("reference");
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
-  assert.match(result.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK, bit-exact/);
-  assert.match(result.stdout, /matvec +required +PASS +6\/6 matvec cases OK, worst [\d.]+% of the float32 envelope/);
-  const rows = cells("reference");
-  assert.is(rows.length, 10);
-  assert.match(rows.find((c) => c.detail.startsWith("DEQUANTIZE(type=Q4_K"))!.detail, /^DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): OK \(8192\/8192 values bit-exact\)$/);
-  const summary = JSON.parse(readFileSync(join(runs, "reference", "summary.json"), "utf8"));
-  assert.is(summary.suts[0].provenance.kind, "plugin");
-  assert.match(summary.suts[0].provenance.engine, /^bringup-bench reference 2\.0\.0 on cpu \(plugin ABI v2\) \(runner protocol v1\)$/);
+/** A copy of owned-kernels with some of its cases and other arms, written where the test can run it. */
+function suiteWith(name: string, caseIndices: number[], arms: object[]): string {
+  const path = join(work.path, `${name}.json`);
+  writeFileSync(path, JSON.stringify({ name, kind: "kernels", cases: caseIndices.map((i) => owned.cases[i]), arms }));
+  return path;
+}
+const caseIndex = (seed: number) => owned.cases.findIndex((c) => c.seed === seed);
+
+test("owned-kernels covers every (op, encoding) of the registry; every case draws the same inputs from its seed", () => {
+  const pairs = (list: readonly string[]) => [...new Set(list)].sort();
+  assert.equal(pairs(owned.cases.map((c) => `${c.op} ${caseEncoding(c)}`)), pairs([...KERNEL_OPS.values()].flatMap((op) => op.encodings.map((e) => `${op.name} ${e}`))));
+  const once = buildCase(owned.cases[caseIndex(122)]);
+  const again = buildCase(owned.cases[caseIndex(122)]);
+  assert.equal(once.inputs.map((t) => Buffer.from(t.data).toString("base64")), again.inputs.map((t) => Buffer.from(t.data).toString("base64")));
 });
 
-test("a plugin with a wrong Q4_K decode and an off-by-one matvec fails, one reproducible line per case", () => {
-  const result = kernels("wrong", ["--plugin", fakePlugin("WRONG_Q4_K")]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
-  assert.match(result.stdout, /^ {2}DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): FAIL \(1\/8192 values differ; first at 300: expected -?[\d.]+, got -?[\d.]+\)$/m);
-  assert.match(result.stdout, /^ {2}MATVEC\(type=Q4_K,rows=64,cols=1024,seed=12\): FAIL \(row \d+: expected .*% of the float32 envelope\)$/m);
-  assert.match(result.stdout, /^plugin: 7\/10 kernel cases OK$/m, "Q8_0, Q5_K, Q6_K and F32 stay OK");
-  const failing = cells("wrong").filter((c) => c.status === "fail");
-  assert.equal(failing.map((c) => c.reproduce.replace(/--plugin ".*"/, "--plugin P")), [
-    "bench run --suite quant-kernels --plugin P --case 1",
-    "bench run --suite quant-kernels --plugin P --case 6",
-    "bench run --suite quant-kernels --plugin P --case 9",
+test("every bound admits the correctly rounded answer: a float32 (or bf16) rounding of the exact value is never outside", () => {
+  for (const spec of owned.cases) {
+    const problem = buildCase(spec);
+    const op = KERNEL_OPS.get(spec.op)!;
+    op.reference(problem, { u: FLOAT32_UNIT_ROUNDOFF }).forEach((expected, i) => {
+      if (expected.kind !== "bounded") return;
+      const bf16 = problem.outputs[i].dtype === "BF16";
+      expected.value.forEach((v, j) => {
+        const rounding = Math.abs(v) * (bf16 ? 2 ** -8 : 2 ** -24);
+        // A zero bound is a copied value (rope's unrotated dims): exact, and so representable.
+        assert.ok(expected.bound[j] >= rounding || (expected.bound[j] === 0 && Math.fround(v) === v), `${spec.op} seed ${spec.seed} ${problem.outputs[i].name}[${j}]: bound ${expected.bound[j]} below one rounding ${rounding}`);
+      });
+    });
+  }
+});
+
+test("bad kernel cases are refused with the file and field named: unknown op, a K that is not whole blocks, a missing parameter", () => {
+  const write = (c: object) => {
+    const path = join(work.path, "bad.json");
+    writeFileSync(path, JSON.stringify({ name: "bad", kind: "kernels", cases: [c], arms: [{ label: "p", plugin: "x.so", gate: "required" }] }));
+    return path;
+  };
+  const refused = (c: object) => {
+    try {
+      loadSuite(write(c));
+    } catch (error) {
+      assert.instance(error, BenchError);
+      return (error as BenchError).oneLine();
+    }
+    throw new Error("accepted a bad case");
+  };
+  assert.match(refused({ op: "matmul", seed: 1 }), /bad\.json: cases\.0\.op: unknown kernel op "matmul" \(fix: use one of dequantize, matvec, matmul_bt_quant_grouped/);
+  assert.match(refused({ op: "matmul_bt_quant_grouped", encoding: "Q4_K:F32", E: 2, P: 2, Pa: 1, N: 8, K: 300, seed: 1 }), /cases\.0: K must be a multiple of 256 \(one Q4_K block\)/);
+  assert.match(refused({ op: "rope", encoding: "F32:F32", T: 1, H: 1, D: 8, n_dims: 8, max_pos: 4, seed: 1 }), /cases\.0\.mode: required field is missing/);
+  assert.match(refused({ op: "softmax", encoding: "Q4_0:F32", R: 1, N: 4, seed: 1 }), /cases\.0\.encoding: must be equal to one of the allowed values/);
+});
+
+test("the reference plugin passes every op and encoding with its ratio printed; the older quant-kernels spelling still runs", () => {
+  const result = run("reference", ["--suite", "owned-kernels", "--suite", "quant-kernels"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^reference plugin: 41\/41 kernel cases OK$/m);
+  assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
+  for (const op of KERNEL_OPS.keys()) assert.match(result.stdout, new RegExp(`owned-kernels +reference plugin +${op} +required +PASS +\\d+/\\d+ ${op} cases OK`), op);
+  assert.match(result.stdout, /matmul_bt_quant_grouped +required +PASS +8\/8 matmul_bt_quant_grouped cases OK, worst ratio 0\.\d+ of the dot\(K\) bound/);
+  const rows = cells("reference").filter((c) => c.suite === "owned-kernels");
+  assert.is(rows.length, 41);
+  for (const row of rows) {
+    assert.match(row.detail, /^[A-Z0-9_]+\(encoding=[^)]*seed=\d+\): OK \((.*worst ratio [\d.e-]+ of the .* bound|\d+\/\d+ values bit-exact)/);
+    if (row.kernel_ratio !== null) assert.ok(row.kernel_ratio <= 1, row.detail);
+    // One rounding to bf16 is most of a bf16 output's budget: a ratio near 0 would mean a loose bound.
+    if (/:BF16,/.test(row.detail)) assert.ok(row.kernel_ratio > 0.2, row.detail);
+  }
+  assert.match(rows.find((c) => c.detail.startsWith("MOE_TOPK(encoding=F32:F32,T=8,E=64"))!.detail, /ids bit-exact; weights: worst ratio/);
+  assert.match(cells("reference").find((c) => c.suite === "quant-kernels")!.detail, /^DEQUANTIZE\(type=Q8_0,values=8192,seed=1\): OK \(8192\/8192 values bit-exact\)$/);
+  assert.match(summary("reference").suts[0].provenance.engine, /^bringup-bench reference .* \(plugin ABI v2\) \(runner protocol v1\)$/);
+});
+
+test("planted faults fail with one reproducible line each: double bf16 rounding, an unwritten row, an expert off by one, a window off by one, a missing state update", () => {
+  const fault = (label: string, f: FakeFault) => ({ label, plugin: buildFakePlugin(work.path, f), gate: "required" });
+  const seeds = [121, 124, 127, 162, 171, 172, 173];
+  const path = suiteWith("planted", seeds.map(caseIndex), [
+    fault("double bf16", "DOUBLE_BF16"), fault("unwritten row", "UNWRITTEN_ROW"), fault("expert off", "EXPERT_OFF"), fault("window off", "WINDOW_OFF"), fault("no state", "NO_STATE"),
   ]);
-  const out = join(work.path, "report");
-  assert.is(bench(["report", "wrong", "--runs-dir", runs, "--out", out]).status, 0);
-  assert.match(readFileSync(join(out, "report.md"), "utf8"), /^\| plugin \| FAIL \| DEQUANTIZE\(type=Q4_K,values=8192,seed=2\): FAIL \(1\/8192 values differ/m);
-  const one = kernels("one-case", ["--plugin", fakePlugin("WRONG_Q4_K"), "--case", "6"]);
-  assert.is(one.status, 1);
-  assert.is(cells("one-case").length, 1, "--case reruns exactly that case");
+  const result = run("planted", ["--suite", path]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const rerun = (arm: string, index: number) => `\\[rerun: bench run --suite planted --arm "${arm}" --case ${index}\\]`;
+  assert.match(result.stdout, new RegExp(`^double bf16: 6/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q5_K:BF16,E=8,P=6,Pa=1,N=300,K=1024,seed=124\\): FAIL \\(y\\[\\d+,\\d+\\]: expected -?[\\d.e-]+, got -?[\\d.e-]+; ratio [1-9][\\d.]* of the dot\\(K\\) bound\\)  ${rerun("double bf16", 1)}$`, "m"));
+  assert.match(result.stdout, new RegExp(`^ {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q8_0:F32,E=8,P=6,Pa=1,N=100,K=5120,seed=127\\): FAIL \\(y\\[5,0\\] never written \\(100/600 elements still hold the sentinel\\)\\)  ${rerun("unwritten row", 2)}$`, "m"));
+  assert.match(result.stdout, new RegExp(`^expert off: 4/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q4_K:F32,.*seed=121\\): FAIL \\(y\\[\\d+,\\d+\\]: expected .*; ratio [\\d.e+]+ of the dot\\(K\\) bound\\)  ${rerun("expert off", 0)}$`, "m"));
+  assert.match(result.stdout, new RegExp(`^window off: 6/7 kernel cases OK\\n {2}SDPA_DECODE\\(encoding=F32:F32,H=8,Hkv=2,L=256,Dk=64,Dv=64,pos=200,window=64,seed=162\\): FAIL \\(o\\[\\d+,\\d+\\]: .* of the sdpa bound\\)  ${rerun("window off", 3)}$`, "m"));
+  for (const [op, seed, index] of [["GDN_DECODE", 171, 4], ["CONV1D_UPDATE", 172, 5], ["SSD_DECODE", 173, 6]] as const) {
+    assert.match(result.stdout, new RegExp(`^ {2}${op}\\(encoding=F32:F32,.*seed=${seed}\\): FAIL \\((\\d+/\\d+ values differ; first at )?state_out\\[[\\d,]+\\]: expected .*\\)  ${rerun("no state", index)}$`, "m"), op);
+  }
+  // The line's --case reruns exactly that case and fails the same way.
+  const line = cells("planted").find((c) => c.arm === "window off" && c.status === "fail")!;
+  assert.match(line.reproduce, /^bench run --suite planted --arm "window off" --case 3$/);
+  const again = run("rerun", ["--suite", path, "--arm", "window off", "--case", "3"]);
+  assert.is(again.status, 1);
+  assert.equal(cells("rerun").map((c) => c.detail), [line.detail]);
+});
+
+test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", () => {
+  const path = suiteWith("unregistered", [caseIndex(121), caseIndex(123), caseIndex(124)], [{ label: "partial", plugin: buildFakePlugin(work.path, "UNREGISTERED"), gate: "required" }]);
+  const result = run("unregistered", ["--suite", path]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  assert.match(result.stdout, /^SKIPPED — NOT A PASS: unregistered \/ partial \/ matmul_bt_quant_grouped: partial does not register matmul_bt_quant_grouped Q5_K:F32; partial does not register matmul_bt_quant_grouped Q5_K:BF16 \(1\/3 matmul_bt_quant_grouped cases OK, worst ratio [\d.e-]+ of the dot\(K\) bound\)$/m);
+  assert.equal(cells("unregistered").map((c) => c.status), ["pass", "skip", "skip"]);
+  assert.match(cells("unregistered")[1].detail, /^MATMUL_BT_QUANT_GROUPED\(encoding=Q5_K:F32,.*\): SKIPPED \(partial does not register matmul_bt_quant_grouped Q5_K:F32\)$/);
+});
+
+test("kernels written in Python answer the same kernel method: the same cases, the same envelopes, unregistered pairs SKIPPED", () => {
+  const path = join(work.path, "python-kernels.json");
+  writeFileSync(path, JSON.stringify({
+    name: "python-kernels", kind: "kernels",
+    cases: [
+      { op: "matvec", encoding: "Q8_0:F32", rows: 16, cols: 256, seed: 1 },
+      { op: "rms_norm", encoding: "F32:F32", R: 4, N: 512, seed: 2 },
+      { op: "softmax", encoding: "F32:F32", R: 4, N: 512, scale: 0.5, seed: 3 },
+      { op: "embedding_gather", encoding: "BF16:F32", V: 64, D: 32, T: 8, seed: 4 },
+      { op: "rope", encoding: "F32:F32", T: 1, H: 1, D: 8, n_dims: 8, mode: "neox", max_pos: 10, seed: 5 },
+    ],
+    arms: [{ label: "python kernels", runner: ["python3", "{bench}/scripts/runners/reference_kernels.py"], gate: "required" }],
+  }));
+  const result = run("python", ["--suite", path]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  assert.match(result.stdout, /^python kernels: 4\/5 kernel cases OK$/m);
+  assert.match(result.stdout, /rms_norm +required +PASS +1\/1 rms_norm cases OK, worst ratio/);
+  assert.match(result.stdout, /embedding_gather +required +PASS +1\/1 embedding_gather cases OK, bit-exact/);
+  assert.match(result.stdout, /SKIPPED — NOT A PASS: python-kernels \/ python kernels \/ rope: python kernels does not register rope F32:F32/);
+  assert.match(summary("python").suts[0].provenance.engine, /^reference_kernels\.py/);
+});
+
+test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the copy bandwidth measured in the same run; report table and roofline; gate perf bands", () => {
+  const result = run("timed", ["--suite", "owned-kernels", "--case", String(caseIndex(141)), "--case", String(caseIndex(161)), "--case", String(caseIndex(131)), "--time"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /kernel_time +informational +PASS +3 cases timed against a copy bandwidth of [\d.]+ GB\/s \(best of 8 copies of 64 MiB\); harness medians within [\d.]+% of the in-plugin C loop's/);
+  const verdict = summary("timed").verdicts.find((v: { check: string }) => v.check === "kernel_time");
+  const copy = verdict.metrics.copy_bandwidth_gbps as number;
+  assert.ok(copy > 0.1 && copy < 1000, `copy bandwidth ${copy}`);
+  for (const c of cells("timed").filter((row) => row.check !== "kernel_time")) {
+    assert.ok(c.kernel_us_p10 <= c.kernel_us_median && c.kernel_us_median <= c.kernel_us_p90, c.detail);
+    assert.ok(c.kernel_in_plugin_us_median > 0, c.detail);
+    near(c.kernel_bandwidth_fraction, c.kernel_gbps / copy);
+    const problem = buildCase(owned.cases[owned.cases.findIndex((s) => c.detail.includes(`seed=${s.seed})`))]);
+    const counts = KERNEL_OPS.get(problem.op)!.counts(problem);
+    near(c.kernel_gbps, counts.bytes / (c.kernel_us_median * 1e3));
+    near(c.kernel_gflops, counts.flops / (c.kernel_us_median * 1e3));
+    assert.match(c.detail, /; [\d.e+]+ µs\/call \(p10 [\d.e+]+, p90 [\d.e+]+, \d+ samples of \d+ calls\), [\d.e+]+ GB\/s = [\d.e+]+% of copy bandwidth, [\d.e+]+ GFLOP\/s$/);
+  }
+  const out = join(work.path, "timed-report");
+  assert.is(bench(["report", "timed", "--runs-dir", runs, "--out", out]).status, 0);
+  const markdown = readFileSync(join(out, "report.md"), "utf8");
+  assert.match(markdown, /^\| SUT arm \| verdict \| case \| ratio to bound \| µs\/call median \(p10–p90\) \| in-plugin µs \| GB\/s \| GFLOP\/s \| of copy bandwidth \|$/m);
+  assert.match(markdown, /^\| reference plugin \| PASS \| RMS_NORM\(encoding=F32:F32,R=8,N=2048,seed=141\): OK \(y: worst ratio [\d.]+ of the rms_norm bound\) \| [\d.]+ \| [\d.e+]+ \([\d.e+]+–[\d.e+]+\) \| [\d.e+]+ \| [\d.]+ \| [\d.]+ \| [\d.]+% \|$/m);
+  assert.match(readFileSync(join(out, "report.html"), "utf8"), /<canvas id="chart-roofline">/);
+  const baseline = join(work.path, "timed-baseline.json");
+  assert.is(bench(["gate", "timed", "--runs-dir", runs, "--baseline", baseline, "--update"]).status, 0);
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  const key = "owned-kernels/reference plugin/RMS_NORM(encoding=F32:F32,R=8,N=2048,seed=141)/us_per_call";
+  assert.is(data.perf[key].better, "lower");
+  data.perf[key].target = 0.001;
+  writeFileSync(baseline, JSON.stringify(data));
+  const gated = bench(["gate", "timed", "--runs-dir", runs, "--baseline", baseline]);
+  assert.is(gated.status, 1, gated.stdout);
+  assert.match(gated.stdout, /^FAIL {2}owned-kernels\/reference plugin\/RMS_NORM\(encoding=F32:F32,R=8,N=2048,seed=141\)\/us_per_call: [\d.]+ is above the band \(lower is better\)/m);
 });
 
 test("bench gate: a kernel case that passed in the baseline may not fail later", () => {
   const baseline = join(work.path, "kernel-baseline.json");
   assert.is(bench(["gate", "reference", "--runs-dir", runs, "--baseline", baseline, "--update"]).status, 0);
   const data = JSON.parse(readFileSync(baseline, "utf8"));
-  assert.is(data.kernels["quant-kernels/reference plugin/dequantize"].length, 4);
-  // The faulty run's arm is labelled "plugin": hold it to the reference arm's record.
-  data.kernels = Object.fromEntries(Object.entries(data.kernels).map(([key, cases]) => [key.replace("reference plugin", "plugin"), cases]));
+  assert.is(data.kernels["owned-kernels/reference plugin/sdpa_decode"].length, 4);
+  // The planted run's arm is "window off" and ran one sdpa case: hold it to the reference arm's record of that case.
+  const windowed = (data.kernels["owned-kernels/reference plugin/sdpa_decode"] as string[]).filter((name) => name.includes("seed=162"));
+  data.kernels = { "planted/window off/sdpa_decode": windowed };
   writeFileSync(baseline, JSON.stringify(data));
-  const gated = bench(["gate", "wrong", "--runs-dir", runs, "--baseline", baseline]);
+  const gated = bench(["gate", "planted", "--runs-dir", runs, "--baseline", baseline]);
   assert.is(gated.status, 1);
-  assert.match(gated.stdout, /^FAIL {2}quant-kernels\/plugin\/dequantize: kernel cases no longer pass: DEQUANTIZE\(type=Q4_K,values=8192,seed=2\)$/m);
-  assert.match(gated.stdout, /^FAIL {2}quant-kernels\/plugin\/matvec: kernel cases no longer pass: MATVEC\(type=Q4_K,rows=256,cols=4096,seed=15\), MATVEC\(type=Q4_K,rows=64,cols=1024,seed=12\)$/m);
-});
-
-test("plugins that cannot be hosted: wrong ABI version, no such file; a missing kernel is SKIPPED, never passed", () => {
-  const abi = kernels("abi", ["--plugin", fakePlugin("ABI_3")]);
-  assert.is(abi.status, 2);
-  assert.match(abi.stderr, /the runner cannot start: .*fake_ABI_3\.so: the plugin was built for ABI version 3; this harness hosts versions 1 and 2 \(rebuild it against/);
-  const missing = kernels("missing", ["--plugin", join(work.path, "nope.so")]);
-  assert.is(missing.status, 2);
-  assert.match(missing.stderr, /nope\.so: no kernel plugin at this path/);
-  const partial = kernels("partial", ["--plugin", fakePlugin("NO_MATVEC")]);
-  assert.is(partial.status, 77, partial.stdout + partial.stderr);
-  assert.match(partial.stdout, /SKIPPED — NOT A PASS: quant-kernels \/ plugin \/ matvec: plugin lacks matvec/);
-});
-
-test("a plugin that crashes errors the check it was in, not the run: it lives in its own host process", () => {
-  const crashed = kernels("crash", ["--plugin", fakePlugin("CRASH")]);
-  assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
-  assert.match(crashed.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK/);
-  assert.match(crashed.stdout, /matvec +required +ERROR +the runner exited \(SIGSEGV\)/);
-  assert.ok(JSON.parse(readFileSync(join(runs, "crash", "summary.json"), "utf8")).status === "complete", "the run finished and wrote its results");
-});
-
-test("kernels written in Python plug in as a runner: Q8_0 decoded bit for bit, matvec inside the envelope", () => {
-  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "quant-kernels.json"), "utf8"));
-  delete suite.$schema;
-  suite.arms = [{ label: "python kernels", runner: ["python3", "{bench}/scripts/runners/reference_kernels.py"], gate: "required" }];
-  const path = join(work.path, "python-kernels.json");
-  writeFileSync(path, JSON.stringify(suite));
-  const result = bench(["run", "--suite", path, "--case", "0", "--case", "4", "--case", "5", "--runs-dir", runs, "--run-id", "python"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^python kernels: 3\/3 kernel cases OK$/m);
-  assert.match(JSON.parse(readFileSync(join(runs, "python", "summary.json"), "utf8")).suts[0].provenance.engine, /^reference_kernels\.py/);
+  assert.match(gated.stdout + gated.stderr, /^FAIL {2}planted\/window off\/sdpa_decode: kernel cases no longer pass: SDPA_DECODE\(encoding=F32:F32,H=8,Hkv=2,L=256,Dk=64,Dv=64,pos=200,window=64,seed=162\)$/m);
 });
 
 test("scorer: bit-exact outputs compare bits (−0 is not +0); bounded ones fail outside the envelope, on NaN, and on an unwritten sentinel", () => {
-  const problem = (dtype: "F32" = "F32"): KernelProblem => ({ op: "t", encoding: "F32:F32", inputs: [float32Tensor("x", [2], Float32Array.of(0, 1))], outputs: [sentinelFilled("y", dtype, [2])], attrs: {} });
+  const problem: KernelProblem = { op: "t", encoding: "F32:F32", inputs: [float32Tensor("x", [2], Float32Array.of(0, 1))], outputs: [sentinelFilled("y", "F32", [2])], attrs: {} };
   const bytes = (...values: number[]) => new Uint8Array(Float32Array.from(values).buffer);
   const exact = [{ kind: "exact" as const, data: bytes(0, 1) }];
-  assert.is(scoreKernelCase("T()", problem(), exact, [bytes(-0, 1)], "bit-exact").pass, false);
-  assert.is(scoreKernelCase("T()", problem(), exact, [bytes(0, 1)], "bit-exact").line, "T(): OK (2/2 values bit-exact)");
+  assert.is(scoreKernelCase("T()", problem, exact, [bytes(-0, 1)], "bit-exact").pass, false);
+  assert.is(scoreKernelCase("T()", problem, exact, [bytes(0, 1)], "bit-exact").line, "T(): OK (2/2 values bit-exact)");
   // γ_4 · Σ|w·x| = 4u/(1 − 4u) · 4 ≈ 9.5e-7: an error of 5e-7 is inside, 2e-6 outside.
   near(float32DotEnvelope(4, 4), (4 * 2 ** -24 / (1 - 4 * 2 ** -24)) * 4);
   const bounded = [{ kind: "bounded" as const, value: Float64Array.of(1, 2), bound: Float64Array.of(float32DotEnvelope(4, 4), float32DotEnvelope(4, 4)) }];
-  const inside = scoreKernelCase("T()", problem(), bounded, [bytes(1, 2 + 5e-7)], "dot(K)");
+  const inside = scoreKernelCase("T()", problem, bounded, [bytes(1, 2 + 5e-7)], "dot(K)");
   assert.ok(inside.pass && inside.ratio! > 0.4 && inside.ratio! < 0.6, inside.line);
-  assert.match(scoreKernelCase("T()", problem(), bounded, [bytes(1, 2.000002)], "dot(K)").line, /^T\(\): FAIL \(y\[1\]: expected 2, got 2\.00000191; ratio 2\.\d+ of the dot\(K\) bound\)$/);
-  assert.match(scoreKernelCase("T()", problem(), bounded, [bytes(1, NaN)], "dot(K)").line, /y\[1\]: expected 2, got NaN; ratio ∞/);
-  const sentinel = sentinelFilled("y", "F32", [2]).data;
-  assert.match(scoreKernelCase("T()", problem(), bounded, [sentinel], "dot(K)").line, /^T\(\): FAIL \(y\[0\] never written \(2\/2 elements still hold the sentinel\)\)$/);
+  assert.match(scoreKernelCase("T()", problem, bounded, [bytes(1, 2.000002)], "dot(K)").line, /^T\(\): FAIL \(y\[1\]: expected 2, got 2\.00000191; ratio 2\.\d+ of the dot\(K\) bound\)$/);
+  assert.match(scoreKernelCase("T()", problem, bounded, [bytes(1, NaN)], "dot(K)").line, /y\[1\]: expected 2, got NaN; ratio ∞/);
+  assert.match(scoreKernelCase("T()", problem, bounded, [sentinelFilled("y", "F32", [2]).data], "dot(K)").line, /^T\(\): FAIL \(y\[0\] never written \(2\/2 elements still hold the sentinel\)\)$/);
 });
 
 test.run();
