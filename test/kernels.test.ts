@@ -11,6 +11,7 @@ import { float32DotEnvelope, FLOAT32_UNIT_ROUNDOFF } from "../kernels/envelopes.
 import { buildCase, caseEncoding, KERNEL_OPS } from "../kernels/ops/registry.js";
 import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
 import type { KernelProblem } from "../kernels/ops/op.js";
+import { rankExperts } from "../kernels/ops/moe-topk.js";
 import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
@@ -53,6 +54,28 @@ test("every bound admits the correctly rounded answer: a float32 (or bf16) round
         assert.ok(expected.bound[j] >= rounding || (expected.bound[j] === 0 && Math.fround(v) === v), `${spec.op} seed ${spec.seed} ${problem.outputs[i].name}[${j}]: bound ${expected.bound[j]} below one rounding ${rounding}`);
       });
     });
+  }
+});
+
+test("moe_topk: ties go to the lower expert index; the generator plants ties across the k-th place, and a kernel that picks the later expert fails", () => {
+  assert.equal(rankExperts([0.5, 1, 1, 0.25, 1]), [1, 2, 4, 0, 3]);
+  const spec = owned.cases[caseIndex(181)];
+  const problem = buildCase(spec);
+  const [expectedIds, expectedWeights] = KERNEL_OPS.get("moe_topk")!.reference(problem, { u: FLOAT32_UNIT_ROUNDOFF });
+  const ids = new Int32Array((expectedIds as { data: Uint8Array }).data.slice().buffer);
+  const logits = new Float32Array(problem.inputs[0].data.slice().buffer);
+  const [E, k] = [64, 8];
+  for (const row of [0, 1]) {
+    const last = ids[row * k + k - 1];
+    const tied = Array.from({ length: E }, (_, e) => e).filter((e) => e > last && logits[row * E + e] === logits[row * E + last] && !ids.subarray(row * k, row * k + k).includes(e));
+    assert.ok(tied.length > 0, `row ${row}: no planted tie across the k-th place`);
+    if (row === 0) {
+      const wrong = ids.slice();
+      wrong[k - 1] = tied[0];
+      const weights = Float32Array.from((expectedWeights as { value: Float64Array }).value);
+      const outcome = scoreKernelCase("MOE()", problem, [expectedIds, expectedWeights], [new Uint8Array(wrong.buffer), new Uint8Array(weights.buffer)], "moe");
+      assert.match(outcome.line, new RegExp(`^MOE\\(\\): FAIL \\(1/64 values differ; first at ids\\[0,7\\]: expected ${last}, got ${tied[0]}\\)$`));
+    }
   }
 });
 
