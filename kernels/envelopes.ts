@@ -7,10 +7,10 @@
 export const FLOAT32_UNIT_ROUNDOFF = 2 ** -24;
 export const BF16_UNIT_ROUNDOFF = 2 ** -8;
 
-/** γ_n for unit roundoff u. */
+/** γ_n for unit roundoff u; Infinity when n·u ≥ 1 (no finite worst case: a bf16 sum of 256 terms or more). */
 export function gamma(n: number, u: number = FLOAT32_UNIT_ROUNDOFF): number {
   const nu = n * u;
-  return nu / (1 - nu);
+  return nu >= 1 ? Infinity : nu / (1 - nu);
 }
 
 /** A dot product of n terms in any order: |ŝ − s| ≤ γ_n · Σ|a_i·b_i|. */

@@ -12,6 +12,8 @@ import { buildCase, caseEncoding, KERNEL_OPS } from "../kernels/ops/registry.js"
 import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
 import type { KernelProblem } from "../kernels/ops/op.js";
 import { rankExperts } from "../kernels/ops/moe-topk.js";
+import { kernelPairsFromHello } from "../harness/sut/kernel-wire.js";
+import { ACCUMULATION_UNIT_ROUNDOFF } from "../harness/sut/types.js";
 import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
@@ -77,6 +79,17 @@ test("moe_topk: ties go to the lower expert index; the generator plants ties acr
       assert.match(outcome.line, new RegExp(`^MOE\\(\\): FAIL \\(1/64 values differ; first at ids\\[0,7\\]: expected ${last}, got ${tied[0]}\\)$`));
     }
   }
+});
+
+test("a kernel may declare a coarser accumulation: its bounds use that unit roundoff, and a shape with no finite bound is not checked", () => {
+  assert.equal(kernelPairsFromHello([{ op: "silu_mul", encoding: "F32:F32", accumulation: "bf16" }]), [{ op: "silu_mul", encoding: "F32:F32", accumulation: "bf16" }]);
+  assert.throws(() => kernelPairsFromHello([{ op: "silu_mul", encoding: "F32:F32", accumulation: "fp8" }]), /kernel_ops must list \{op, encoding, accumulation\?: f32 \| bf16 \| f16\} pairs/);
+  const silu = buildCase(owned.cases[caseIndex(144)]);
+  const [f32] = KERNEL_OPS.get("silu_mul")!.reference(silu, { u: ACCUMULATION_UNIT_ROUNDOFF.f32 }) as readonly { bound: Float64Array }[];
+  const [bf16] = KERNEL_OPS.get("silu_mul")!.reference(silu, { u: ACCUMULATION_UNIT_ROUNDOFF.bf16 }) as readonly { bound: Float64Array }[];
+  near(bf16.bound[7] / f32.bound[7], 2 ** 16);
+  const [dot] = KERNEL_OPS.get("matvec")!.reference(buildCase(owned.cases[caseIndex(113)]), { u: ACCUMULATION_UNIT_ROUNDOFF.bf16 }) as readonly { bound: Float64Array }[];
+  assert.is(dot.bound[0], Infinity, "1024 terms at u = 2⁻⁸: γ_n has no finite value");
 });
 
 test("bad kernel cases are refused with the file and field named: unknown op, a K that is not whole blocks, a missing parameter", () => {

@@ -1,5 +1,5 @@
 import { DTYPES, isDtype, tensorBytes, type KernelTensor } from "../../kernels/ops/tensor.js";
-import type { KernelPair, KernelRequest, KernelTiming, KernelTimingPlan } from "./types.js";
+import { ACCUMULATION_UNIT_ROUNDOFF, type KernelPair, type KernelRequest, type KernelTiming, type KernelTimingPlan } from "./types.js";
 
 /**
  * The runner protocol's `kernel` and `kernel_time` methods (README, "Runner protocol"): any op
@@ -109,8 +109,9 @@ export function kernelTimingFromWire(result: unknown): KernelTiming {
 
 /** The hello's `kernel_ops`: the (op, encoding) pairs a runner registers. */
 export function kernelPairsFromHello(value: unknown): KernelPair[] {
-  if (!Array.isArray(value) || !value.every((p) => typeof p?.op === "string" && typeof p?.encoding === "string")) {
-    throw new Error(`the hello's kernel_ops must list {op, encoding} pairs (got ${JSON.stringify(value)?.slice(0, 80)})`);
+  const valid = (p: Partial<KernelPair> | null) => typeof p?.op === "string" && typeof p.encoding === "string" && (p.accumulation === undefined || Object.hasOwn(ACCUMULATION_UNIT_ROUNDOFF, p.accumulation));
+  if (!Array.isArray(value) || !value.every(valid)) {
+    throw new Error(`the hello's kernel_ops must list {op, encoding, accumulation?: ${Object.keys(ACCUMULATION_UNIT_ROUNDOFF).join(" | ")}} pairs (got ${JSON.stringify(value)?.slice(0, 80)})`);
   }
-  return value.map((p: KernelPair) => ({ op: p.op, encoding: p.encoding }));
+  return value.map((p: KernelPair) => ({ op: p.op, encoding: p.encoding, ...(p.accumulation === undefined ? {} : { accumulation: p.accumulation }) }));
 }

@@ -57,7 +57,13 @@ export interface TraceCapture {
 export interface KernelPair {
   readonly op: string;
   readonly encoding: string;
+  /** The arithmetic the kernel accumulates in, when it is not float32: its bounds use that unit roundoff. */
+  readonly accumulation?: Accumulation;
 }
+
+/** Arithmetic a kernel may declare (docs/kernel-bounds.md): the unit roundoff its bounds are derived with. */
+export const ACCUMULATION_UNIT_ROUNDOFF = { f32: 2 ** -24, bf16: 2 ** -8, f16: 2 ** -11 } as const;
+export type Accumulation = keyof typeof ACCUMULATION_UNIT_ROUNDOFF;
 
 /** One kernel call: the op, its encoding, its inputs, its sentinel-filled outputs and its attributes. */
 export interface KernelRequest {
