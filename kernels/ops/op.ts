@@ -72,11 +72,6 @@ export function movedBytes(problem: KernelProblem): number {
   return [...problem.inputs, ...problem.outputs].reduce((sum, t) => sum + t.data.byteLength, 0);
 }
 
-/** Typed parameter access (the schema has checked the types already). */
-export function intParam(params: OpParams, name: string): number {
-  return params[name] as number;
-}
-
 export function inputTensor(problem: KernelProblem, name: string): KernelTensor {
   const tensor = problem.inputs.find((t) => t.name === name);
   if (tensor === undefined) throw new Error(`${problem.op}: no input named ${name}`);

@@ -43,19 +43,6 @@ export function tensorBytes(dtype: Dtype, shape: readonly number[]): number {
   return (shape.reduce((a, b) => a * b, 1) / blockElements) * blockBytes;
 }
 
-/** Byte strides, outermost first; 0 for the innermost dimension of a block dtype (packed blocks). */
-export function contiguousStrides(dtype: Dtype, shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length).fill(0);
-  const { blockElements, blockBytes } = DTYPES[dtype];
-  let stride = shape.length === 0 ? 0 : (shape[shape.length - 1] / blockElements) * blockBytes;
-  if (shape.length > 0) strides[shape.length - 1] = blockElements === 1 ? blockBytes : 0;
-  for (let d = shape.length - 2; d >= 0; d--) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
-
 export function elementCount(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
