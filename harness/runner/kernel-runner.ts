@@ -63,6 +63,7 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
 }
 
 function opVerdict(op: string, results: readonly CaseResult[]) {
+  if (results.length === 0) return { status: "skip" as const, reason: `no ${op} case ran (the run was interrupted)` };
   const count = (status: CaseResult["status"]) => results.filter((r) => r.status === status).length;
   const ratios = results.map((r) => r.ratio).filter((r): r is number => r !== null && Number.isFinite(r));
   const worst = ratios.length === 0 ? null : Math.max(...ratios);
