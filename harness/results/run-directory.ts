@@ -1,6 +1,7 @@
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../io/atomic-write.js";
+import { writeFileAtomic, writeFileAtomicSync } from "../io/atomic-write.js";
+import { EXIT } from "./exit-code.js";
 import { assertMatchesSchema } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { HARNESS_VERSION } from "../version.js";
@@ -74,8 +75,8 @@ export class RunDirectory {
     return this.verdicts;
   }
 
-  async flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
-    const counts = countVerdicts(this.verdicts);
+  /** summary.json's text, checked against its schema. */
+  private summaryJson(status: RunStatus, exitCode: number | null, error?: string): string {
     const summary = {
       schema_version: 1,
       run_id: this.runId,
@@ -92,20 +93,30 @@ export class RunDirectory {
       oracles: this.provenance.oracles,
       suts: this.provenance.suts,
       verdicts: this.verdicts,
-      counts,
+      counts: countVerdicts(this.verdicts),
       summary_lines: this.summaryLines,
       cells: this.cells.length,
       trace: this.provenance.trace,
       load: this.provenance.load,
     };
     assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
-    await writeFileAtomic(join(this.directory, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    return `${JSON.stringify(summary, null, 2)}\n`;
+  }
+
+  async flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+    const counts = countVerdicts(this.verdicts);
+    await writeFileAtomic(join(this.directory, "summary.json"), this.summaryJson(status, exitCode, error));
     await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
     if (this.samplesArrow !== undefined) await writeFileAtomic(join(this.directory, "samples.arrow"), this.samplesArrow);
     await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts));
     await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({
       runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine),
     }));
+  }
+
+  /** Marks the run as not finished when no more waiting is possible: summary.json only, synchronously, always exit 2. */
+  finaliseNow(status: "interrupted" | "error", reason: string): void {
+    writeFileAtomicSync(join(this.directory, "summary.json"), this.summaryJson(status, EXIT.error, reason));
   }
 }
 

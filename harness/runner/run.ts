@@ -18,6 +18,7 @@ import type { SystemUnderTest } from "../sut/types.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { openStdioSut } from "../sut/stdio.js";
+import { DEFAULT_SHUTDOWN_GRACE_S } from "../sut/child-process.js";
 import { openPluginSut } from "../sut/plugin.js";
 import { runKernelArm } from "./kernel-runner.js";
 import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
@@ -53,10 +54,21 @@ export interface RunOptions {
   /** Overrides applied to every arm's llama.cpp settings. */
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
+  /** Seconds a runner or server gets to exit when its arm ends, before SIGTERM, then SIGKILL. */
+  readonly shutdownGraceS?: number;
   readonly signal?: AbortSignal;
-  /** Opens a SUT for an arm (`onLog`: lines a runner logs, shown as progress); tests substitute fault-injecting wrappers here. */
-  readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
+  /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
+  readonly openSut?: OpenSut;
 }
+
+/** What opening an arm's SUT needs besides the arm: where its log lines go (progress), and its shutdown grace. */
+export interface SutContext {
+  readonly onLog?: (line: string) => void;
+  readonly onWarning?: (message: string) => void;
+  readonly shutdownGraceS: number;
+}
+
+export type OpenSut = (arm: SuiteArm, settings: LlamaCppSettings, context: SutContext) => Promise<SystemUnderTest>;
 
 /** Seconds a harness-started server may take to boot (real devices take minutes). */
 export const DEFAULT_BOOT_TIMEOUT_S = 600;
@@ -65,10 +77,10 @@ export const DEFAULT_BOOT_TIMEOUT_S = 600;
  * The SUT an arm names: the embedded llama.cpp SUT, our server started on loopback and driven over
  * HTTP, or a runner command speaking the runner protocol over stdio.
  */
-async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void): Promise<SystemUnderTest> {
+async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: SutContext): Promise<SystemUnderTest> {
   const model = await resolveModel(arm.model);
   if (arm.sut === "stdio") {
-    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), onLog });
+    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
   const managed = await startManagedServer({
@@ -76,9 +88,9 @@ async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, onLog?: (li
     threads: settings.threads, flashAttention: settings.flashAttention, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
   });
   try {
-    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   } catch (error) {
-    await stopManagedServer(managed);
+    await stopManagedServer(managed, context.shutdownGraceS, context.onWarning);
     throw error;
   }
 }
@@ -95,8 +107,9 @@ interface ResolvedRunOptions {
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
+  readonly shutdownGraceS: number;
   readonly signal: AbortSignal;
-  readonly openSut: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
+  readonly openSut: OpenSut;
 }
 
 function resolveOptions(options: RunOptions): ResolvedRunOptions {
@@ -111,6 +124,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
+    shutdownGraceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S,
     signal: options.signal ?? new AbortController().signal,
     openSut: options.openSut ?? openArmSut,
   };
@@ -207,7 +221,7 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
   for (const arm of arms) {
     if (options.signal.aborted) return;
     const opened = await open(arm);
-    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS);
+    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, options.signal);
     recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
@@ -223,9 +237,10 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
   }
 }
 
-/** A runner's log lines, as progress (a device runner may take minutes to boot). */
-function runnerLog(arm: { readonly label: string }, emit: RunListener): (line: string) => void {
-  return (line) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
+/** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot). */
+function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
+  const show = (line: string) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
+  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS };
 }
 
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
@@ -248,7 +263,7 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
     // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
     const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
     const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), runnerLog(arm, emit));
+    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
     await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runParityArm({
       suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     }));
@@ -261,14 +276,14 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), runnerLog(arm, emit));
+  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), sutContext(arm, options, emit));
   await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
 /** A conformance arm's server: a running one at `base_url`, or ours started on loopback for the arm. */
-async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, emit: RunListener) {
+async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, options: ResolvedRunOptions, emit: RunListener) {
   if (arm.base_url !== undefined) return openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
   if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
   const model = await resolveModel(arm.model);
@@ -277,7 +292,7 @@ async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceAr
     bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
     onProgress: (message) => void emit({ kind: "progress", message }),
   });
-  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...sutContext(arm, options, emit) });
 }
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
@@ -285,7 +300,7 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
   const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
   const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
   const open = (arm: KernelArm) => arm.runner !== undefined
-    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
+    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, ...sutContext(arm, options, emit) })
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label);
   await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
@@ -293,7 +308,7 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
 }
 
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
+  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
     suiteName: suite.name, arm, sut, emit, signal: options.signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },

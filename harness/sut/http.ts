@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { BenchError } from "../errors.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
@@ -56,7 +57,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } });
+  const child = trackChild(spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {
@@ -75,6 +76,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
     if (health.status === 200) break;
+    if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" });
     options.onProgress?.(`waiting for the server to boot: ${stage ?? health.status}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
@@ -85,17 +87,12 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   return { child, baseUrl, bootObservations };
 }
 
-/** SIGTERM, wait for the drain, and only then SIGKILL with a warning (hard kills can wedge real devices). */
-export async function stopManagedServer(server: ManagedServer, graceS = 20, onWarning?: (message: string) => void): Promise<void> {
-  if (server.child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => server.child.once("exit", () => resolve()));
-  server.child.kill("SIGTERM");
-  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), graceS * 1000).unref());
-  if ((await Promise.race([exited, timer])) === "timeout") {
-    onWarning?.(`the server did not exit ${graceS} s after SIGTERM; sending SIGKILL`);
-    server.child.kill("SIGKILL");
-    await exited;
-  }
+/**
+ * SIGTERM (the server drains), then the shutdown ladder. A server that already died (kill -9 leaves
+ * exitCode null and signalCode set) is simply gone: waiting for its 'exit' again would wait forever.
+ */
+export async function stopManagedServer(server: ManagedServer, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
+  await stopChild(server.child, { ask: () => server.child.kill("SIGTERM"), graceS, what: "the server", onWarning });
 }
 
 interface CompletionChoice {
@@ -109,7 +106,7 @@ interface CompletionChoice {
  * log-probs through `echo`, and tokenization needs /tokenize. What it lacks stays absent, so the
  * suites skip those checks with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: { label: string; apiKey?: string; managed?: ManagedServer; modelSha256?: string; modelPath?: string; onWarning?: (message: string) => void }): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
+export async function openHttpSut(baseUrl: string, options: { label: string; apiKey?: string; managed?: ManagedServer; modelSha256?: string; modelPath?: string; shutdownGraceS?: number; onWarning?: (message: string) => void }): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
   const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
@@ -174,7 +171,7 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
       },
     } : {}),
     close: async () => {
-      if (options.managed !== undefined) await stopManagedServer(options.managed, 20, options.onWarning);
+      if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, stopChild, trackChild } from "./child-process.js";
 import { GgmlType } from "../gguf/types.js";
 import type { DequantizeRequest, GreedyRequest, MatvecRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
@@ -41,8 +42,9 @@ export interface StdioSutOptions {
   readonly label: string;
   /** Seconds the runner may take to write its hello (a device boot takes minutes). */
   readonly bootTimeoutS: number;
-  /** Seconds a shutdown may take before SIGTERM, then SIGKILL: hard kills can wedge a device. */
-  readonly shutdownTimeoutS?: number;
+  /** Seconds the runner gets to exit after the shutdown request, before SIGTERM, then SIGKILL: hard kills can wedge a device. */
+  readonly shutdownGraceS?: number;
+  readonly onWarning?: (message: string) => void;
   readonly modelPath?: string;
   readonly modelSha256?: string;
   readonly onLog?: (line: string) => void;
@@ -156,18 +158,19 @@ class RunnerProcess {
     });
   }
 
-  async shutdown(timeoutS: number): Promise<void> {
-    if (this.failure === undefined) {
-      const asked = this.call("shutdown", {}).catch(() => undefined);
-      this.child.stdin!.end();
-      await Promise.race([asked, this.exited]);
-    }
-    const waited = (seconds: number) => Promise.race([this.exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), seconds * 1000).unref())]);
-    if (await waited(timeoutS)) return;
-    this.child.kill("SIGTERM");
-    if (await waited(10)) return;
-    this.child.kill("SIGKILL");
-    await this.exited;
+  /**
+   * The shutdown ladder: a `shutdown` request and the end of stdin, then `graceS` to exit, then
+   * SIGTERM, then SIGKILL. The request is never awaited on its own: a runner stuck in a request
+   * never reads it.
+   */
+  async shutdown(graceS: number, onWarning?: (message: string) => void): Promise<void> {
+    await stopChild(this.child, {
+      ask: () => {
+        if (this.failure === undefined) void this.call("shutdown", {}).catch(() => undefined);
+        this.child.stdin!.end();
+      },
+      graceS, what: `the runner (${this.commandLine})`, onWarning,
+    });
   }
 }
 
@@ -189,7 +192,7 @@ const isTopKRow = (value: unknown): value is { ids: TokenId[]; logprobs: number[
  */
 export async function openStdioSut(command: readonly string[], options: StdioSutOptions): Promise<SystemUnderTest> {
   const commandLine = command.join(" ");
-  const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+  const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] }));
   const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog);
   let hello: Hello;
   try {
@@ -259,7 +262,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         return out;
       },
     } : {}),
-    close: () => runner.shutdown(options.shutdownTimeoutS ?? 30),
+    close: () => runner.shutdown(options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, options.onWarning),
   };
 }
 

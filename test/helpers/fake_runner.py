@@ -1,11 +1,15 @@
 """FAKE runners for the runner-protocol tests: each mode breaks the protocol, or answers part of it,
 in a way a real runner does not on demand. `partial` wraps the real reference forward, keeps only
 tokenize and greedy, and reports a made-up trace-region demand (no CPU engine captures a graph).
+`hang` tokenizes, then never answers greedy and ignores SIGTERM (a wedged device call): only SIGKILL
+ends it. With FAKE_RUNNER_PID_FILE set it writes its pid there when it starts to hang.
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
 """
 import os
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "runners"))
 from bench_runner import send, serve  # noqa: E402
@@ -46,4 +50,19 @@ class DiesInGreedy:
         os._exit(5)
 
 
-serve({"partial": Partial, "dies-in-greedy": DiesInGreedy}[mode], f"fake runner ({mode})")
+class HangsInGreedy:
+    tokenize = staticmethod(reference.tokenize)
+
+    @staticmethod
+    def greedy(params):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pid_file = os.environ.get("FAKE_RUNNER_PID_FILE")
+        if pid_file:
+            with open(pid_file, "w") as f:
+                f.write(str(os.getpid()))
+        print("waiting for the device", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+serve({"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy}[mode], f"fake runner ({mode})")

@@ -7,6 +7,7 @@ import { RUNS_DIR } from "../../paths.js";
 import { findValidation } from "../../results/validation.js";
 import { startServer } from "../../../server/start.js";
 import { progress, say, warn } from "../output.js";
+import { onOrderlyStop } from "../exit-code.js";
 
 
 interface ServeOptions {
@@ -63,16 +64,16 @@ export function registerServe(program: Command): void {
       });
       say(`listening on http://${options.host}:${server.port}`);
       progress("booting");
-      let stopping: Promise<void> | undefined;
-      const stop = (signal: string) => {
-        if (stopping !== undefined) process.exit(2);
+      // The first SIGINT/SIGTERM drains (exit-code.ts calls this); a second one stops at once, exit 2.
+      let drained: () => void = () => undefined;
+      const stopped = new Promise<void>((resolve) => { drained = resolve; });
+      onOrderlyStop((signal) => {
         say(`${signal}: draining in-flight requests`);
-        stopping = server.shutdown().then(() => { say("drained; bye"); process.exit(0); });
-      };
-      process.on("SIGTERM", () => stop("SIGTERM"));
-      process.on("SIGINT", () => stop("SIGINT"));
+        void server.shutdown().then(drained);
+      });
       await server.ready;
       say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}`);
-      await new Promise(() => undefined);
+      await stopped;
+      say("drained; bye");
     });
 }
