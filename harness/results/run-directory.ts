@@ -43,6 +43,10 @@ export class RunDirectory {
   private readonly started = new Date().toISOString();
   readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null };
   private samplesArrow: Uint8Array | undefined;
+  private writes: Promise<void> = Promise.resolve();
+  /** The final status once one was asked for, and whether its files are written. */
+  private ending: RunStatus | undefined;
+  private endWritten = false;
 
   /** Replaces samples.arrow at the next flush (bench load writes it after every load point). */
   setSamples(arrow: Uint8Array): void {
@@ -103,7 +107,20 @@ export class RunDirectory {
     return `${JSON.stringify(summary, null, 2)}\n`;
   }
 
-  async flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+  /**
+   * Rewrites the exports. Writes are queued, so they land in order; the first final status (not
+   * "running") wins and later flushes are ignored: a run stopped at once stays stopped even if
+   * its orderly stop finishes a moment later.
+   */
+  flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+    if (this.ending !== undefined) return this.writes;
+    if (status !== "running") this.ending = status;
+    const write = this.writes.then(() => this.write(status, exitCode, error));
+    this.writes = write.then(() => { if (status !== "running") this.endWritten = true; }, () => undefined);
+    return write;
+  }
+
+  private async write(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
     const counts = countVerdicts(this.verdicts);
     await writeFileAtomic(join(this.directory, "summary.json"), this.summaryJson(status, exitCode, error));
     await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
@@ -116,6 +133,8 @@ export class RunDirectory {
 
   /** Marks the run as not finished when no more waiting is possible: summary.json only, synchronously, always exit 2. */
   finaliseNow(status: "interrupted" | "error", reason: string): void {
+    if (this.endWritten) return;
+    this.ending = status;
     writeFileAtomicSync(join(this.directory, "summary.json"), this.summaryJson(status, EXIT.error, reason));
   }
 }
