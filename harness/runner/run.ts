@@ -160,8 +160,18 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
     const first = suite.arms[0] as Arm & { readonly model?: string };
     return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
   }
-  if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
+  // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model).
+  if (options.model !== undefined) {
+    const model = options.model;
+    if (options.arms === undefined) return [{ ...suite.arms[0], label: model, model, gate: "required", why: undefined }];
+    return byLabel().map((arm) => ({ ...arm, label: modelOverrideLabel(arm.label, model), model, gate: "required", why: undefined }));
+  }
   return byLabel();
+}
+
+/** An arm run on another model (--arm with --model) says both. */
+function modelOverrideLabel(armLabel: string, model: string): string {
+  return `${armLabel} on ${model}`;
 }
 
 /** Every --arm must name an arm of some suite in the run. */
@@ -246,7 +256,9 @@ function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
   const model = options.model === undefined ? "" : ` --model ${options.model}`;
   if (suite.kind === "kernels") return `bench run --suite ${suite.name} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
+  const overridden = options.model === undefined ? undefined : options.arms?.find((label) => modelOverrideLabel(label, options.model!) === arm.label);
   const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
+    : overridden !== undefined ? `--arm ${JSON.stringify(overridden)} --model ${arm.model}`
     : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
   return `bench run --suite ${suite.name} ${target}`;
 }
