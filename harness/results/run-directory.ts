@@ -27,6 +27,20 @@ export interface RunProvenance {
   readonly load: Record<string, unknown>[];
   /** The run-wide seed (bench load's prompts and arrivals); null where seeds are per cell (NIAH). */
   seed: number | null;
+  /** What bench run was asked to run; null for other commands. */
+  selection: RunSelection | null;
+}
+
+/**
+ * The suites, arms, prompts and cases a bench run was limited to: an empty list means all (no
+ * --suite: the default battery). bench serve accepts as validation only a run with none of them.
+ */
+export interface RunSelection {
+  readonly suites: readonly string[];
+  readonly arms: readonly string[];
+  readonly prompts: readonly number[];
+  readonly cases: readonly number[];
+  readonly niah_cases: readonly string[];
 }
 
 /**
@@ -41,7 +55,7 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null };
   private samplesArrow: Uint8Array | undefined;
   private writes: Promise<void> = Promise.resolve();
   /** The final status once one was asked for, and whether its files are written. */
@@ -91,6 +105,7 @@ export class RunDirectory {
       ...(error === undefined ? {} : { error }),
       harness_version: HARNESS_VERSION,
       seed: this.provenance.seed,
+      ...(this.provenance.selection === null ? {} : { selection: this.provenance.selection }),
       machine: this.machine,
       command: [...this.command],
       suites: this.provenance.suites,

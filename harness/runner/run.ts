@@ -29,9 +29,8 @@ import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
+import { DEFAULT_BATTERY } from "../suites/default-battery.js";
 
-/** The battery `bench run` runs with no --suite. */
-export const DEFAULT_BATTERY = ["parity16", "niah", "serve-conformance", "quant-kernels"] as const;
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 

@@ -6,7 +6,8 @@ import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import type { GateVerdict, RunEvent } from "../../results/types.js";
 import { exitCodeFor } from "../../results/verdicts.js";
-import { DEFAULT_BATTERY, DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import { DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import { DEFAULT_BATTERY } from "../../suites/default-battery.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
 import { DEFAULT_SHUTDOWN_GRACE_S } from "../../sut/child-process.js";
 import { guardRun, setExitCode } from "../exit-code.js";
@@ -79,6 +80,7 @@ export function registerRun(program: Command): void {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       };
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
+      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase };
       await recorder.open();
       const controller = new AbortController();
       // Until the run is finalised below, every other way out (an error, a signal, a stall) is
