@@ -17,6 +17,8 @@ export interface RunSummary {
   readonly started: string;
   readonly finished: string | null;
   readonly exit_code: number | null;
+  /** Why a run that did not complete ended (interrupted or errored). */
+  readonly error?: string;
   readonly harness_version: string;
   readonly machine: MachineInfo;
   readonly command: readonly string[];
