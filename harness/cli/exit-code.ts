@@ -14,8 +14,8 @@ import { clearProgress } from "./output.js";
 
 /** A run that is still recording: how to stop it in order, and how to record that it did not finish. */
 export interface UnfinishedRun {
-  /** Starts an orderly stop: the run stops at the next check, closes its SUTs (the shutdown ladder) and returns. */
-  stop(reason: string): void;
+  /** Starts an orderly stop: the run stops at the next check, closes its SUTs (the shutdown ladder) and returns. Without one, a signal ends the run at once. */
+  readonly stop?: (reason: string) => void;
   /** Writes the run's results as not finished, with the reason. */
   finalise(status: "interrupted" | "error", reason: string): Promise<void>;
   /** The same for an exit that allows no more waiting (synchronous; summary.json only). */
@@ -101,15 +101,15 @@ export async function end(how: Ending): Promise<void> {
 }
 
 function onSignal(signal: NodeJS.Signals): void {
-  const run = unfinished;
-  if ((run === undefined && orderlyStop === undefined) || stopRequested) {
+  const runStop = unfinished?.stop;
+  if ((runStop === undefined && (unfinished !== undefined || orderlyStop === undefined)) || stopRequested) {
     void end({ kind: "signal", signal, forced: stopRequested });
     return;
   }
   stopRequested = true;
-  if (run !== undefined) {
+  if (runStop !== undefined) {
     process.stderr.write(`bench: ${signal}: stopping in order, finished results are kept (${signal} again to stop at once)\n`);
-    run.stop(`stopped by ${signal}`);
+    runStop(`stopped by ${signal}`);
   } else {
     orderlyStop?.(signal);
   }

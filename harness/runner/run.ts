@@ -235,8 +235,8 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
       const { summaryLine } = await runArm(arm, sut, opened);
-      // Asked after the checks, so every graph the SUT captured while serving them is counted.
-      for (const capture of (await sut.traceDemand?.()) ?? []) {
+      // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
+      for (const capture of (options.signal.aborted ? undefined : await sut.traceDemand?.()) ?? []) {
         recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
       }
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });

@@ -15,7 +15,7 @@ import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
-import { setExitCode } from "../exit-code.js";
+import { guardRun, setExitCode } from "../exit-code.js";
 import { progress, say, warn } from "../output.js";
 import { loadVerifiedGoldens } from "../../runner/run.js";
 import { loadParitySuite } from "../../suites/load.js";
@@ -153,6 +153,11 @@ export function registerLoad(program: Command): void {
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
       recorder.provenance.seed = options.seed;
       await recorder.open();
+      // No orderly stop mid-point: a signal, an error or a stall ends the run at once, finalised by exit-code.ts.
+      const release = guardRun({
+        finalise: (status, reason) => recorder.flush(status, EXIT.error, reason),
+        finaliseNow: (status, reason) => recorder.finaliseNow(status, reason),
+      });
       let managed: ManagedServer | undefined;
       let modelLabel = options.url ?? "";
       try {
@@ -254,12 +259,10 @@ export function registerLoad(program: Command): void {
         await parity?.close();
         const code = errorStop ? EXIT.gateFailed : EXIT.pass;
         await recorder.flush("complete", code);
+        release();
         say(["", ...lines].join("\n"));
         say(`${errorStop ? "FAIL: a load point stopped on its error rate, or parity failed under load" : "done"} (exit ${code}) — results in ${recorder.directory}`);
         setExitCode(code);
-      } catch (error) {
-        await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
-        throw error;
       } finally {
         if (managed !== undefined) await stopManagedServer(managed);
       }
