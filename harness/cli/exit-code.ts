@@ -15,7 +15,7 @@ import { clearProgress } from "./output.js";
 /** A run that is still recording: how to stop it in order, and how to record that it did not finish. */
 export interface UnfinishedRun {
   /** Starts an orderly stop: the run stops at the next check, closes its SUTs (the shutdown ladder) and returns. Without one, a signal ends the run at once. */
-  readonly stop?: (reason: string) => void;
+  readonly stop?: (signal: NodeJS.Signals) => void;
   /** Writes the run's results as not finished, with the reason. */
   finalise(status: "interrupted" | "error", reason: string): Promise<void>;
   /** The same for an exit that allows no more waiting (synchronous; summary.json only). */
@@ -100,19 +100,16 @@ export async function end(how: Ending): Promise<void> {
   setTimeout(() => process.exit(code), 5000).unref();
 }
 
+/** The first signal starts the orderly stop of the run or the command, where there is one; otherwise, and the second time, the end. */
 function onSignal(signal: NodeJS.Signals): void {
-  const runStop = unfinished?.stop;
-  if ((runStop === undefined && (unfinished !== undefined || orderlyStop === undefined)) || stopRequested) {
+  const stop = unfinished !== undefined ? unfinished.stop : orderlyStop;
+  if (stop === undefined || stopRequested) {
     void end({ kind: "signal", signal, forced: stopRequested });
     return;
   }
   stopRequested = true;
-  if (runStop !== undefined) {
-    process.stderr.write(`bench: ${signal}: stopping in order, finished results are kept (${signal} again to stop at once)\n`);
-    runStop(`stopped by ${signal}`);
-  } else {
-    orderlyStop?.(signal);
-  }
+  if (unfinished !== undefined) process.stderr.write(`bench: ${signal}: stopping in order, finished results are kept (${signal} again to stop at once)\n`);
+  stop(signal);
 }
 
 /**

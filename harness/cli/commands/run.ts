@@ -87,7 +87,7 @@ export function registerRun(program: Command): void {
       // finalised by exit-code.ts as interrupted or errored, with the reason.
       let stopReason = "interrupted";
       const release = guardRun({
-        stop: (reason) => { stopReason = reason; controller.abort(); },
+        stop: (signal) => { stopReason = `stopped by ${signal}`; controller.abort(); },
         finalise: (status, reason) => recorder.flush(status, EXIT.error, reason),
         finaliseNow: (status, reason) => recorder.finaliseNow(status, reason),
       });
