@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { cpSync, readdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { GOLDENS_DIR, SUITES_DIR } from "../harness/paths.js";
 import { join } from "node:path";
 import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
 import { verifyGoldens } from "../harness/goldens/verify.js";
@@ -185,6 +186,32 @@ test("bench goldens import takes another project's <i4 [16,16] greedy ids and wr
   assert.is(wrong.status, 2);
   assert.match(wrong.stderr, /^bench: error: .*theirs-missing\.npy: cannot read \(ENOENT\)/m);
   assert.ok(!existsSync(join(work.path, "never")), "nothing half-written");
+});
+
+test("a custom suite given by path: the missing-goldens hint names the path, and that very command makes goldens the run then uses", () => {
+  const name = `my-parity-${process.pid}`;
+  const made = join(GOLDENS_DIR, "tiny-random.F32", name);
+  try {
+    const suite = JSON.parse(readFileSync(join(SUITES_DIR, "parity16.json"), "utf8"));
+    delete suite.$schema;
+    Object.assign(suite, { name, prompts: suite.prompts.slice(0, 2), max_tokens: 4, arms: [suite.arms[0]] });
+    const path = join(work.path, "my-parity.json");
+    writeFileSync(path, JSON.stringify(suite));
+    const runArgs = ["run", "--suite", path, "--runs-dir", join(work.path, "runs")];
+    const missing = bench(runArgs);
+    assert.is(missing.status, 2, missing.stdout + missing.stderr);
+    const hint = /\(fix: make them: bench (goldens make --suite \S+)\)/.exec(missing.stderr);
+    assert.ok(hint !== null, missing.stderr);
+    assert.is(hint![1], `goldens make --suite ${path}`);
+    const make = bench(hint![1].split(" "));
+    assert.is(make.status, 0, make.stderr);
+    const rerun = bench(runArgs);
+    assert.is(rerun.status, 0, rerun.stdout + rerun.stderr);
+    assert.match(rerun.stdout, /^F32 correctness gate: 2\/2 prompts PASS/m);
+    assert.match(readFileSync(join(work.path, "runs", readdirSync(join(work.path, "runs"))[0], "cells.jsonl"), "utf8"), new RegExp(`"reproduce":"bench run --suite ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} --arm \\"F32\\"`));
+  } finally {
+    rmSync(made, { recursive: true, force: true });
+  }
 });
 
 test.run();

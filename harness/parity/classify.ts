@@ -75,13 +75,13 @@ export interface ParityTally {
   readonly strict: number;
   readonly nearTie: number;
   readonly forwardDivergent: number;
-  /** Prompts whose answer had the wrong shape (rejected before scoring): each a failure. */
-  readonly malformed: number;
+  /** Prompts whose answer was rejected before scoring (wrong shape, or an error on that prompt): each a failure. */
+  readonly rejected: number;
   readonly maxGapMnats: number;
   readonly maxGapAt: { readonly prompt: number; readonly position: number } | undefined;
 }
 
-export function tallyParity(results: readonly PromptParity[], malformed = 0): ParityTally {
+export function tallyParity(results: readonly PromptParity[], rejected = 0): ParityTally {
   let maxGapMnats = 0;
   let maxGapAt: ParityTally["maxGapAt"];
   for (const result of results) {
@@ -91,8 +91,8 @@ export function tallyParity(results: readonly PromptParity[], malformed = 0): Pa
     }
   }
   return {
-    prompts: results.length + malformed,
-    malformed,
+    prompts: results.length + rejected,
+    rejected,
     strict: results.filter((r) => r.verdict === "STRICT").length,
     nearTie: results.filter((r) => r.verdict === "NEAR-TIE").length,
     forwardDivergent: results.filter((r) => r.verdict === "FORWARD-DIVERGENT").length,
@@ -108,7 +108,7 @@ export function tallyParity(results: readonly PromptParity[], malformed = 0): Pa
 export function paritySummaryLine(label: string, tally: ParityTally, informational = false): string {
   const n = tally.prompts;
   const at = tally.maxGapAt === undefined ? "" : ` @ prompt[${tally.maxGapAt.prompt}] tok=${tally.maxGapAt.position}`;
-  const malformed = tally.malformed === 0 ? "" : `; ${tally.malformed} malformed answers`;
+  const rejected = tally.rejected === 0 ? "" : `; ${tally.rejected} answers rejected`;
   return `${label} correctness gate${informational ? " (informational)" : ""}: ${tally.strict + tally.nearTie}/${n} prompts PASS (STRICT ${tally.strict}/${n}; ` +
-    `near-tie-band only ${tally.nearTie}/${n}; max gap ${(tally.maxGapMnats / 1000).toFixed(3)} nats${at}; ${tally.forwardDivergent} forward-divergent${malformed})`;
+    `near-tie-band only ${tally.nearTie}/${n}; max gap ${(tally.maxGapMnats / 1000).toFixed(3)} nats${at}; ${tally.forwardDivergent} forward-divergent${rejected})`;
 }

@@ -112,10 +112,10 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     const tally = tallyParity(results, broken.length);
     summaryLine = paritySummaryLine(arm.label, tally, arm.gate === "informational");
     return {
-      status: tally.forwardDivergent === 0 && tally.malformed === 0 ? "pass" : "fail",
+      status: tally.forwardDivergent === 0 && tally.rejected === 0 ? "pass" : "fail",
       summary: summaryLine,
       metrics: {
-        prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent, malformed: tally.malformed,
+        prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent, rejected: tally.rejected,
         max_gap_mnats: tally.maxGapMnats, max_gap_prompt: tally.maxGapAt?.prompt ?? null, max_gap_position: tally.maxGapAt?.position ?? null,
         band_mnats: suite.band_mnats,
         // Batch-1 speed of this check's own greedy pass (prompt evaluation included): a single-sequence perf row.
@@ -127,7 +127,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     };
   });
 
-  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate) => {
+  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
     if (goldens.topkIds === undefined || goldens.topkLogprobs === undefined) {
       throw new Error("the goldens hold no top-k (imported greedy-only goldens): teacher-forced accuracy cannot be scored");
     }
@@ -145,10 +145,13 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
         detail: oracle[i][t].ids.slice(0, 5).includes(row.ids[0]) ? "in reference top-5" : "outside reference top-5",
       }))), ...brokenCells(context, "teacher_forced", gate, "teacher-forced top-k", broken)],
     });
+    const rejected = broken.length === 0 ? "" : `; ${broken.length}/${context.prompts.length} prompts' answers rejected (prompt ${broken[0].prompt}: ${broken[0].reason})`;
+    if (scored.length === 0) {
+      return { status: "fail", summary: `${arm.label} teacher-forced: no prompt could be scored${rejected}`, metrics: { positions: 0, rejected: broken.length, min_top1: DEFAULT_MIN_TOP1 } };
+    }
     const kld = accuracy.kldTopK;
     const summary = `${arm.label} teacher-forced: top-1 ${(accuracy.top1.p * 100).toFixed(2)}%, top-5 ${(accuracy.top5.p * 100).toFixed(2)}% over ${accuracy.positions} positions; ` +
-      `KLD (top-${goldens.manifest.K} support) mean ${kld?.mean.toExponential(3)} ± ${kld?.stderr?.toExponential(2) ?? "n/a"}; RMS Δp ${(accuracy.rmsDeltaP * 100).toFixed(3)}%` +
-      (broken.length === 0 ? "" : `; ${broken.length}/${context.prompts.length} prompts' answers rejected (${broken[0].reason})`);
+      `KLD (top-${goldens.manifest.K} support) mean ${kld?.mean.toExponential(3)} ± ${kld?.stderr?.toExponential(2) ?? "n/a"}; RMS Δp ${(accuracy.rmsDeltaP * 100).toFixed(3)}%${rejected}`;
     return {
       status: broken.length === 0 && accuracy.top1.p >= DEFAULT_MIN_TOP1 ? "pass" : "fail",
       summary,
@@ -157,7 +160,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
         same_top: accuracy.sameTop.p, kld_topk_mean: kld?.mean ?? null, kld_topk_stderr: kld?.stderr ?? null, kld_topk_max: kld?.max ?? null,
         kld_topk_p99: kld?.p99 ?? null, kld_topk_median: kld?.median ?? null, kld_floored_terms: accuracy.kldFlooredTerms,
         delta_p_mean: accuracy.deltaP?.mean ?? null, delta_p_stderr: accuracy.deltaP?.stderr ?? null, rms_delta_p: Number.isNaN(accuracy.rmsDeltaP) ? null : accuracy.rmsDeltaP,
-        min_top1: DEFAULT_MIN_TOP1, malformed: broken.length,
+        min_top1: DEFAULT_MIN_TOP1, rejected: broken.length,
       },
     };
   });
@@ -196,7 +199,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
       summary: `${arm.label} determinism: ${scored.length - unstable.length}/${context.prompts.length} prompts identical over ${reruns} reruns` +
         (broken.length === 0 ? "" : `, ${broken.length} answers rejected`) +
         (hasCapability(sut, "teacherForcedTopK") ? `; log-prob bytes ${logprobBytesDiffer === 0 ? "identical" : `differ on ${logprobBytesDiffer} prompts`}` : ""),
-      metrics: { reruns, unstable_prompts: unstable.length, malformed: broken.length, logprob_bytes_differ: logprobBytesDiffer },
+      metrics: { reruns, unstable_prompts: unstable.length, rejected: broken.length, logprob_bytes_differ: logprobBytesDiffer },
     };
   });
 
@@ -227,7 +230,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
       status: bad.length === 0 && broken.length === 0 ? "pass" : "fail",
       summary: `${arm.label} batch invariance (B=1 vs B=${context.prompts.length}): ${compared.length - changed.size}/${context.prompts.length} identical, ` +
         `${changed.size - bad.length} near-tie, ${bad.length} forward-divergent` + (broken.length === 0 ? "" : `, ${broken.length} answers rejected`),
-      metrics: { batch: context.prompts.length, identical: compared.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length, malformed: broken.length },
+      metrics: { batch: context.prompts.length, identical: compared.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length, rejected: broken.length },
     };
   });
 

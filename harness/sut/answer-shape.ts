@@ -89,8 +89,8 @@ function reasonOf(error: unknown): string {
 
 /**
  * Sends a batch and checks each answer against its request. A wrong answer count is the SUT's
- * protocol breach (thrown, naming the method). If the batch as a whole errors, the SUT is still
- * there and each request is evaluated alone anyway (`splitOnError`), each request is asked alone,
+ * protocol breach (thrown, naming the method). With `splitOnError` (requests evaluated alone
+ * anyway), a batch that errors while the SUT is still there is asked again one request at a time,
  * so an error belongs to the prompt it happened on and the other prompts still get their answers.
  * A batched call is never split: answers asked one by one would prove nothing about batching.
  */
@@ -106,16 +106,10 @@ async function ask<Req, Ans>(
   try {
     answers = await send(requests);
   } catch (error) {
-    if (!splitOnError || requests.length === 1 || endsTheSut(error)) throw error;
+    if (!splitOnError || endsTheSut(error)) throw error;
+    if (requests.length === 1) return [bad(reasonOf(error))];
     const alone: Checked<Ans>[] = [];
-    for (const request of requests) {
-      try {
-        alone.push(...(await ask(sut, method, send, [request], check, false)));
-      } catch (single) {
-        if (endsTheSut(single)) throw single;
-        alone.push(bad(reasonOf(single)));
-      }
-    }
+    for (const request of requests) alone.push(...(await ask(sut, method, send, [request], check, true)));
     return alone;
   }
   if (!Array.isArray(answers) || answers.length !== requests.length) {
