@@ -6,15 +6,19 @@ import { goldensDir, promptTextsSha256, readGoldens } from "../goldens/goldens.j
 import { goldensModelDirName } from "../goldens/make.js";
 import { assertGoldensMatchModel } from "../goldens/model-check.js";
 import { sha256Bytes } from "../io/sha256.js";
+import { readGguf } from "../gguf/read.js";
+import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { openLlamaCppOracle } from "../oracle/llamacpp-oracle.js";
 import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
 import type { SuiteArm, ParitySuite } from "../suites/parity-suite.js";
-import { loadSuite, type Suite } from "../suites/load.js";
+import { loadSuite, suiteArgument, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
-import type { SystemUnderTest } from "../sut/types.js";
+import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
+import type { GateLevel } from "../suites/parity-suite.js";
+import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { openStdioSut } from "../sut/stdio.js";
@@ -204,27 +208,42 @@ export async function loadVerifiedGoldens(suite: ParitySuite) {
   const oracleModel = await resolveModel(suite.oracle.model);
   const directory = goldensDir(goldensModelDirName(oracleModel), suite.name);
   if (!existsSync(join(directory, "manifest.json"))) {
-    throw new BenchError(`no goldens for suite ${suite.name} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError(`no goldens for suite ${suite.name} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suiteArgument(suite)}` });
   }
   const goldens = readGoldens(directory);
   await assertGoldensMatchModel(goldens, oracleModel);
   if (goldens.manifest.prompts.texts_sha256 !== null && goldens.manifest.prompts.texts_sha256 !== promptTextsSha256(suite.prompts)) {
-    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${suiteArgument(suite)}` });
   }
   if (goldens.manifest.T !== suite.max_tokens) {
-    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${suiteArgument(suite)}` });
   }
   return { goldens, oracleModel };
 }
 
+/**
+ * The trace-region demand a SUT reports, if it reports any. A malformed answer (or an error) is
+ * the SUT's protocol error: it lands in the results as an error verdict of the arm, never a crash.
+ */
+async function askTraceDemand(suite: Suite, arm: { readonly label: string; readonly gate: GateLevel }, sut: SystemUnderTest, reproduce: string, emit: RunListener): Promise<TraceCapture[]> {
+  if (sut.traceDemand === undefined) return [];
+  let captures: TraceCapture[] = [];
+  await runCheck({ suiteName: suite.name, arm, sut, emit, signal: new AbortController().signal, reproduce }, "trace_demand", "required", ["traceDemand"], async () => {
+    captures = await sut.traceDemand!();
+    return { status: "pass", summary: `${arm.label} trace demand: ${captures.length} captured graphs reported`, metrics: { captures: captures.length } };
+  });
+  return captures;
+}
+
 /** Opens each arm's SUT in turn (with the per-case timeout), hands it to `runArm`, and always closes it. */
-async function forEachArm<Arm extends { readonly label: string }, Sut extends SystemUnderTest>(
+async function forEachArm<Arm extends { readonly label: string; readonly gate: GateLevel }, Sut extends SystemUnderTest>(
   suite: Suite,
   arms: readonly Arm[],
   open: (arm: Arm) => Promise<Sut>,
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
+  reproduce: (arm: Arm) => string,
   runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut) => Promise<{ summaryLine: string | undefined }>,
 ): Promise<void> {
   for (const arm of arms) {
@@ -236,7 +255,7 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
     try {
       const { summaryLine } = await runArm(arm, sut, opened);
       // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
-      for (const capture of (options.signal.aborted ? undefined : await sut.traceDemand?.()) ?? []) {
+      for (const capture of options.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, reproduce(arm), emit)) {
         recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
       }
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
@@ -254,12 +273,12 @@ function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions
 
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
   const model = options.model === undefined ? "" : ` --model ${options.model}`;
-  if (suite.kind === "kernels") return `bench run --suite ${suite.name} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
+  if (suite.kind === "kernels") return `bench run --suite ${suiteArgument(suite)} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
   const overridden = options.model === undefined ? undefined : options.arms?.find((label) => modelOverrideLabel(label, options.model!) === arm.label);
   const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
     : overridden !== undefined ? `--arm ${JSON.stringify(overridden)} --model ${arm.model}`
     : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
-  return `bench run --suite ${suite.name} ${target}`;
+  return `bench run --suite ${suiteArgument(suite)} ${target}`;
 }
 
 async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
@@ -270,13 +289,14 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
   recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
   try {
     const cache = new TeacherForcedCache(oracle);
+    const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
     // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
     // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
     const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
     const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
     const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
-    await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runParityArm({
-      suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+    await forEachArm(suite, arms, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runParityArm({
+      suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     }));
   } finally {
     await oracle.close();
@@ -288,7 +308,7 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
   const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), sutContext(arm, options, emit));
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
@@ -313,13 +333,13 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
   const open = (arm: KernelArm) => arm.runner !== undefined
     ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, ...sutContext(arm, options, emit) })
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label);
-  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
+  await forEachArm(suite, arms, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
+  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut, server) => runConformanceArm({
     suiteName: suite.name, arm, sut, emit, signal: options.signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },

@@ -125,7 +125,9 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     (await json<{ choices: CompletionChoice[] }>("/v1/completions", { model: model.id, ...body })).choices[0];
   const greedyOne = async (r: GreedyRequest): Promise<TokenId[]> => {
     const choice = await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: true });
-    return choice.token_ids ?? [];
+    // Absent ids are a broken answer, not an empty one (an empty list would read as "generated nothing").
+    if (!Array.isArray(choice.token_ids)) throw new Error(`/v1/completions answered without token_ids: ${JSON.stringify(choice).slice(0, 120)}`);
+    return choice.token_ids;
   };
   const provenance: SutProvenance = {
     kind: "http",

@@ -18,7 +18,10 @@ export interface TopK {
 export interface GreedyRequest {
   /** Prompt ids including BOS, exactly as the SUT must be fed them. */
   readonly promptIds: readonly TokenId[];
+  /** The answer holds exactly this many ids, unless it ends early on one of `eosIds`. */
   readonly maxTokens: number;
+  /** End-of-sequence ids that may end the answer before `maxTokens` (none: the SUT must ignore EOS). */
+  readonly eosIds?: readonly TokenId[];
 }
 
 export interface TeacherForcedRequest {
