@@ -46,6 +46,9 @@ export interface ManagedServerOptions {
   readonly contextSize: number;
   readonly threads: number;
   readonly flashAttention: boolean;
+  /** `bench serve`'s defaults (F16, 512) when absent: what a production server runs. */
+  readonly kvCacheType?: "F32" | "F16";
+  readonly batchSize?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -55,6 +58,7 @@ export interface ManagedServerOptions {
 export async function startManagedServer(options: ManagedServerOptions): Promise<ManagedServer> {
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
+    "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } });
   let stderr = "";
@@ -98,6 +102,17 @@ export async function stopManagedServer(server: ManagedServer, graceS = 20, onWa
   }
 }
 
+/** The numerics our server reports in /v1/models, in the spelling of the embedded SUT's provenance so arms compare key by key. */
+function numericsProvenance(settings: Record<string, unknown> | undefined): Record<string, string | number | boolean> {
+  if (settings === undefined) return {};
+  const names: Record<string, string> = { flash_attention: "flashAttention", kv_cache_type: "kvCacheType", threads: "threads", batch_size: "batchSize", context_size: "contextSize", slots: "sequences" };
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, value] of Object.entries(settings)) {
+    if (names[key] !== undefined && (typeof value === "string" || typeof value === "number" || typeof value === "boolean")) out[names[key]] = value;
+  }
+  return out;
+}
+
 interface CompletionChoice {
   readonly token_ids?: number[];
   readonly logprobs?: { top_token_ids?: (number[] | null)[]; top_token_logprobs?: (number[] | null)[] } | null;
@@ -116,7 +131,7 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
     return JSON.parse(response.text) as T;
   };
-  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean } }[] }>("/v1/models");
+  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown> }[] }>("/v1/models");
   const model = models.data[0];
   if (model === undefined) throw new BenchError("the server lists no model", { field: "/v1/models", fix: "check the server" });
   const capabilities: HttpCapabilities = {
@@ -133,7 +148,8 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
   const provenance: SutProvenance = {
     kind: "http",
     engine: `${model.owned_by ?? "unknown"} at ${baseUrl} (model ${model.id})`,
-    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities },
+    // The numerics as the server reports them, not as the harness asked: a server that ignored a setting shows it here.
+    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities, ...numericsProvenance(model.settings) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
   };
