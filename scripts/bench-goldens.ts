@@ -30,7 +30,7 @@ const { harnessMs, rawMs, ratio } = await sideBySide(
       await raw.close();
     },
   },
-  { iterations: 7 },
+  { iterations: 7, note: `each side: ${suite.prompts.length} prompts, greedy T = ${suite.max_tokens} + teacher-forced top-${suite.top_k}, oracle recipe (F32 KV, 1 thread, flash attention off)` },
 );
 rmSync(scratch, { recursive: true, force: true });
 console.log(`median: harness ${harnessMs.toFixed(1)} ms, raw ${rawMs.toFixed(1)} ms — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%, target ≤ 25%) ${ratio <= 1.25 ? "OK" : "OVER TARGET"}`);

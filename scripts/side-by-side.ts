@@ -26,12 +26,20 @@ export async function sideBySide(
   return { harnessMs, rawMs, ratio: harnessMs / rawMs };
 }
 
-/** The harness side of a battery benchmark: `bench run --suite <suite>` into a fresh run directory under `scratch` each time. */
-export function batteryTask(suite: string, scratch: string): () => Promise<void> {
+/**
+ * The harness side of a battery benchmark: `bench run --suite <suite> --arm …` into a fresh run
+ * directory under `scratch` each time. The arms are named so the raw side can do exactly their work.
+ */
+export function batteryTask(suite: string, arms: readonly string[], scratch: string): () => Promise<void> {
   let runNumber = 0;
   return async () => {
     const recorder = new RunDirectory(`run-${runNumber++}`, scratch, [`bench:${suite}`]);
     await recorder.open();
-    await runBattery({ suites: [suite] }, recorder, recorder.record);
+    await runBattery({ suites: [suite], arms }, recorder, recorder.record);
   };
+}
+
+/** Arms the embedded SUT runs in-process, and arms that go through our server (own process, HTTP): raw node-llama-cpp can only stand in for the work of each, not the server's boot and transport. */
+export function armsBySut<Arm extends { readonly sut?: string }>(arms: readonly Arm[]): { embedded: Arm[]; server: Arm[] } {
+  return { embedded: arms.filter((arm) => arm.sut === undefined || arm.sut === "llamacpp"), server: arms.filter((arm) => arm.sut === "http") };
 }
