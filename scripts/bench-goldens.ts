@@ -1,7 +1,7 @@
 /**
  * npm run bench:goldens — time to make the parity16 goldens through the harness, against raw
  * node-llama-cpp doing the same evaluations (16 greedy runs of T tokens + 16 teacher-forced passes),
- * measured side by side in one run with tinybench. Target: the harness adds at most 25%.
+ * measured side by side in alternating rounds (side-by-side.ts). Target: the harness adds at most 25%.
  */
 import { join } from "node:path";
 import { tmpdir } from "node:os";

@@ -1,7 +1,7 @@
 /**
  * npm run bench:niah — wall time of the needle suite through the harness (haystack building with
  * the SUT's tokenizer, greedy decode, scoring, result files) against raw node-llama-cpp decoding
- * the same prompts, measured side by side in one run with tinybench. Each arm is its own row: the
+ * the same prompts, measured side by side in alternating rounds (side-by-side.ts). Each arm is its own row: the
  * embedded arm against raw greedy on its cases, and the server arm (our server, own process, HTTP)
  * against the same raw greedy — that row's difference includes the server's boot and transport.
  */

@@ -2,7 +2,7 @@
  * npm run bench:parity — wall time of the parity16 battery through the harness (bench run's runner,
  * scorers and result files, oracle gap cache warm) against raw node-llama-cpp doing the same SUT
  * evaluations for the same arms (3 rounds of greedy + teacher-forced over the 16 prompts, and a 4th
- * greedy round standing in for the batched one), measured side by side in one run with tinybench.
+ * greedy round standing in for the batched one), measured side by side in alternating rounds (side-by-side.ts).
  * Embedded arms and server arms are compared separately: the raw side does a server arm's
  * evaluations in-process, so that row's difference includes the server's boot and HTTP transport.
  */

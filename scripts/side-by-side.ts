@@ -1,29 +1,41 @@
 import { Bench } from "tinybench";
+import { loadavg } from "node:os";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { distribution } from "../harness/stats/distribution.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
 import { runBattery } from "../harness/runner/run.js";
 
 /**
- * Runs the harness task and its raw node-llama-cpp baseline in one tinybench session (same process,
- * same warm caches), prints the machine and the table, and returns the median ratio harness/raw.
+ * Runs the harness task and its raw node-llama-cpp baseline in one process (same warm caches), in
+ * alternating rounds — harness, raw, harness, raw … after one warm-up round — so a busy stretch of a
+ * shared machine slows both sides rather than one; prints the machine, each round's times, and
+ * returns the medians and the median ratio harness/raw.
  */
 export async function sideBySide(
   harness: { readonly name: string; readonly run: () => Promise<void> },
   raw: { readonly name: string; readonly run: () => Promise<void> },
   options: { readonly iterations: number; readonly note?: string },
 ): Promise<{ harnessMs: number; rawMs: number; ratio: number }> {
-  const bench = new Bench({ iterations: options.iterations, time: 0, warmupIterations: 1 });
-  bench.add(harness.name, harness.run).add(raw.name, raw.run);
-  await bench.run();
-  const [harnessLatency, rawLatency] = bench.tasks.map((task) => {
-    if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
-    return task.result.latency;
-  });
-  console.log(`machine: ${describeMachine(machineInfo())}${options.note === undefined ? "" : `; ${options.note}`}`);
-  console.table(bench.table());
-  const harnessMs = harnessLatency.p50!;
-  const rawMs = rawLatency.p50!;
-  return { harnessMs, rawMs, ratio: harnessMs / rawMs };
+  const harnessRounds: number[] = [];
+  const rawRounds: number[] = [];
+  for (let round = 0; round <= options.iterations; round++) {
+    const bench = new Bench({ iterations: 1, time: 0, warmupIterations: 0 });
+    bench.add(harness.name, harness.run).add(raw.name, raw.run);
+    await bench.run();
+    const [harnessMs, rawMs] = bench.tasks.map((task) => {
+      if (task.result.state !== "completed") throw new Error(`${task.name}: ${task.result.state}`);
+      return task.result.latency.mean;
+    });
+    if (round === 0) continue; // warm-up: model loads, caches
+    harnessRounds.push(harnessMs);
+    rawRounds.push(rawMs);
+  }
+  console.log(`machine: ${describeMachine(machineInfo())}, load average ${loadavg()[0].toFixed(1)}${options.note === undefined ? "" : `; ${options.note}`}`);
+  console.log(`  ${harness.name}: ${harnessRounds.map((ms) => ms.toFixed(0)).join(" ")} ms`);
+  console.log(`  ${raw.name}: ${rawRounds.map((ms) => ms.toFixed(0)).join(" ")} ms`);
+  const harnessMs = distribution(harnessRounds)!.median;
+  const rawMs = distribution(rawRounds)!.median;
+  return { harnessMs, rawMs, ratio: distribution(harnessRounds.map((ms, i) => ms / rawRounds[i]))!.median };
 }
 
 /**

@@ -5,6 +5,8 @@ import { request } from "undici";
 import { BenchError } from "../errors.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
+import type { ServerNumerics } from "../../server/http-server.js";
+import type { LlamaCppSettings } from "./llamacpp.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** What an OpenAI-compatible server says it can do (our server advertises it in /v1/models). */
@@ -105,10 +107,13 @@ export async function stopManagedServer(server: ManagedServer, graceS = 20, onWa
 /** The numerics our server reports in /v1/models, in the spelling of the embedded SUT's provenance so arms compare key by key. */
 function numericsProvenance(settings: Record<string, unknown> | undefined): Record<string, string | number | boolean> {
   if (settings === undefined) return {};
-  const names: Record<string, string> = { flash_attention: "flashAttention", kv_cache_type: "kvCacheType", threads: "threads", batch_size: "batchSize", context_size: "contextSize", slots: "sequences" };
+  const names: Readonly<Record<keyof ServerNumerics, keyof LlamaCppSettings>> = {
+    flash_attention: "flashAttention", kv_cache_type: "kvCacheType", threads: "threads", batch_size: "batchSize", context_size: "contextSize", slots: "sequences",
+  };
   const out: Record<string, string | number | boolean> = {};
-  for (const [key, value] of Object.entries(settings)) {
-    if (names[key] !== undefined && (typeof value === "string" || typeof value === "number" || typeof value === "boolean")) out[names[key]] = value;
+  for (const [key, name] of Object.entries(names)) {
+    const value = settings[key];
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[name] = value;
   }
   return out;
 }
