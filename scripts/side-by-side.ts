@@ -5,6 +5,9 @@ import { distribution } from "../harness/stats/distribution.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
 import { runBattery } from "../harness/runner/run.js";
 
+/** BENCH_ROUNDS=N overrides a script's number of measured rounds (a loaded machine makes the defaults slow). */
+const BENCH_ROUNDS = process.env.BENCH_ROUNDS === undefined ? undefined : Math.max(1, Number.parseInt(process.env.BENCH_ROUNDS, 10) || 1);
+
 /**
  * Runs the harness task and its raw node-llama-cpp baseline in one process (same warm caches), in
  * alternating rounds — harness, raw, harness, raw … after one warm-up round — so a busy stretch of a
@@ -18,8 +21,10 @@ export async function sideBySide(
 ): Promise<{ harnessMs: number; rawMs: number; ratio: number }> {
   const harnessRounds: number[] = [];
   const rawRounds: number[] = [];
-  for (let round = 0; round <= options.iterations; round++) {
-    const bench = new Bench({ iterations: 1, time: 0, warmupIterations: 0 });
+  const rounds = BENCH_ROUNDS ?? options.iterations;
+  for (let round = 0; round <= rounds; round++) {
+    // No tinybench warm-up: it would run each task a second time per round; round 0 is the warm-up.
+    const bench = new Bench({ iterations: 1, time: 0, warmup: false });
     bench.add(harness.name, harness.run).add(raw.name, raw.run);
     await bench.run();
     const [harnessMs, rawMs] = bench.tasks.map((task) => {
