@@ -92,14 +92,15 @@ test("a later run that fails a required gate on the same artifact revokes its va
   assert.match(refused.stderr, /refusing to serve an unvalidated build: run needle-lost failed/);
 });
 
-test("--unvalidated serves anyway and /v1/models says so; an API key is enforced", async () => {
-  const server = await serve(["--model", "tiny-random:Q4_K", "--unvalidated", "--api-key", "sesame"]);
+test("--unvalidated serves anyway and /v1/models says so, with the numerics it runs; an API key is enforced", async () => {
+  const server = await serve(["--model", "tiny-random:Q4_K", "--unvalidated", "--api-key", "sesame", "--kv-cache-type", "F32", "--threads", "1", "--slots", "3", "--context-size", "512"]);
   try {
     await waitHealthy(server.url);
     assert.is((await httpCall(`${server.url}/v1/models`)).status, 401);
     const models = JSON.parse((await httpCall(`${server.url}/v1/models`, { apiKey: "sesame" })).text);
     assert.is(models.data[0].validated, false);
     assert.match(models.data[0].validation_note, /^UNVALIDATED: /);
+    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3 });
     assert.match(server.output(), /warning: serving an UNVALIDATED build/);
   } finally {
     server.child.kill("SIGTERM");

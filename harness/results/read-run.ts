@@ -52,7 +52,7 @@ export interface LoadPointRecord {
   readonly client?: { readonly eventLoopUtilization: number };
 }
 
-/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that exposes it reports it. */
+/** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that exposes it reports it. */
 export interface TraceDemand {
   readonly suite: string;
   readonly arm: string;

@@ -86,15 +86,31 @@ async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: Su
     return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
+  if (settings.promptOverflow !== "error") {
+    throw new BenchError(`arm "${arm.label}": our server refuses prompts that do not fit, it cannot ${settings.promptOverflow}`, { field: "settings.prompt_overflow", fix: "drop prompt_overflow from the server arm, or run that arm on the embedded SUT" });
+  }
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
-    threads: settings.threads, flashAttention: settings.flashAttention, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
+    threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize,
+    bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
   });
   try {
-    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+    const sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+    assertServerHonours(arm, settings, sut.provenance.settings);
+    return sut;
   } catch (error) {
     await stopManagedServer(managed, context.shutdownGraceS, context.onWarning);
     throw error;
+  }
+}
+
+/** The server's own report of its numerics must equal what the arm asked for: a setting it dropped would make its results another configuration's. */
+function assertServerHonours(arm: SuiteArm, requested: LlamaCppSettings, reported: Readonly<Record<string, string | number | boolean>>): void {
+  const keys = ["flashAttention", "kvCacheType", "threads", "batchSize", "contextSize", "sequences"] as const;
+  for (const key of keys) {
+    if (reported[key] !== requested[key]) {
+      throw new BenchError(`arm "${arm.label}": the server reports ${key} ${String(reported[key])} in /v1/models, the arm asked for ${String(requested[key])}`, { field: "settings", fix: "use a server that honours every numerics setting, or drop the setting from the arm" });
+    }
   }
 }
 
@@ -139,6 +155,11 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
  */
 export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>, sequences: number, fitted: Partial<LlamaCppSettings> = {}): LlamaCppSettings {
   const s = arm.settings ?? {};
+  // The runner protocol carries no settings: a runner reports its own in its hello, so asking it for others would record a lie.
+  if (arm.sut === "stdio" && Object.keys(s).length + Object.keys(overrides).length > 0) {
+    const named = [...Object.keys(s), ...Object.keys(overrides)].join(", ");
+    throw new BenchError(`arm "${arm.label}" is a runner: settings (${named}) cannot reach it`, { field: "settings", fix: "set them in the runner itself (it reports them in its hello), and drop them from the arm and the command line" });
+  }
   return {
     ...ORACLE_SETTINGS,
     sequences: Math.max(1, sequences),
@@ -158,10 +179,10 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
   if (suite.kind === "kernels") return byLabel();
   if (options.runner !== undefined && suite.kind === "conformance") return [];
-  // --runner and --model keep the first arm's settings (a needle suite's context size, say) and swap what runs.
+  // --model keeps the first arm's settings (a needle suite's context size, say) and swaps what runs; a runner takes none (armSettings).
   if (options.runner !== undefined) {
     const first = suite.arms[0] as Arm & { readonly model?: string };
-    return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
+    return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined }];
   }
   // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model).
   if (options.model !== undefined) {

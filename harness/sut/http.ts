@@ -6,6 +6,8 @@ import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
+import type { ServerNumerics } from "../../server/http-server.js";
+import type { LlamaCppSettings } from "./llamacpp.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** What an OpenAI-compatible server says it can do (our server advertises it in /v1/models). */
@@ -47,6 +49,9 @@ export interface ManagedServerOptions {
   readonly contextSize: number;
   readonly threads: number;
   readonly flashAttention: boolean;
+  /** `bench serve`'s defaults (F16, 512) when absent: what a production server runs. */
+  readonly kvCacheType?: "F32" | "F16";
+  readonly batchSize?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -56,6 +61,7 @@ export interface ManagedServerOptions {
 export async function startManagedServer(options: ManagedServerOptions): Promise<ManagedServer> {
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
+    "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
   const child = trackChild(spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   let stderr = "";
@@ -95,6 +101,20 @@ export async function stopManagedServer(server: ManagedServer, graceS = DEFAULT_
   await stopChild(server.child, { ask: () => server.child.kill("SIGTERM"), graceS, what: "the server", onWarning });
 }
 
+/** The numerics our server reports in /v1/models, in the spelling of the embedded SUT's provenance so arms compare key by key. */
+function numericsProvenance(settings: Record<string, unknown> | undefined): Record<string, string | number | boolean> {
+  if (settings === undefined) return {};
+  const names: Readonly<Record<keyof ServerNumerics, keyof LlamaCppSettings>> = {
+    flash_attention: "flashAttention", kv_cache_type: "kvCacheType", threads: "threads", batch_size: "batchSize", context_size: "contextSize", slots: "sequences",
+  };
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, name] of Object.entries(names)) {
+    const value = settings[key];
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[name] = value;
+  }
+  return out;
+}
+
 interface CompletionChoice {
   readonly token_ids?: number[];
   readonly logprobs?: { top_token_ids?: (number[] | null)[]; top_token_logprobs?: (number[] | null)[] } | null;
@@ -113,7 +133,7 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
     return JSON.parse(response.text) as T;
   };
-  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean } }[] }>("/v1/models");
+  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown> }[] }>("/v1/models");
   const model = models.data[0];
   if (model === undefined) throw new BenchError("the server lists no model", { field: "/v1/models", fix: "check the server" });
   const capabilities: HttpCapabilities = {
@@ -132,7 +152,8 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
   const provenance: SutProvenance = {
     kind: "http",
     engine: `${model.owned_by ?? "unknown"} at ${baseUrl} (model ${model.id})`,
-    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities },
+    // The numerics as the server reports them, not as the harness asked: a server that ignored a setting shows it here.
+    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities, ...numericsProvenance(model.settings) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
   };

@@ -47,7 +47,7 @@ export interface SutProvenance {
 /** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */
 export type TokenKind = "text" | "byte" | "unknown" | "control";
 
-/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that captures graphs reports it. */
+/** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that captures graphs reports it. */
 export interface TraceCapture {
   readonly capture: string;
   readonly demandBytes: number;

@@ -141,7 +141,7 @@ export function registerLoad(program: Command): void {
     .option("--no-parity", "do not inject parity prompts")
     .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
     .option("--run-id <id>", "run directory name")
-    .addHelpText("after", "\nMetrics (METRICS.md §8): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
+    .addHelpText("after", "\nMetrics (docs/metrics.md): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
     .action(async (options: LoadOptions) => {
       if ((options.url === undefined) === (options.model === undefined)) throw new BenchError("give exactly one of --url and --model", { field: "--url/--model", fix: "--url for a running server, --model to start ours" });
       if (options.concurrency !== undefined && options.rate !== undefined) throw new BenchError("--concurrency and --rate are two different load modes", { field: "--concurrency/--rate", fix: "run them as two `bench load` commands" });

@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import { collect, wholeNumber } from "../option-parsers.js";
-import { BenchError } from "../../errors.js";
+import { collect, kvCacheType, wholeNumber } from "../option-parsers.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
@@ -63,7 +62,7 @@ export function registerRun(program: Command): void {
     .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
     .option("--flash-attention", "force flash attention on for every arm")
     .option("--no-flash-attention", "force flash attention off for every arm")
-    .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)")
+    .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)", kvCacheType)
     .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
     .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
     .option("--shutdown-grace <seconds>", "seconds a runner or server gets to exit after it is asked to, before SIGTERM, then SIGKILL", wholeNumber, DEFAULT_SHUTDOWN_GRACE_S)
@@ -71,9 +70,6 @@ export function registerRun(program: Command): void {
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
     .action(async (options: RunCliOptions) => {
-      if (options.kvCacheType !== undefined && options.kvCacheType !== "F32" && options.kvCacheType !== "F16") {
-        throw new BenchError(`unknown KV cache type "${String(options.kvCacheType)}"`, { field: "--kv-cache-type", fix: "use F32 or F16" });
-      }
       const settings: Partial<LlamaCppSettings> = {
         ...(options.flashAttention === undefined ? {} : { flashAttention: options.flashAttention }),
         ...(options.kvCacheType === undefined ? {} : { kvCacheType: options.kvCacheType }),

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { wholeNumber } from "../option-parsers.js";
+import { kvCacheType, wholeNumber } from "../option-parsers.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { BenchError } from "../../errors.js";
 import { sha256File } from "../../io/sha256.js";
@@ -19,6 +19,8 @@ interface ServeOptions {
   contextSize: number;
   threads: number;
   flashAttention?: boolean;
+  kvCacheType: "F32" | "F16";
+  batchSize: number;
   apiKey?: string;
   maxPromptTokens: number;
   maxTokens: number;
@@ -39,6 +41,8 @@ export function registerServe(program: Command): void {
     .option("--context-size <tokens>", "tokens per slot", wholeNumber, 4096)
     .option("--threads <n>", "llama.cpp threads", wholeNumber, 2)
     .option("--flash-attention", "flash attention on")
+    .option("--kv-cache-type <type>", "KV cache type (F32 or F16)", kvCacheType, "F16" as const)
+    .option("--batch-size <tokens>", "llama.cpp batch size", wholeNumber, 512)
     .option("--api-key <key>", "require Authorization: Bearer <key>")
     .option("--max-prompt-tokens <n>", "longest prompt accepted", wholeNumber, 4096)
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
@@ -56,7 +60,7 @@ export function registerServe(program: Command): void {
       const server = await startServer({
         modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
         slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
-        flashAttention: options.flashAttention === true, maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
+        flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
         validation: validation.validated
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
