@@ -1,3 +1,4 @@
+import { tableFromIPC } from "apache-arrow";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { execFileSync } from "node:child_process";
@@ -166,11 +167,29 @@ test("through the CLI: an ABI v1 plugin passes the v1 suite; a segfault errors i
   delete owned.$schema;
   const first = (op: string) => owned.cases.find((c: { op: string }) => c.op === op);
   const suite = join(work.path, "crash-then-more.json");
-  writeFileSync(suite, JSON.stringify({ ...owned, name: "crash-then-more", cases: [first("matvec"), first("rms_norm")] }));
+  writeFileSync(suite, JSON.stringify({ ...owned, name: "crash-then-more", cases: [first("matvec"), first("matvec"), first("rms_norm")] }));
   const crashed = bench(["run", "--suite", suite, "--plugin", buildFakePlugin(work.path, "CRASH"), "--runs-dir", runs, "--run-id", "crash"]);
   assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
-  assert.match(crashed.stdout, /matvec +required +ERROR +the runner exited \(SIGSEGV\)/);
+  assert.match(crashed.stdout, /matvec +required +ERROR +1 matvec case\(s\) errored: MATVEC\(encoding=[^)]*\): the runner exited \(SIGSEGV\).*; the SUT is gone, later cases of this check did not run/);
   assert.match(crashed.stdout, /rms_norm +required +PASS +1\/1 rms_norm cases OK/);
+  assert.match(crashed.stdout, /^plugin: 1\/3 kernel cases OK, 2 not run$/m);
+  const rows = JSON.parse(readFileSync(join(runs, "crash", "summary.json"), "utf8"));
+  assert.is(rows.status, "complete", "the run finished and wrote its results");
+});
+
+test("an ABI v1 plugin without one tensor type (BB_UNSUPPORTED_TYPE): those cases SKIPPED by name like an unregistered pair, the others still run; exit 77", () => {
+  const runs = join(work.path, "runs");
+  const result = bench(["run", "--suite", "quant-kernels", "--plugin", buildFakePlugin(work.path, "V1_NO_Q6_K"), "--case", "2", "--case", "3", "--case", "7", "--case", "8", "--runs-dir", runs, "--run-id", "no-q6k"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  assert.match(result.stdout, /dequantize +required +SKIPPED — NOT A PASS +runner kernel: dequantize \(Q6_K:F32\) failed: this plugin has no Q6_K kernel \(1\/2 dequantize cases OK, bit-exact\)$/m);
+  assert.match(result.stdout, /^plugin: 2\/4 kernel cases OK, 2 not run$/m);
+  const cells = tableFromIPC(readFileSync(join(runs, "no-q6k", "cells.arrow"))).toArray().map((row) => row.toJSON());
+  assert.equal(cells.map((c) => [c.check, c.status, c.reproduce.replace(/--plugin ".*"/, "--plugin P")]), [
+    ["dequantize", "pass", "bench run --suite quant-kernels --plugin P --case 2"],
+    ["dequantize", "skip", "bench run --suite quant-kernels --plugin P --case 3"],
+    ["matvec", "pass", "bench run --suite quant-kernels --plugin P --case 7"],
+    ["matvec", "skip", "bench run --suite quant-kernels --plugin P --case 8"],
+  ]);
 });
 
 test.run();

@@ -3,8 +3,12 @@ import { measureCopyBandwidth, type CopyBandwidth } from "../kernels/copy-bandwi
 import { scoreKernelCase, type KernelOutcome } from "../kernels/score.js";
 import type { CellRecord, KernelCheckName } from "../results/types.js";
 import { distribution } from "../stats/distribution.js";
+import { checkKernelAnswer } from "../sut/answer-shape.js";
+import { SutGoneError } from "../sut/sut-gone.js";
 import { ACCUMULATION_UNIT_ROUNDOFF, type KernelTimingPlan } from "../sut/types.js";
-import { makeCell, runCheck, type ArmScope } from "./check.js";
+import { UnsupportedRequestError } from "../sut/unsupported.js";
+import { SutTimeoutError } from "../sut/with-timeout.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope } from "./check.js";
 
 /**
  * Timing: 20 ms of warm-up, then at least 50 samples (a sample is a batch of about 1 ms of calls)
@@ -20,10 +24,10 @@ export interface KernelArmContext extends ArmScope {
 }
 
 type CaseResult = {
-  readonly status: "pass" | "fail" | "skip";
+  readonly status: "pass" | "fail" | "skip" | "error";
   readonly line: string;
   readonly ratio: number | null;
-  /** Skipped: why, naming the pair. */
+  /** Skipped: why, naming the pair; errored: what went wrong. */
   readonly reason?: string;
   readonly timing?: Partial<CellRecord>;
 };
@@ -32,8 +36,10 @@ const perSecond = (count: number, microseconds: number) => count / (microseconds
 
 /**
  * Runs a kernel arm: one check per op, one cell per case with its reproducible line and its ratio
- * to the bound. A pair the SUT does not register is SKIPPED by name, never passed; with a timing
- * plan, every passing case is also timed against the copy bandwidth measured here.
+ * to the bound. A pair the SUT does not register (or, v1 plugin or runner, refuses as unsupported) is
+ * SKIPPED by name, never passed; an error is its case's, and the other cases still run unless the
+ * SUT is gone. With a timing plan, every passing case is also timed against the copy bandwidth
+ * measured here.
  */
 export async function runKernelArm(context: KernelArmContext): Promise<{ summaryLine: string | undefined }> {
   const results: { index: number; result: CaseResult }[] = [];
@@ -43,23 +49,35 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
     const cases = context.cases.filter((c) => c.spec.op === op);
     await runCheck(context, op as KernelCheckName, "required", ["kernel"], async (gate) => {
       const mine: CaseResult[] = [];
+      let sutGone = false;
       for (const { index, spec } of cases) {
         if (context.signal.aborted) break;
-        const result = await runCase(context, spec, bandwidth);
+        let result: CaseResult;
+        try {
+          result = await runCase(context, spec, bandwidth);
+        } catch (error) {
+          // One case's trouble stays that case's; a SUT that is gone (a crashed plugin host) or stopped answering ends the check.
+          sutGone = error instanceof SutGoneError || error instanceof SutTimeoutError;
+          result = failedCase(caseName(spec), error);
+        }
         mine.push(result);
         results.push({ index, result });
         await context.emit({ kind: "cells", cells: [makeCell(context, op as KernelCheckName, gate, { status: result.status, detail: result.line, kernel_ratio: result.ratio, ...result.timing }, ` --case ${index}`)] });
+        if (sutGone) break;
       }
+      const errors = mine.filter((r) => r.status === "error");
+      if (errors.length > 0) throw new ErrorsInCells(`${errors.length} ${op} case(s) errored: ${errors[0].line}${sutGone ? "; the SUT is gone, later cases of this check did not run" : ""}`);
       return opVerdict(op, mine);
     });
   }
   if (bandwidth !== undefined) await runTimingCheck(context, results.map((r) => r.result), bandwidth);
   if (results.length === 0) return { summaryLine: undefined };
   const passed = results.filter((r) => r.result.status === "pass").length;
-  const others = results.filter((r) => r.result.status !== "pass").map((r) => `  ${r.result.line}${r.result.status === "fail" ? `  [rerun: ${context.reproduce} --case ${r.index}]` : ""}`);
-  // Cases of a check that errored (a crashed plugin) were never scored: counted, not hidden.
-  const unscored = context.cases.length - results.length;
-  return { summaryLine: [`${context.arm.label}: ${passed}/${context.cases.length} kernel cases OK${unscored > 0 ? ` (${unscored} not scored: their check errored)` : ""}`, ...others].join("\n") };
+  const others = results.filter((r) => r.result.status !== "pass").map((r) => `  ${r.result.line}${r.result.status === "fail" || r.result.status === "error" ? `  [rerun: ${context.reproduce} --case ${r.index}]` : ""}`);
+  // Cases after a SUT that went away (a crashed plugin) were never run: counted, not hidden.
+  const notRun = results.filter((r) => r.result.status === "skip" || r.result.status === "error").length + context.cases.length - results.length;
+  const informational = context.arm.gate === "informational" ? " (informational)" : "";
+  return { summaryLine: [`${context.arm.label}${informational}: ${passed}/${context.cases.length} kernel cases OK${notRun > 0 ? `, ${notRun} not run` : ""}`, ...others].join("\n") };
 }
 
 function opVerdict(op: string, results: readonly CaseResult[]) {
@@ -74,6 +92,13 @@ function opVerdict(op: string, results: readonly CaseResult[]) {
   // Never a pass: a pair the SUT does not register was not checked.
   if (count("skip") > 0) return { status: "skip" as const, reason: `${[...new Set(results.filter((r) => r.status === "skip").map((r) => r.reason))].join("; ")} (${summary})` };
   return { status: "pass" as const, summary, metrics };
+}
+
+/** A case the SUT refused as unsupported (the same SKIPPED as an unregistered pair), or one that errored. */
+function failedCase(name: string, error: unknown): CaseResult {
+  const reason = error instanceof Error ? error.message : String(error);
+  if (error instanceof UnsupportedRequestError) return { status: "skip", line: `${name}: SKIPPED (${reason})`, ratio: null, reason };
+  return { status: "error", line: `${name}: ${reason}`, ratio: null, reason };
 }
 
 async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidth: CopyBandwidth | undefined): Promise<CaseResult> {
@@ -93,8 +118,10 @@ async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidt
     const reason = `${spec.op} ${encoding} at the declared ${pair.accumulation} accumulation has no finite bound for this shape (n·u ≥ 1)`;
     return { status: "skip", line: `${name}: SKIPPED (${reason})`, ratio: null, reason };
   }
-  const observed = await context.sut.kernel!(problem);
-  const outcome: KernelOutcome = scoreKernelCase(name, problem, expected, observed, pair.accumulation === undefined || pair.accumulation === "f32" ? op.bound : `${op.bound} (${pair.accumulation} accumulation, as declared)`);
+  const observed = checkKernelAnswer(problem, await context.sut.kernel!(problem));
+  // A wrong-shaped answer is this case's failure, with the reason.
+  if (!observed.ok) return { status: "fail", line: `${name}: FAIL (${observed.reason})`, ratio: null };
+  const outcome: KernelOutcome = scoreKernelCase(name, problem, expected, observed.value, pair.accumulation === undefined || pair.accumulation === "f32" ? op.bound : `${op.bound} (${pair.accumulation} accumulation, as declared)`);
   if (!outcome.pass || bandwidth === undefined || context.sut.kernelTime === undefined) return { status: outcome.pass ? "pass" : "fail", line: outcome.line, ratio: outcome.ratio };
   const timing = await context.sut.kernelTime(problem, context.timing!);
   const host = distribution([...timing.hostNs].map((ns) => ns / 1e3))!;

@@ -102,7 +102,9 @@ function main(path: string): void {
     try {
       send({ id: request.id, result: method(request.params ?? {}) });
     } catch (error) {
-      send({ id: request.id, error: { message: (error as Error).message } });
+      // The addon marks an unregistered pair (and a v1 kernel's BB_UNSUPPORTED_TYPE): the protocol's "unsupported", that case SKIPPED.
+      const unsupported = (error as { unsupported?: boolean }).unsupported === true;
+      send({ id: request.id, error: { message: (error as Error).message, ...(unsupported ? { unsupported: true } : {}) } });
     }
   });
 }

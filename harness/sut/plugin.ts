@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { BenchError } from "../errors.js";
 import { sha256File } from "../io/sha256.js";
 import { NATIVE_BUILD_DIR } from "../paths.js";
-import { openStdioSut } from "./stdio.js";
+import { openStdioSut, type StdioSutOptions } from "./stdio.js";
 import type { KernelRequest, KernelTimingPlan, SystemUnderTest } from "./types.js";
 
 /** The addon's surface (native/addon/plugin_host.cc). */
@@ -76,15 +76,16 @@ const PLUGIN_PROCESS = join(dirname(fileURLToPath(import.meta.url)), "plugin-pro
  * A system under test whose capabilities are a native kernel plugin's kernels, hosted in a child
  * process that speaks the runner protocol (harness/sut/plugin-process.ts). A plugin that crashes
  * takes only its host process down: the call it was in errors with the signal, and the next call
- * gets a fresh host, so the checks after it still run.
+ * gets a fresh host, so the checks after it still run. Every host is a tracked child, stopped by
+ * the shutdown ladder (harness/sut/child-process.ts) like a runner.
  */
-export async function openPluginSut(path: string, label: string): Promise<SystemUnderTest> {
+export async function openPluginSut(path: string, label: string, context: Pick<StdioSutOptions, "onLog" | "onWarning" | "shutdownGraceS"> = {}): Promise<SystemUnderTest> {
   if (!existsSync(path)) throw new BenchError("no kernel plugin at this path", { file: path, fix: "build it (npm run build:native for the reference plugin) or fix the arm's plugin path" });
   pluginHostPath();
   let exited = false;
   const start = () => {
     exited = false;
-    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60, onExit: () => { exited = true; } });
+    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60, ...context, onExit: () => { exited = true; } });
   };
   let host = await start();
   const live = async (): Promise<SystemUnderTest> => {

@@ -176,7 +176,8 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
   Napi::Value RunCall(Napi::Env env, Call &call, uint32_t times = 1) {
     if (!Open(env)) return env.Undefined();
     for (uint32_t i = 0; i < times; i++) {
-      if (Dispatch(call) != 0) return Failed(env, call);
+      const int status = Dispatch(call);
+      if (status != 0) return Failed(env, call, status);
     }
     return env.Undefined();
   }
@@ -193,19 +194,19 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     const uint32_t repetitions = repetitions_arg.As<Napi::Number>().Uint32Value();
     Napi::Float64Array ns = Napi::Float64Array::New(env, repetitions);
     if (time_ != nullptr) {
-      if (time_(call.op.c_str(), call.encoding.c_str(), call.inputs.data(), call.inputs.size(), call.outputs.data(), call.outputs.size(), call.attrs.c_str(), warmup, repetitions, ns.Data()) != 0) {
-        return Failed(env, call);
+      if (const int status = time_(call.op.c_str(), call.encoding.c_str(), call.inputs.data(), call.inputs.size(), call.outputs.data(), call.outputs.size(), call.attrs.c_str(), warmup, repetitions, ns.Data()); status != 0) {
+        return Failed(env, call, status);
       }
       return ns;
     }
     for (uint32_t r = 0; r < warmup; r++) {
-      if (Dispatch(call) != 0) return Failed(env, call);
+      if (const int status = Dispatch(call); status != 0) return Failed(env, call, status);
     }
     for (uint32_t r = 0; r < repetitions; r++) {
       const int64_t start = NowNs();
       const int status = Dispatch(call);
       ns[r] = static_cast<double>(NowNs() - start);
-      if (status != 0) return Failed(env, call);
+      if (status != 0) return Failed(env, call, status);
     }
     return ns;
   }
@@ -243,7 +244,7 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     call.encoding = info[1].As<Napi::String>();
     call.attrs = info[4].IsString() ? info[4].As<Napi::String>().Utf8Value() : "{}";
     if (!Registered(call.op, call.encoding)) {
-      Napi::Error::New(env, "the plugin does not register (" + call.op + ", " + call.encoding + ")").ThrowAsJavaScriptException();
+      Unsupported(env, "the plugin does not register (" + call.op + ", " + call.encoding + ")").ThrowAsJavaScriptException();
       return false;
     }
     Napi::Array inputs = info[2].As<Napi::Array>();
@@ -359,13 +360,22 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     return 1;
   }
 
-  Napi::Value Failed(Napi::Env env, const Call &call) {
+  // A v1 kernel's BB_UNSUPPORTED_TYPE is v1's way of not registering a pair: the error says
+  // `unsupported`, as the host's own refusal of an unregistered pair does, and the case is SKIPPED.
+  Napi::Value Failed(Napi::Env env, const Call &call, int status) {
     std::string why = host_error_;
     host_error_.clear();
     if (why.empty() && last_error_ != nullptr && last_error_() != nullptr) why = last_error_();
     if (why.empty()) why = "no reason given (bb_last_error)";
-    Napi::Error::New(env, call.op + " (" + call.encoding + ") failed: " + why).ThrowAsJavaScriptException();
+    const std::string message = call.op + " (" + call.encoding + ") failed: " + why;
+    (run_ == nullptr && status == BB_UNSUPPORTED_TYPE ? Unsupported(env, message) : Napi::Error::New(env, message)).ThrowAsJavaScriptException();
     return env.Undefined();
+  }
+
+  static Napi::Error Unsupported(Napi::Env env, const std::string &message) {
+    Napi::Error error = Napi::Error::New(env, message);
+    error.Set("unsupported", Napi::Boolean::New(env, true));
+    return error;
   }
 
   void *handle_ = nullptr;

@@ -17,7 +17,10 @@
  *
  * Version 1 (bb_dequantize and bb_matvec, no bb_ops / bb_op_run) is still hosted: the host detects the
  * version from bb_plugin_info_get and maps the v1 kernels onto the ops "dequantize" and "matvec"
- * with encodings "<type>:F32" for every v1 tensor type. The v1 declarations are kept at the end of this header.
+ * with encodings "<type>:F32" for every v1 tensor type. v1 cannot list its types, so a v1 kernel
+ * returns BB_UNSUPPORTED_TYPE for a type it has no kernel for: the harness treats that exactly as
+ * an unregistered pair (that case SKIPPED by name, the other cases still run). The v1
+ * declarations are kept at the end of this header.
  *
  * Conventions:
  * - Kernels return 0 on success; on failure nonzero, with bb_last_error saying why (one line).
@@ -126,6 +129,10 @@ BB_API int bb_op_time(const char *op, const char *encoding, const bb_tensor *inp
                       uint32_t repetitions, double *ns_per_call);
 
 /* ---- version 1 (still hosted; the host maps these onto "dequantize" and "matvec") ----------- */
+
+/* A v1 kernel's return value when it has no kernel for the requested tensor type (any other
+   nonzero value is an error). */
+#define BB_UNSUPPORTED_TYPE 2
 
 /* Decodes n_values values (a whole number of blocks) of `type` into out[n_values]. */
 BB_API int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out);

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from bench_runner import serve
+from bench_runner import Unsupported, serve
 
 NUMPY = {"F32": "<f4", "F16": "<f2", "I32": "<i4"}
 
@@ -57,7 +57,7 @@ OPS = {
 def run(params):
     compute = OPS.get((params["op"], params["encoding"]))
     if compute is None:
-        raise ValueError(f"this runner does not register {params['op']} {params['encoding']}")
+        raise Unsupported(f"this runner does not register {params['op']} {params['encoding']}")
     outputs = compute({t["name"]: tensor(t) for t in params["inputs"]}, params["attrs"])
     return {"outputs": [{"name": o["name"], "data": base64.b64encode(np.asarray(y, np.float32).tobytes()).decode()} for o, y in zip(params["outputs"], outputs)]}
 

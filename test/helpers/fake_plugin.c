@@ -16,7 +16,14 @@
  *   CRASH          matvec writes through a null pointer (the host process dies of SIGSEGV)
  *   ABI_3          reports plugin ABI version 3
  *   V1             an ABI version 1 plugin (bb_dequantize and bb_matvec only) over the reference kernels
+ *   V1_NO_Q6_K     V1, whose two kernels return BB_UNSUPPORTED_TYPE for Q6_K: v1's way of not
+ *                  registering a pair
  */
+#ifdef FAKE_V1_NO_Q6_K
+#define FAKE_V1
+#define FAKE_NO_Q6_K
+#endif
+
 #define bb_plugin_info_get reference_info_get
 #define bb_ops reference_ops
 #define bb_op_run reference_op_run
@@ -182,7 +189,15 @@ static const char *v1_encoding(uint32_t type) {
   }
 }
 
+#ifdef FAKE_NO_Q6_K
+#define REFUSE_Q6_K(type) \
+  if ((type) == BB_TYPE_Q6_K) return fail("this plugin has no Q6_K kernel"), BB_UNSUPPORTED_TYPE
+#else
+#define REFUSE_Q6_K(type)
+#endif
+
 int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
+  REFUSE_Q6_K(type);
   const int64_t n = (int64_t)n_values;
   const bb_tensor x = dense_tensor("x", type, 1, &n, (void *)blocks);
   bb_tensor y = dense_tensor("y", BB_TYPE_F32, 1, &n, out);
@@ -190,6 +205,7 @@ int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out
 }
 
 int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
+  REFUSE_Q6_K(type);
   const int64_t shape[2] = {(int64_t)rows, (int64_t)cols};
   const bb_tensor in[2] = {dense_tensor("w", type, 2, shape, (void *)weights), dense_tensor("x", BB_TYPE_F32, 1, &shape[1], (void *)x)};
   bb_tensor out = dense_tensor("y", BB_TYPE_F32, 1, &shape[0], y);
