@@ -11,7 +11,7 @@ import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
-import type { SuiteArm, ParitySuite } from "../suites/parity-suite.js";
+import { armOracle, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
 import { loadSuite, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest } from "../sut/types.js";
@@ -146,7 +146,11 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
     const first = suite.arms[0] as Arm & { readonly model?: string };
     return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
   }
-  if (options.model !== undefined) return [{ ...suite.arms[0], label: options.model, model: options.model, gate: "required", why: undefined }];
+  // With --arm too, the named arm is the template: its SUT kind, settings and oracle (a fault fixture against its family's goldens).
+  if (options.model !== undefined) {
+    const template = suite.arms.find((arm) => options.arms?.includes(arm.label)) ?? suite.arms[0];
+    return [{ ...template, label: options.model, model: options.model, gate: "required", why: undefined }];
+  }
   return byLabel();
 }
 
@@ -176,9 +180,9 @@ function fillPlaceholders(text: string, modelPath = ""): string {
   return text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
 }
 
-/** Loads a suite's goldens and proves they belong to its oracle model and prompts. */
-export async function loadVerifiedGoldens(suite: ParitySuite) {
-  const oracleModel = await resolveModel(suite.oracle.model);
+/** Loads a suite's goldens on one of its oracle models (default: the suite's) and proves they belong to that model and the prompts. */
+export async function loadVerifiedGoldens(suite: ParitySuite, oracleReference = suite.oracle.model) {
+  const oracleModel = await resolveModel(oracleReference);
   const directory = goldensDir(goldensModelDirName(oracleModel), suite.name);
   if (!existsSync(join(directory, "manifest.json"))) {
     throw new BenchError(`no goldens for suite ${suite.name} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suite.name}` });
@@ -239,21 +243,25 @@ function armCommand(suite: Suite, arm: { readonly label: string; readonly model?
 async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const arms = selectArms(suite, options);
   const prompts = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt");
-  const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
-  const oracle = await openLlamaCppOracle(oracleModel);
-  recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
-  try {
-    const cache = new TeacherForcedCache(oracle);
-    // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
-    // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
-    const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
-    const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), runnerLog(arm, emit));
-    await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runParityArm({
-      suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
-    }));
-  } finally {
-    await oracle.close();
+  // Arms are grouped by the oracle they answer to (one per model family in a zoo suite), in suite order.
+  for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
+    const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
+    const { goldens, oracleModel } = await loadVerifiedGoldens(suite, oracleReference);
+    const oracle = await openLlamaCppOracle(oracleModel);
+    recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
+    try {
+      const cache = new TeacherForcedCache(oracle);
+      // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
+      // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
+      const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
+      const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
+      const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), runnerLog(arm, emit));
+      await forEachArm(suite, group, open, options, recorder, emit, (arm, sut) => runParityArm({
+        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+      }));
+    } finally {
+      await oracle.close();
+    }
   }
 }
 

@@ -14,6 +14,8 @@ export type GateLevel = "required" | "informational";
 export interface SuiteArm {
   readonly label: string;
   readonly model: string;
+  /** Parity suites: the model whose goldens this arm is held to, when not the suite's oracle (a suite spanning model families). */
+  readonly oracle?: string;
   readonly sut?: "llamacpp" | "http" | "stdio";
   /** stdio: the runner's argv; `{model}` becomes the model's path, `{bench}` the harness's directory. */
   readonly command?: readonly string[];
@@ -48,4 +50,14 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
   };
+}
+
+/** The oracle model an arm of a parity suite is compared against. */
+export function armOracle(suite: Pick<ParitySuite, "oracle">, arm: Pick<SuiteArm, "oracle">): string {
+  return arm.oracle ?? suite.oracle.model;
+}
+
+/** Every oracle model a parity suite's arms are compared against, the suite's own first. */
+export function suiteOracles(suite: ParitySuite): string[] {
+  return [...new Set([suite.oracle.model, ...suite.arms.map((arm) => armOracle(suite, arm))])];
 }

@@ -6,6 +6,7 @@ import { importGoldens } from "../../goldens/import.js";
 import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
 import { loadParitySuite } from "../../suites/load.js";
+import { suiteOracles } from "../../suites/parity-suite.js";
 import { paint, progress, say, warn } from "../output.js";
 import { setExitCode } from "../exit-code.js";
 
@@ -16,15 +17,21 @@ export function registerGoldens(program: Command): void {
     .command("make")
     .description("run the llama.cpp oracle on a suite's prompts and write its goldens atomically")
     .option("--suite <suite>", "suite name or path", "parity16")
-    .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: the suite's oracle)")
+    .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: every oracle the suite's arms answer to)")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
     .action(async (options: { suite: string; model?: string; out?: string }) => {
       const suite = loadParitySuite(options.suite);
-      const model = await resolveModel(options.model ?? suite.oracle.model);
-      const directory = options.out ?? goldensDir(goldensModelDirName(model), suite.name);
-      progress(`making goldens for ${suite.name} on ${model.id}`);
-      const manifest = await makeGoldens(suite, model, directory);
-      say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+      const references = options.model !== undefined ? [options.model] : suiteOracles(suite);
+      if (options.out !== undefined && references.length > 1) {
+        throw new BenchError(`suite ${suite.name} has ${references.length} oracles, --out names one directory`, { field: "--out", fix: `add --model, one of ${references.join(", ")}` });
+      }
+      for (const reference of references) {
+        const model = await resolveModel(reference);
+        const directory = options.out ?? goldensDir(goldensModelDirName(model), suite.name);
+        progress(`making goldens for ${suite.name} on ${model.id}`);
+        const manifest = await makeGoldens(suite, model, directory);
+        say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+      }
     });
 
   goldens
