@@ -14,7 +14,10 @@ export interface ArmScope {
   readonly reproduce: string;
 }
 
-export type CheckOutcome = { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> };
+/** A body's verdict; "skip" when the check cannot fail on this data (e.g. goldens without log-probs), with the reason. */
+export type CheckOutcome =
+  | { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> }
+  | { readonly status: "skip"; readonly reason: string };
 
 /** Gate level of a check on an arm: required only if both the arm and the check are. */
 export function gateOf(arm: Pick<SuiteArm, "gate">, check: GateLevel): GateLevel {
@@ -31,7 +34,8 @@ export function makeCell(scope: ArmScope, check: CheckName, gate: GateLevel, fie
 }
 
 /**
- * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs (never passed),
+ * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs or the body
+ * finds nothing it could fail on (never passed),
  * an error verdict when it throws (the other checks still run), otherwise the body's verdict.
  * A BenchError naming a file is bad input and aborts the run instead.
  */
@@ -54,6 +58,7 @@ export async function runCheck(
     try {
       await scope.emit({ kind: "progress", message: `${scope.suiteName} · ${scope.arm.label} · ${name}` });
       verdict = { ...base, ...(await body(gate)) };
+      if (verdict.status === "skip") await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "skip", detail: verdict.reason })] });
     } catch (error) {
       if (error instanceof BenchError && error.file !== undefined) throw error;
       const reason = error instanceof BenchError ? error.oneLine() : error instanceof Error ? error.message : String(error);

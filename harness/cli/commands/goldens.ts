@@ -60,9 +60,9 @@ export function registerGoldens(program: Command): void {
 
   goldens
     .command("import")
-    .description("import another project's goldens (greedy_ids.npy <i4 [P,T] + prompt ids <i4 [P,L]) with provenance \"imported\"")
+    .description("import another project's greedy goldens (greedy_ids.npy <i4 [P,T] + prompt ids) with provenance \"imported\" and K = 0: checks that need log-probs are SKIPPED on them")
     .requiredOption("--greedy <file>", "greedy_ids.npy, <i4 [P, T]")
-    .requiredOption("--prompts <file>", "prompt ids .npy, <i4 [P, L], padded with -1, BOS included")
+    .requiredOption("--prompts <path>", "prompt ids as fed to the model: a .npy <i4 [P, L] padded with -1, or a directory of raw little-endian int32 files p0_prompt.i32 … (as C++ engines commit them)")
     .requiredOption("--model <model>", "the model the ids belong to (fixture[:QUANT] or .gguf path)")
     .requiredOption("--suite <name>", "suite name to file the goldens under")
     .option("--source <text>", "where the goldens came from (recorded in the manifest)", "imported")
