@@ -1,7 +1,8 @@
 """The runner-protocol face of a reference forward: tokenizer, greedy, teacher forcing, and the planted
 FAULTs. A family module supplies `new_state(carried)` and `step(token, state) -> logits`; requests run
 one at a time, each token fed alone (prefill included), which is mathematically what llama.cpp's
-batched and chunked paths compute."""
+batched and chunked paths compute. A family may also offer `prefill(ids, state) -> logits` for a
+whole prompt at once (the transformers oracle does)."""
 import numpy as np
 
 from .ops import log_softmax
@@ -41,6 +42,9 @@ class ReferenceRunner:
 
     def prefill(self, ids):
         state = self.fresh_state()
+        whole_prompt = getattr(self.family, "prefill", None)
+        if whole_prompt is not None:
+            return state, log_softmax(whole_prompt(ids, state))
         logprobs = None
         for token in ids:
             logprobs = log_softmax(self.family.step(token, state))
