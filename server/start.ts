@@ -3,6 +3,7 @@ import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
+import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
 
@@ -19,6 +20,8 @@ export interface StartOptions extends ServerOptions {
    * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
    */
   readonly simulateBootSeconds: number;
+  /** A planted FAULT, for tests only (faults.ts). */
+  readonly fault?: ServerFault;
 }
 
 export interface RunningServer {
@@ -51,7 +54,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       threads: { ideal: options.threads, min: options.threads },
       flashAttention: options.flashAttention,
     });
-    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer);
+    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer, options.fault);
     server.attach(engine, model, vocabSize);
     dispose = async () => {
       await context.dispose();
