@@ -9,6 +9,7 @@ import { buildGemma4, GEMMA4_SHAPE } from "../harness/fixtures/families/gemma4.j
 import { buildNemotronHMoe } from "../harness/fixtures/families/nemotron-h-moe.js";
 import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
+import { modelConfigDifferences } from "../harness/parity/model-config-diff.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { GgmlType, GgufValueType } from "../harness/gguf/types.js";
 import { gguf } from "../harness/gguf/write.js";
@@ -138,15 +139,26 @@ test("zoo: gemma4 and nemotron_h_moe F32 arms STRICT 16/16 through embedded llam
   assert.ok(batch.every((v) => v.status === "pass" && v.metrics.batch === 16 && v.metrics.forward_divergent === 0), JSON.stringify(batch));
 });
 
-for (const fixture of ["gemma4-tiny-window-plus-one", "gemma4-tiny-window-minus-one"]) {
-  test(`planted fault ${fixture}: greedy parity against gemma4's goldens is FORWARD-DIVERGENT, exit 1`, () => {
+for (const [fixture, window] of [["gemma4-tiny-window-plus-one", 17], ["gemma4-tiny-window-minus-one", 15]] as const) {
+  test(`planted fault ${fixture}: greedy parity against gemma4's goldens is FORWARD-DIVERGENT and names the window, exit 1`, () => {
     const result = bench(["run", "--suite", "zoo", "--arm", "gemma4 F32", "--model", fixture, "--runs-dir", runs, "--run-id", fixture]);
     assert.is(result.status, 1, result.stdout + result.stderr);
     assert.match(result.stdout, new RegExp(`^${fixture} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
-    const verdicts: Array<{ check: string; status: string }> = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8")).verdicts;
-    assert.is(verdicts.find((v) => v.check === "greedy_parity")?.status, "fail");
+    const verdicts: Array<{ check: string; status: string; summary: string }> = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8")).verdicts;
+    const greedy = verdicts.find((v) => v.check === "greedy_parity");
+    assert.is(greedy?.status, "fail");
+    assert.match(greedy!.summary, new RegExp(`the SUT's model file differs from the oracle's in gemma4\\.attention\\.sliding_window ${window} \\(oracle 16\\)$`));
   });
 }
+
+test("model config differences: none for a quantized twin, the changed keys for another configuration", async () => {
+  const f32 = await ensureFixture("gemma4-tiny", "F32", cache);
+  assert.equal(modelConfigDifferences(await ensureFixture("gemma4-tiny", "Q4_K", cache), f32), []);
+  assert.equal(modelConfigDifferences(await ensureFixture("gemma4-tiny-window-minus-one", "F32", cache), f32), ["gemma4.attention.sliding_window 15 (oracle 16)"]);
+  const other = modelConfigDifferences(await ensureFixture("nemotron-h-moe-tiny", "F32", cache), f32);
+  assert.ok(other.includes("gemma4.attention.sliding_window absent (oracle 16)"), other.join("\n"));
+  assert.ok(other.includes("nemotron_h_moe.ssm.state_size 32 (oracle absent)"), other.join("\n"));
+});
 
 test("slot poisoning (FAULT skip-slot-clear) on nemotron_h_moe: parity, determinism and batch invariance (B = 16) through our server all FAIL, exit 1", () => {
   const result = bench(["run", "--suite", "zoo", "--arm", "nemotron_h_moe server F32", "--runs-dir", runs, "--run-id", "poisoned"], { BENCH_SERVER_FAULT: "skip-slot-clear" });

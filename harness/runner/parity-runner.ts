@@ -1,6 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
 import { classifyPrompt, paritySummaryLine, tallyParity, type PromptParity } from "../parity/classify.js";
+import { modelConfigDifferences } from "../parity/model-config-diff.js";
+import { resolveModel } from "../fixtures/registry.js";
 import type { Goldens } from "../goldens/goldens.js";
 import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import type { CellRecord, CheckName } from "../results/types.js";
@@ -86,13 +88,17 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     await emit({ kind: "cells", cells: parityCells(context, "greedy_parity", gate, results) });
     const tally = tallyParity(results);
     summaryLine = paritySummaryLine(arm.label, tally);
+    const configDifferences = tally.forwardDivergent > 0 && sut.provenance.modelPath !== undefined
+      ? modelConfigDifferences(sut.provenance.modelPath, (await resolveModel(goldens.manifest.model.id)).path)
+      : [];
     return {
       status: tally.forwardDivergent === 0 ? "pass" : "fail",
-      summary: summaryLine,
+      summary: summaryLine + (configDifferences.length === 0 ? "" : `; the SUT's model file differs from the oracle's in ${configDifferences.join(", ")}`),
       metrics: {
         prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent,
         max_gap_mnats: tally.maxGapMnats, max_gap_prompt: tally.maxGapAt?.prompt ?? null, max_gap_position: tally.maxGapAt?.position ?? null,
         band_mnats: suite.band_mnats,
+        ...(configDifferences.length === 0 ? {} : { config_differences: configDifferences.join("; ") }),
         // Batch-1 speed of this check's own greedy pass (prompt evaluation included): a single-sequence perf row.
         greedy_ms: Math.round(greedyMs * 1000) / 1000,
         generated_tokens: generated,
