@@ -7,6 +7,8 @@ import { ensureFixture } from "../harness/fixtures/registry.js";
 import { tensorNamed } from "../harness/fixtures/architecture.js";
 import { buildQwen35MoeTiny } from "../harness/fixtures/families/qwen35moe.js";
 import { readGguf } from "../harness/gguf/read.js";
+import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
+import { distribution } from "../harness/stats/distribution.js";
 import { GgmlType } from "../harness/gguf/types.js";
 import type { QuantName } from "../harness/quant/registry.js";
 import { serverFaultFromEnvironment } from "../server/faults.js";
@@ -70,6 +72,17 @@ test("the files carry llama.cpp's qwen35 layout: three delta-net layers then ful
   assert.is(type(moe, "blk.0.ffn_gate_inp.weight"), GgmlType.F32);
   assert.is(type(moe, "blk.0.ffn_gate_inp_shexp.weight"), GgmlType.F32);
   assert.is(type(moe, "blk.0.ffn_up_shexp.weight"), GgmlType.Q4_K);
+});
+
+test("on the committed zoo goldens the families' greedy continuations all differ and margins are clear enough for STRICT parity", () => {
+  for (const fixture of ["qwen35-tiny", "qwen35moe-tiny"]) {
+    const goldens = readGoldens(goldensDir(`${fixture}.F32`, "zoo"));
+    assert.is(new Set(goldens.greedyIds.map((ids) => ids.join(","))).size, 16, fixture);
+    const margins = distribution(goldens.topkLogprobs!.flat().map((row) => row[0] - row[1]))!;
+    // Measured: median 3.1 / 3.2 nats, p10 0.51 / 0.39 (README, "Model families").
+    assert.ok(margins.median > 1.5, `${fixture}: median margin ${margins.median} nats`);
+    assert.ok(margins.p10 > 0.2, `${fixture}: p10 margin ${margins.p10} nats`);
+  }
 });
 
 test("qwen35moe-tiny's routers spread tokens over many expert pairs (layer-0 router on the character embeddings)", () => {
