@@ -11,7 +11,7 @@ import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
-import { armOracle, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
+import { armOracle, goldensSuiteName, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
 import { loadSuite, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest } from "../sut/types.js";
@@ -141,14 +141,13 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
   if (suite.kind === "kernels") return byLabel();
   if (options.runner !== undefined && suite.kind === "conformance") return [];
-  // --runner and --model keep the first arm's settings (a needle suite's context size, say) and swap what runs.
+  // --runner and --model keep an arm's settings (a needle suite's context size, say) and swap what runs: the arm
+  // --arm names, else the first. The template carries its oracle too (a family's goldens in a suite spanning families).
+  const template = (suite.arms.find((arm) => options.arms?.includes(arm.label)) ?? suite.arms[0]) as Arm & { readonly model?: string };
   if (options.runner !== undefined) {
-    const first = suite.arms[0] as Arm & { readonly model?: string };
-    return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
+    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
   }
-  // With --arm too, the named arm is the template: its SUT kind, settings and oracle (a fault fixture against its family's goldens).
   if (options.model !== undefined) {
-    const template = suite.arms.find((arm) => options.arms?.includes(arm.label)) ?? suite.arms[0];
     return [{ ...template, label: options.model, model: options.model, gate: "required", why: undefined }];
   }
   return byLabel();
@@ -183,17 +182,18 @@ function fillPlaceholders(text: string, modelPath = ""): string {
 /** Loads a suite's goldens on one of its oracle models (default: the suite's) and proves they belong to that model and the prompts. */
 export async function loadVerifiedGoldens(suite: ParitySuite, oracleReference = suite.oracle.model) {
   const oracleModel = await resolveModel(oracleReference);
-  const directory = goldensDir(goldensModelDirName(oracleModel), suite.name);
+  const filedUnder = goldensSuiteName(suite);
+  const directory = goldensDir(goldensModelDirName(oracleModel), filedUnder);
   if (!existsSync(join(directory, "manifest.json"))) {
-    throw new BenchError(`no goldens for suite ${suite.name} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError(`no goldens for suite ${filedUnder} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${filedUnder}` });
   }
   const goldens = readGoldens(directory);
   await assertGoldensMatchModel(goldens, oracleModel);
   if (goldens.manifest.prompts.texts_sha256 !== null && goldens.manifest.prompts.texts_sha256 !== promptTextsSha256(suite.prompts)) {
-    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${filedUnder}` });
   }
   if (goldens.manifest.T !== suite.max_tokens) {
-    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${suite.name}` });
+    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${filedUnder}` });
   }
   return { goldens, oracleModel };
 }

@@ -38,6 +38,8 @@ export interface SuiteFile<Kind extends string, Arm> {
 /** A parity suite exactly as its JSON file says (schema: suites/schema/parity.schema.json). */
 export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
   readonly oracle: { readonly model: string };
+  /** Another suite whose goldens this one's arms are held to (same prompts, T and K): a second set of arms without a second set of goldens. */
+  readonly goldens_of?: string;
   readonly prompts: readonly string[];
   readonly max_tokens: number;
   readonly top_k: number;
@@ -50,6 +52,11 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
   };
+}
+
+/** The suite name a parity suite's goldens are filed under: its own, or the one it borrows from. */
+export function goldensSuiteName(suite: Pick<ParitySuite, "name" | "goldens_of">): string {
+  return suite.goldens_of ?? suite.name;
 }
 
 /** The oracle model an arm of a parity suite is compared against. */

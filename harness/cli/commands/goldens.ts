@@ -6,7 +6,7 @@ import { importGoldens } from "../../goldens/import.js";
 import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
 import { loadParitySuite } from "../../suites/load.js";
-import { suiteOracles } from "../../suites/parity-suite.js";
+import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
 import { paint, progress, say, warn } from "../output.js";
 import { setExitCode } from "../exit-code.js";
 
@@ -27,7 +27,7 @@ export function registerGoldens(program: Command): void {
       }
       for (const reference of references) {
         const model = await resolveModel(reference);
-        const directory = options.out ?? goldensDir(goldensModelDirName(model), suite.name);
+        const directory = options.out ?? goldensDir(goldensModelDirName(model), goldensSuiteName(suite));
         progress(`making goldens for ${suite.name} on ${model.id}`);
         const manifest = await makeGoldens(suite, model, directory);
         say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
