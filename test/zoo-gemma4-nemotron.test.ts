@@ -4,6 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
+import { FIRST_CHARACTER_ID } from "../harness/fixtures/char-vocab.js";
 import { encodeFixtureGguf, tensorNamed } from "../harness/fixtures/architecture.js";
 import { buildGemma4, GEMMA4_SHAPE } from "../harness/fixtures/families/gemma4.js";
 import { buildNemotronHMoe } from "../harness/fixtures/families/nemotron-h-moe.js";
@@ -104,6 +105,27 @@ test("nemotron-h-moe-tiny: llama.cpp's per-layer rule gives Mamba2 / attention /
   assert.equal(file.tensors.find((t) => t.name === "blk.0.ssm_in.weight")?.dims, [256, 2 * 256 + 2 * 2 * 32 + 8], "z | x B C | dt");
   assert.equal(file.tensors.find((t) => t.name === "blk.1.ffn_down_exps.weight")?.dims, [256, 256, 8]);
   assert.ok(tensorNamed(buildNemotronHMoe().tensors, "blk.0.ssm_a").values.every((a) => a < 0), "A is stored negative, as the converter writes -exp(A_log)");
+});
+
+test("nemotron-h-moe-tiny's routers spread tokens over many expert pairs (each MoE router on the RMS-normed character embeddings, sigmoid + selection bias)", () => {
+  const model = buildNemotronHMoe();
+  const d = 256;
+  const experts = 8;
+  const embeddings = tensorNamed(model.tensors, "token_embd.weight").values;
+  for (const layer of [1, 3, 6]) {
+    const router = tensorNamed(model.tensors, `blk.${layer}.ffn_gate_inp.weight`).values;
+    const bias = tensorNamed(model.tensors, `blk.${layer}.exp_probs_b.bias`).values;
+    const pairs = new Set<string>();
+    for (let id = FIRST_CHARACTER_ID; id < model.vocab.tokens.length; id++) {
+      const x = embeddings.subarray(id * d, (id + 1) * d);
+      const rms = Math.sqrt(x.reduce((sum, v) => sum + v * v, 0) / d);
+      const scores = Array.from({ length: experts }, (_, e) => 1 / (1 + Math.exp(-x.reduce((sum, v, i) => sum + (v / rms) * router[e * d + i], 0))) + bias[e]);
+      const [first, second] = scores.map((score, e) => [score, e] as const).sort((a, b) => b[0] - a[0]);
+      pairs.add([first[1], second[1]].sort().join("+"));
+    }
+    // 28 pairs exist; a router that collapsed onto a few experts would hardly change its choice.
+    assert.ok(pairs.size >= 15, `layer ${layer}: ${pairs.size} distinct top-2 pairs`);
+  }
 });
 
 test("metadata validation takes per-layer arrays (hybrid families) and refuses malformed ones with the key and the fix", async () => {
