@@ -45,4 +45,30 @@ test("the reference refuses, in its hello, a FAULT its family cannot carry and a
   assert.match(quantized.stderr, /tensor \S+ is ggml type 8; the reference reads F32\/F16 models \(use the :F32 fixture\)/);
 });
 
+test("zoo-reference: the reference forward of every family passes its family's llama.cpp goldens (one prompt here; all 16 in the README table)", () => {
+  const run = bench(["run", "--suite", "zoo-reference", "--prompt", "4", "--runs-dir", runs, "--run-id", "zoo-reference"]);
+  assert.is(run.status, 0, run.stdout + run.stderr);
+  for (const family of ["qwen35", "qwen35moe", "gemma4", "nemotron_h_moe"]) {
+    assert.match(run.stdout, new RegExp(`^zoo-reference +${family} reference +greedy_parity +required +PASS +1/1 prompts PASS \\(STRICT 1/1;`, "m"));
+    assert.match(run.stdout, new RegExp(`^zoo-reference +${family} reference +determinism +required +PASS`, "m"));
+  }
+});
+
+test("each planted FAULT of the reference fails its family's gates: delta-net gate sign, slot poisoning (qwen35, nemotron_h_moe), weights not renormalised, window off by one", () => {
+  const faulty = (family: string, fault: string) => bench(["run", "--suite", "zoo-reference", "--arm", `${family} reference`, "--runner", `${REFERENCE} --fault ${fault}`, "--prompt", "4", "--runs-dir", runs, "--run-id", `${family}-${fault}`]);
+  for (const [family, fault] of [["qwen35", "gdn-gate-sign"], ["qwen35moe", "moe-no-renorm"], ["gemma4", "swa-off-by-one"]]) {
+    const run = faulty(family, fault);
+    assert.is(run.status, 1, `${family} ${fault}: ${run.stdout}${run.stderr}`);
+    assert.match(run.stdout, /greedy_parity +required +FAIL +0\/1 prompts PASS \(STRICT 0\/1; near-tie-band only 0\/1; max gap \d+\.\d+ nats @ prompt\[4\] tok=\d+; 1 forward-divergent\)/, `${family} ${fault}`);
+    const summary = JSON.parse(readFileSync(join(runs, `${family}-${fault}`, "summary.json"), "utf8"));
+    assert.ok(summary.suts[0].provenance.engine.endsWith(`FAULT ${fault} (runner protocol v1)`), summary.suts[0].provenance.engine);
+  }
+  for (const family of ["qwen35", "nemotron_h_moe"]) {
+    const run = faulty(family, "state-not-cleared");
+    assert.is(run.status, 1, run.stdout + run.stderr);
+    assert.match(run.stdout, /determinism +required +FAIL +0\/1 prompts identical over 3 reruns; .*state leaking from earlier requests/);
+    assert.match(run.stdout, /batch_invariance +required +FAIL/);
+  }
+});
+
 test.run();
