@@ -70,6 +70,18 @@ test("qwen35 and qwen35moe: 1 + weight norms, A_log, tiled value heads back to g
   }
 });
 
+test("gemma4 and nemotron_h_moe: proportional RoPE and per-layer heads in the config; Mamba2 pattern, A_log, grouped norm, per-expert tensors", async () => {
+  const gemma = await exportAndCheck("gemma4-tiny");
+  assertRoundTrip(gemma.check, "gemma4-tiny");
+  assert.is(gemma.config.model_type, "gemma4_text");
+  assert.equal(gemma.config.layer_types, ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]);
+  assert.equal((gemma.config.rope_parameters as Record<string, unknown>).full_attention, { rope_type: "proportional", partial_rotary_factor: 0.25, rope_theta: 1_000_000 });
+  assert.equal(gemma.config.per_layer_config, { 5: { head_dim: 128, num_key_value_heads: 1 } });
+  const nemotron = await exportAndCheck("nemotron-h-moe-tiny");
+  assertRoundTrip(nemotron.check, "nemotron-h-moe-tiny");
+  assert.equal([nemotron.config.model_type, nemotron.config.hybrid_override_pattern], ["nemotron_h", "MEMEM*E"]);
+});
+
 test("export-hf refuses what transformers cannot express, in one line, and writes nothing", () => {
   const target = join(work.path, "copy");
   const refused = bench(["fixtures", "export-hf", "copy-4k", target]);

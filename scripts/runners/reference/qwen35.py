@@ -23,7 +23,7 @@ import numpy as np
 from .ops import (KvCache, attend, causal_conv_step, l2_norm, rms_norm, rope_angles, rope_neox,
                   route_experts, sigmoid, silu, softmax, softplus)
 
-FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "moe-topk-minus-one", "moe-no-renorm"}
+FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped", "moe-topk-minus-one", "moe-no-renorm"}
 MOE_FAULTS = {"moe-topk-minus-one", "moe-no-renorm"}
 
 
@@ -134,8 +134,10 @@ class Qwen35:
         v = conv[2 * self.key_dim:].reshape(self.n_v_heads, self.head_v_dim)
         out = np.empty((self.n_v_heads, self.head_v_dim))
         scale = 1.0 / math.sqrt(self.head_k_dim)
+        grouped = "gdn-heads-grouped" in self.faults
         for head in range(self.n_v_heads):
-            kh, qh = k[head % self.n_k_heads], q[head % self.n_k_heads]
+            key_head = head // (self.n_v_heads // self.n_k_heads) if grouped else head % self.n_k_heads
+            kh, qh = k[key_head], q[key_head]
             s = state.ssm[il][head] * math.exp(g[head])  # s[j, i]: value row j, key column i
             if "gdn-decay-twice" in self.faults:
                 s = s * math.exp(g[head])

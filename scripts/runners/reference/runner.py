@@ -16,6 +16,7 @@ FAULTS = {
     "conv-state-not-shifted": "FAULT: the causal-conv window is never advanced (each token convolves with zeros)",
     "gdn-gate-sign": "FAULT: GatedDeltaNet decay exp(+g) instead of exp(g)",
     "gdn-decay-twice": "FAULT: GatedDeltaNet decay applied twice per token",
+    "gdn-heads-grouped": "FAULT: GatedDeltaNet value head h reads key head h div (n_v/n_k) (transformers' grouped order) on llama.cpp's tiled weights",
     "moe-topk-minus-one": "FAULT: one expert fewer than expert_used_count",
     "moe-no-renorm": "FAULT: routed expert weights not renormalised",
     "swa-off-by-one": "FAULT: sliding window one position too wide (p1 - p0 <= window)",
