@@ -34,8 +34,11 @@ export function exportQwen35(model: GgufModel): HfModel {
   const vHeads = model.number("ssm.time_step_rank");
   const headK = model.number("ssm.state_size");
   const headV = model.number("ssm.inner_size") / vHeads;
+  // llama.cpp's rule: the per-layer array when given, else every interval-th layer is full attention.
   const interval = model.number("full_attention_interval", 4);
-  const recurrent = Array.from({ length: layers }, (_, il) => (il + 1) % interval !== 0);
+  const recurrent = model.raw(`${model.architecture}.attention.recurrent_layers`) !== undefined
+    ? model.numbers("attention.recurrent_layers", layers).map((r) => r !== 0)
+    : Array.from({ length: layers }, (_, il) => (il + 1) % interval !== 0);
   const minusOne = (v: number) => v - 1;
   const vRows = (width: number) => groupedFromTiled(kHeads, vHeads, width);
   const head = outputHead(model);
