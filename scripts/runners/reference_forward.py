@@ -16,14 +16,8 @@ from reference import gemma4, llama, nemotron_h, qwen35
 from reference.gguf import GgufError, GgufFile
 from reference.runner import FAULTS, ReferenceRunner
 
-FAMILIES = {
-    "llama": llama.Llama,
-    "qwen35": qwen35.Qwen35,
-    "qwen35moe": qwen35.Qwen35,
-    "gemma4": gemma4.Gemma4,
-    "nemotron_h_moe": nemotron_h.NemotronH,
-}
-MODULES = {"llama": llama, "qwen35": qwen35, "qwen35moe": qwen35, "gemma4": gemma4, "nemotron_h_moe": nemotron_h}
+# Each family module has faults_for(architecture) (the FAULTs it can carry) and Family (its forward pass).
+FAMILIES = {"llama": llama, "qwen35": qwen35, "qwen35moe": qwen35, "gemma4": gemma4, "nemotron_h_moe": nemotron_h}
 
 
 def main(argv):
@@ -37,10 +31,12 @@ def main(argv):
         arch = gguf.architecture
         if arch not in FAMILIES:
             raise GgufError(f"{args.model}: architecture {arch!r}; the reference runs {', '.join(FAMILIES)}")
-        unknown = [f for f in args.fault if f not in MODULES[arch].FAULTS]
+        family_module = FAMILIES[arch]
+        allowed = family_module.faults_for(arch)
+        unknown = [f for f in args.fault if f not in allowed]
         if unknown:
-            raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(MODULES[arch].FAULTS)) or 'none'})")
-        family = FAMILIES[arch](gguf, set(args.fault), {"gelu": args.gelu})
+            raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(allowed)) or 'none'})")
+        family = family_module.Family(gguf, set(args.fault), {"gelu": args.gelu})
     except (GgufError, OSError) as error:
         refuse(str(error))
         return

@@ -18,10 +18,15 @@ import math
 
 import numpy as np
 
+from .gguf import GgufError
 from .ops import (KvCache, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
                   route_experts, softmax)
 
 FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"}
+
+
+def faults_for(architecture):
+    return FAULTS
 
 
 class State:
@@ -76,7 +81,7 @@ class Gemma4:
         layer["ffn_gate_inp"] = o("ffn_gate_inp.weight")
         if layer["ffn_gate_inp"] is not None:
             if gguf.has(p + "ffn_down_exps.scale"):
-                raise ValueError(f"{p}ffn_down_exps.scale: per-expert output scales are not in this reference")
+                raise GgufError(f"{gguf.path}: {p}ffn_down_exps.scale: per-expert output scales are not in this reference")
             layer["ffn_gate_inp_scale"] = t("ffn_gate_inp.scale")
             for name in ("pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2", "ffn_down_exps"):
                 layer[name] = t(name + ".weight")
@@ -158,3 +163,6 @@ class Gemma4:
         if self.softcap:
             logits = np.tanh(logits / self.softcap) * self.softcap
         return logits
+
+
+Family = Gemma4

@@ -8,6 +8,10 @@ from .ops import KvCache, attend, rms_norm, rope_angles, rope_norm, silu
 FAULTS = set()
 
 
+def faults_for(architecture):
+    return FAULTS
+
+
 class State:
     def __init__(self, n_layer):
         self.pos = 0
@@ -52,3 +56,6 @@ class Llama:
             x = x + layer["ffn_down"] @ (silu(layer["ffn_gate"] @ h) * (layer["ffn_up"] @ h))
         state.pos += 1
         return self.output @ rms_norm(x, self.output_norm, self.eps)
+
+
+Family = Llama

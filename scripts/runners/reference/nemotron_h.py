@@ -24,6 +24,10 @@ from .ops import KvCache, attend, causal_conv_step, relu_squared, rms_norm, rout
 FAULTS = {"state-not-cleared", "conv-state-not-shifted", "moe-topk-minus-one", "moe-no-renorm"}
 
 
+def faults_for(architecture):
+    return FAULTS
+
+
 class State:
     def __init__(self, model, carried):
         self.pos = 0
@@ -162,3 +166,6 @@ class NemotronH:
                 x = x + self.ffn(layer, h, il)
         state.pos += 1
         return self.output @ rms_norm(x, self.output_norm, self.eps)
+
+
+Family = NemotronH

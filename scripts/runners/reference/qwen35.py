@@ -23,8 +23,12 @@ import numpy as np
 from .ops import (KvCache, attend, causal_conv_step, l2_norm, rms_norm, rope_angles, rope_neox,
                   route_experts, sigmoid, silu, softmax, softplus)
 
-FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped", "moe-topk-minus-one", "moe-no-renorm"}
-MOE_FAULTS = {"moe-topk-minus-one", "moe-no-renorm"}
+DENSE_FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped"}
+
+
+def faults_for(architecture):
+    """The FAULTs a model of `architecture` can carry (routing faults need qwen35moe's experts)."""
+    return DENSE_FAULTS | {"moe-topk-minus-one", "moe-no-renorm"} if architecture == "qwen35moe" else DENSE_FAULTS
 
 
 class State:
@@ -44,8 +48,6 @@ class Qwen35:
     def __init__(self, gguf, faults, options):
         self.faults = faults
         self.moe = gguf.architecture == "qwen35moe"
-        if not self.moe and faults & MOE_FAULTS:
-            raise ValueError("MoE faults need qwen35moe")
         self.n_layer = gguf.key("block_count")
         self.n_embd = gguf.key("embedding_length")
         self.n_head = gguf.key("attention.head_count")
@@ -171,3 +173,6 @@ class Qwen35:
             x = x + self.ffn(layer, rms_norm(x, layer["post_norm"], self.eps))
         state.pos += 1
         return self.output @ rms_norm(x, self.output_norm, self.eps)
+
+
+Family = Qwen35
