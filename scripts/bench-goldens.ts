@@ -1,7 +1,7 @@
 /**
  * npm run bench:goldens — time to make the parity16 goldens through the harness, against raw
  * node-llama-cpp doing the same evaluations (16 greedy runs of T tokens + 16 teacher-forced passes),
- * measured side by side in one run with tinybench. Target: the harness adds at most 25%.
+ * measured side by side in alternating rounds (side-by-side.ts). Target: the harness adds at most 25%.
  */
 import { join } from "node:path";
 import { tmpdir } from "node:os";
@@ -30,7 +30,7 @@ const { harnessMs, rawMs, ratio } = await sideBySide(
       await raw.close();
     },
   },
-  { iterations: 7 },
+  { iterations: 7, note: `each side: ${suite.prompts.length} prompts, greedy T = ${suite.max_tokens} + teacher-forced top-${suite.top_k}, oracle recipe (F32 KV, 1 thread, flash attention off)` },
 );
 rmSync(scratch, { recursive: true, force: true });
 console.log(`median: harness ${harnessMs.toFixed(1)} ms, raw ${rawMs.toFixed(1)} ms — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%, target ≤ 25%) ${ratio <= 1.25 ? "OK" : "OVER TARGET"}`);

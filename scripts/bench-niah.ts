@@ -1,7 +1,9 @@
 /**
- * npm run bench:niah — wall time of the needle suite at L = 4000 (3 depths) through the harness
- * (haystack building with the SUT's tokenizer, greedy decode, scoring, result files) against raw
- * node-llama-cpp decoding the same prompts, measured side by side in one run with tinybench.
+ * npm run bench:niah — wall time of the needle suite through the harness (haystack building with
+ * the SUT's tokenizer, greedy decode, scoring, result files) against raw node-llama-cpp decoding
+ * the same prompts, measured side by side in alternating rounds (side-by-side.ts). Each arm is its own row: the
+ * embedded arm against raw greedy on its cases, and the server arm (our server, own process, HTTP)
+ * against the same raw greedy — that row's difference includes the server's boot and transport.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,39 +18,45 @@ import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
 import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { openRaw } from "./raw-llamacpp.js";
-import { batteryTask, sideBySide } from "./side-by-side.js";
+import { armsBySut, batteryTask, sideBySide } from "./side-by-side.js";
 
 const suite = loadSuite("niah") as NiahSuite;
 const spec = resolveNiahSuite(suite);
-const arm = suite.arms[0];
-const settings = armSettings(arm, {}, 1);
-const model = await resolveModel(arm.model);
-
-// The raw side gets the exact prompts the harness builds, prepared once outside the timing.
-const builder = await LlamaCppSut.open(model.path, settings);
-const prompts: Token[][] = [];
-for (const { length, depth, trial } of needleCases(spec)) {
-  const needle = needleFromSeed(needleSeed(trial, depth, length), spec.needleAlphabet, spec.needleLength);
-  prompts.push((await buildHaystack(builder, spec, needle, length, depth)).promptIds as Token[]);
-}
-await builder.close();
-
+const cases = needleCases(spec);
+const groups = armsBySut(suite.arms);
+const arms = [...groups.embedded, ...groups.server];
+if (arms.length < suite.arms.length) console.log(`${suite.arms.length - arms.length} arm(s) that are neither embedded nor our server (runners) are not benchmarked here`);
 const scratch = mkdtempSync(join(tmpdir(), "bench-niah-"));
-const { harnessMs, rawMs, ratio } = await sideBySide(
-  {
-    name: `harness: niah suite (${prompts.length} cases at L = ${suite.lengths.join(", ")})`,
-    run: batteryTask("niah", scratch),
-  },
-  {
-    name: "raw node-llama-cpp: greedy on the same prompts",
-    run: async () => {
-      const raw = await openRaw(model.path, { contextSize: settings.contextSize, threads: settings.threads });
-      for (const prompt of prompts) await raw.greedy(prompt, spec.maxTokens);
-      await raw.close();
+
+const lines: string[] = [];
+for (const arm of arms) {
+  const settings = armSettings(arm, {}, 1);
+  const model = await resolveModel(arm.model);
+  // The raw side gets the exact prompts the harness builds (the embedded tokenizer is the server's too), prepared once outside the timing.
+  const builder = await LlamaCppSut.open(model.path, settings);
+  const prompts: Token[][] = [];
+  for (const { length, depth, trial } of cases) {
+    const needle = needleFromSeed(needleSeed(trial, depth, length), spec.needleAlphabet, spec.needleLength);
+    prompts.push((await buildHaystack(builder, spec, needle, length, depth)).promptIds as Token[]);
+  }
+  await builder.close();
+  const kind = arm.sut === "http" ? "server" : "embedded";
+  const what = `arm "${arm.label}" (${kind}): ${cases.length} cases at L = ${suite.lengths.join(", ")}, llama.cpp threads ${settings.threads}, KV ${settings.kvCacheType}`;
+  const { harnessMs, rawMs, ratio } = await sideBySide(
+    { name: `harness: bench run --suite niah --arm "${arm.label}"`, run: batteryTask("niah", [arm.label], scratch) },
+    {
+      name: `raw node-llama-cpp in-process: greedy on the same ${prompts.length} prompts`,
+      run: async () => {
+        const raw = await openRaw(model.path, { contextSize: settings.contextSize, threads: settings.threads, kvCacheType: settings.kvCacheType, flashAttention: settings.flashAttention });
+        for (const prompt of prompts) await raw.greedy(prompt, spec.maxTokens);
+        await raw.close();
+      },
     },
-  },
-  { iterations: 3, note: `llama.cpp threads: ${settings.threads}` },
-);
+    { iterations: 3, note: what },
+  );
+  lines.push(`${what}: harness ${(harnessMs / 1000).toFixed(2)} s (${(harnessMs / cases.length / 1000).toFixed(2)} s per case), ` +
+    `raw ${(rawMs / 1000).toFixed(2)} s (${(rawMs / prompts.length / 1000).toFixed(2)} s per case) — harness/raw = ${ratio.toFixed(3)}` +
+    (kind === "server" ? " (the harness side includes the server's boot and HTTP, which raw does not pay)" : ""));
+}
 rmSync(scratch, { recursive: true, force: true });
-console.log(`median suite wall time at L = ${suite.lengths.join(", ")}: harness ${(harnessMs / 1000).toFixed(2)} s ` +
-  `(${(harnessMs / prompts.length / 1000).toFixed(2)} s per case), raw ${(rawMs / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)}`);
+console.log(`median suite wall time:\n${lines.join("\n")}`);

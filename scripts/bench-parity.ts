@@ -1,44 +1,55 @@
 /**
- * npm run bench:parity — wall time of the default parity battery through the harness (bench run's
- * runner, scorers and result files, oracle gap cache warm) against raw node-llama-cpp doing the
- * same SUT evaluations per arm (3 rounds of greedy + teacher-forced over the 16 prompts, and a 4th
- * greedy round standing in for the batched one), measured side by side in one run with tinybench.
+ * npm run bench:parity — wall time of the parity16 battery through the harness (bench run's runner,
+ * scorers and result files, oracle gap cache warm) against raw node-llama-cpp doing the same SUT
+ * evaluations for the same arms (3 rounds of greedy + teacher-forced over the 16 prompts, and a 4th
+ * greedy round standing in for the batched one), measured side by side in alternating rounds (side-by-side.ts).
+ * Embedded arms and server arms are compared separately: the raw side does a server arm's
+ * evaluations in-process, so that row's difference includes the server's boot and HTTP transport.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
+import type { SuiteArm } from "../harness/suites/parity-suite.js";
 import { loadParitySuite } from "../harness/suites/load.js";
 import { openRaw } from "./raw-llamacpp.js";
-import { batteryTask, sideBySide } from "./side-by-side.js";
+import { armsBySut, batteryTask, sideBySide } from "./side-by-side.js";
 
 const suite = loadParitySuite("parity16");
 const scratch = mkdtempSync(join(tmpdir(), "bench-parity-"));
+const groups = armsBySut(suite.arms);
+const left = suite.arms.length - groups.embedded.length - groups.server.length;
+if (left > 0) console.log(`${left} arm(s) that are neither embedded nor our server (runners) are not benchmarked here`);
 
-const { harnessMs, rawMs, ratio } = await sideBySide(
-  {
-    name: "harness: parity16 battery (bench run --suite parity16)",
-    run: batteryTask("parity16", scratch),
-  },
-  {
-    name: "raw node-llama-cpp: same SUT evaluations",
-    run: async () => {
-      for (const arm of suite.arms) {
-        const model = await resolveModel(arm.model);
-        const raw = await openRaw(model.path, { flashAttention: arm.settings?.flash_attention ?? false });
-        const prompts = suite.prompts.map((text) => raw.tokenize(text));
-        for (let round = 0; round < 3; round++) {
-          for (const prompt of prompts) {
-            const ids = await raw.greedy(prompt, suite.max_tokens);
-            await raw.teacherForced(prompt, ids, suite.top_k);
-          }
-        }
-        for (const prompt of prompts) await raw.greedy(prompt, suite.max_tokens);
-        await raw.close();
+/** The SUT evaluations the battery asks of each arm, done directly against node-llama-cpp with the arm's numerics. */
+async function rawEvaluations(arms: readonly SuiteArm[]): Promise<void> {
+  for (const arm of arms) {
+    const model = await resolveModel(arm.model);
+    const raw = await openRaw(model.path, { flashAttention: arm.settings?.flash_attention ?? false, kvCacheType: arm.settings?.kv_cache_type ?? "F32", threads: arm.settings?.threads ?? 1 });
+    const prompts = suite.prompts.map((text) => raw.tokenize(text));
+    for (let round = 0; round < 3; round++) {
+      for (const prompt of prompts) {
+        const ids = await raw.greedy(prompt, suite.max_tokens);
+        await raw.teacherForced(prompt, ids, suite.top_k);
       }
-    },
-  },
-  { iterations: 5 },
-);
+    }
+    for (const prompt of prompts) await raw.greedy(prompt, suite.max_tokens);
+    await raw.close();
+  }
+}
+
+const lines: string[] = [];
+for (const [kind, arms] of [["embedded", groups.embedded], ["server", groups.server]] as const) {
+  if (arms.length === 0) continue;
+  const labels = arms.map((arm) => arm.label);
+  const what = `${arms.length} ${kind} arm(s) × ${suite.prompts.length} prompts (${labels.join(", ")})`;
+  const { harnessMs, rawMs, ratio } = await sideBySide(
+    { name: `harness: bench run --suite parity16, ${kind} arms`, run: batteryTask("parity16", labels, scratch) },
+    { name: `raw node-llama-cpp in-process: same evaluations, ${kind} arms`, run: () => rawEvaluations(arms) },
+    { iterations: 5, note: what },
+  );
+  lines.push(`${what}: harness ${(harnessMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)}` +
+    (kind === "server" ? " (the harness side includes the server's boot and HTTP, which raw does not pay)" : ` (overhead ${((ratio - 1) * 100).toFixed(1)}%)`));
+}
 rmSync(scratch, { recursive: true, force: true });
-console.log(`median battery wall time: harness ${(harnessMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s — harness/raw = ${ratio.toFixed(3)} (overhead ${((ratio - 1) * 100).toFixed(1)}%)`);
+console.log(`median battery wall time:\n${lines.join("\n")}`);

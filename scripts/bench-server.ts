@@ -18,6 +18,8 @@ const MAX_TOKENS = 64;
 const ROUNDS = 5;
 const suite = loadParitySuite("parity16");
 const model = await resolveModel("tiny-random:F32");
+/** Both sides compute with the same numerics: llama.cpp's default KV type, as a production server runs. */
+const NUMERICS = { threads: 1, kvCacheType: "F16", batchSize: 512, flashAttention: false, contextSize: 256 } as const;
 
 /** Runs `jobs` with at most `width` in flight; returns generated tokens per second. */
 async function throughput(width: number, jobs: number, one: (index: number) => Promise<number>): Promise<number> {
@@ -36,7 +38,7 @@ async function throughput(width: number, jobs: number, one: (index: number) => P
 
 /** Our server at `slots`: one request's completion tokens, over HTTP. */
 async function openServerSide(slots: number): Promise<{ one: (index: number) => Promise<number>; close: () => Promise<void> }> {
-  const server = await startManagedServer({ modelPath: model.path, slots, queue: 16, contextSize: 256, threads: 1, flashAttention: false, bootTimeoutS: 120 });
+  const server = await startManagedServer({ modelPath: model.path, slots, queue: 16, ...NUMERICS, bootTimeoutS: 120 });
   return {
     one: async (i) => {
       const response = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt: suite.prompts[i % suite.prompts.length], max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true } });
@@ -50,7 +52,10 @@ async function openServerSide(slots: number): Promise<{ one: (index: number) => 
 async function openRawSide(slots: number): Promise<{ one: (index: number) => Promise<number>; close: () => Promise<void> }> {
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
-  const context = await loaded.createContext({ contextSize: 256 * slots, sequences: slots, batchSize: 512, threads: { ideal: 1, min: 1 }, flashAttention: false });
+  const context = await loaded.createContext({
+    contextSize: NUMERICS.contextSize * slots, sequences: slots, batchSize: NUMERICS.batchSize, threads: { ideal: NUMERICS.threads, min: NUMERICS.threads },
+    flashAttention: NUMERICS.flashAttention, experimentalKvCacheKeyType: NUMERICS.kvCacheType, experimentalKvCacheValueType: NUMERICS.kvCacheType,
+  });
   const free = Array.from({ length: slots }, () => context.getSequence());
   const probe = { generateNext: { probabilities: true } } as const;
   return {
@@ -71,7 +76,7 @@ async function openRawSide(slots: number): Promise<{ one: (index: number) => Pro
 }
 
 
-console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; 16 requests × ${MAX_TOKENS} tokens per round, server and raw rounds alternating, median of ${ROUNDS}`);
+console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; 16 requests × ${MAX_TOKENS} tokens per round, server and raw rounds alternating, median of ${ROUNDS}; both sides ${JSON.stringify(NUMERICS)}`);
 for (const slots of [1, 4]) {
   const server = await openServerSide(slots);
   const raw = await openRawSide(slots);

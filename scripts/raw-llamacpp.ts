@@ -22,14 +22,14 @@ function argmax(probabilities: Map<Token, number>): Token {
 
 let runtime: ReturnType<typeof getLlama> | undefined;
 
-export async function openRaw(modelPath: string, options: { flashAttention?: boolean; contextSize?: number; threads?: number } = {}): Promise<RawSession> {
+export async function openRaw(modelPath: string, options: { flashAttention?: boolean; contextSize?: number; threads?: number; kvCacheType?: "F32" | "F16" } = {}): Promise<RawSession> {
   // One runtime per process, as the harness keeps it: its start-up is not part of either side's work.
   runtime ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const llama = await runtime;
   const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
   const context = await model.createContext({
     contextSize: options.contextSize ?? 1024, batchSize: 512, sequences: 1, threads: { ideal: options.threads ?? 1, min: options.threads ?? 1 },
-    flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: options.kvCacheType ?? "F32", experimentalKvCacheValueType: options.kvCacheType ?? "F32",
   });
   const sequence: LlamaContextSequence = context.getSequence();
   const probe = { generateNext: { probabilities: true } } as const;

@@ -16,6 +16,19 @@ export interface ServerOptions {
   readonly maxTokensCap: number;
   /** Whether a passing validation run exists for this exact artifact; shown in /v1/models. */
   readonly validation: { readonly validated: boolean; readonly run?: string; readonly note: string };
+  /** What the engine computes with, shown in /v1/models so a client records what it measured rather than what it asked for. */
+  readonly numerics: ServerNumerics;
+}
+
+/** The settings that change the engine's numerics, in the suite files' spelling. */
+export interface ServerNumerics {
+  readonly flash_attention: boolean;
+  readonly kv_cache_type: "F32" | "F16";
+  readonly threads: number;
+  readonly batch_size: number;
+  /** Tokens per slot. */
+  readonly context_size: number;
+  readonly slots: number;
 }
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -171,6 +184,7 @@ export class CompletionServer {
         id: this.options.modelId, object: "model", created: 0, owned_by: "bringup-bench",
         validated: validation.validated, validation_run: validation.run ?? null, validation_note: validation.note,
         capabilities: { token_ids: true, prompt_logprobs: true, tokenize: true, max_logprobs: 20 },
+        settings: this.options.numerics,
       }],
     });
   }

@@ -4,10 +4,10 @@ import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
 import type { ServerFault } from "./faults.js";
-import { CompletionServer, type ServerOptions } from "./http-server.js";
+import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
 
-export interface StartOptions extends ServerOptions {
+export interface StartOptions extends Omit<ServerOptions, "numerics"> {
   readonly modelPath: string;
   readonly slots: number;
   readonly maxQueue: number;
@@ -15,6 +15,9 @@ export interface StartOptions extends ServerOptions {
   readonly contextSize: number;
   readonly threads: number;
   readonly flashAttention: boolean;
+  /** llama.cpp's default is F16; F32 is the oracle recipe's, and what a parity arm against F32 goldens may ask for. */
+  readonly kvCacheType: "F32" | "F16";
+  readonly batchSize: number;
   /**
    * FAKE boot delay, for tests of clients' boot handling only: real devices take minutes to boot,
    * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
@@ -35,7 +38,11 @@ export interface RunningServer {
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const vocabSize = validateLlamaMetadata(readGguf(options.modelPath), options.modelPath).vocabSize;
   const metrics = new ServerMetrics();
-  const server = new CompletionServer(options, metrics);
+  const numerics: ServerNumerics = {
+    flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
+    batch_size: options.batchSize, context_size: options.contextSize, slots: options.slots,
+  };
+  const server = new CompletionServer({ ...options, numerics }, metrics);
   const port = await server.listen();
   let dispose: (() => Promise<void>) | undefined;
   const ready = (async () => {
@@ -50,9 +57,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const context = await model.createContext({
       contextSize: options.contextSize * options.slots,
       sequences: options.slots,
-      batchSize: 512,
+      batchSize: options.batchSize,
       threads: { ideal: options.threads, min: options.threads },
       flashAttention: options.flashAttention,
+      experimentalKvCacheKeyType: options.kvCacheType,
+      experimentalKvCacheValueType: options.kvCacheType,
     });
     const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer, options.fault);
     server.attach(engine, model, vocabSize);

@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
 import { encodeNpy } from "../harness/goldens/npy.js";
+import { readGguf } from "../harness/gguf/read.js";
+import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { TeacherForcedCache } from "../harness/oracle/teacher-forced-cache.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { openLlamaCppOracle } from "../harness/oracle/llamacpp-oracle.js";
@@ -76,12 +78,14 @@ test("goldens imported without log-probs: teacher-forced is SKIPPED with the rea
   const goldens = readGoldens(out);
   const parity16 = loadParitySuite("parity16");
   const suite = { ...parity16, checks: { greedy_parity: "required", teacher_forced: "required" } } as const;
-  const sut = await openLlamaCppOracle(await resolveModel("tiny-random"));
+  const model = await resolveModel("tiny-random");
+  const vocabSize = validateLlamaMetadata(readGguf(model.path), model.path).vocabSize;
+  const sut = await openLlamaCppOracle(model);
   const verdicts: GateVerdict[] = [];
   const cells: string[] = [];
   try {
     await runParityArm({
-      suite, goldens, prompts: [0, 1, 2],
+      suite, goldens, prompts: [0, 1, 2], vocabSize,
       oracle: new TeacherForcedCache(sut, join(work.path, "oracle-cache")),
       suiteName: "parity16", arm: { label: "F32", gate: "required" }, sut, signal: new AbortController().signal, reproduce: "bench run",
       emit: async (event: RunEvent) => {

@@ -16,7 +16,7 @@ test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
 /** A FAKE plugin: the reference plugin with one planted fault (test/helpers/fake_plugin.c). */
-function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC" | "CRASH"): string {
+function fakePlugin(fault: "WRONG_Q4_K" | "ABI_2" | "NO_MATVEC" | "CRASH" | "NO_Q6_K"): string {
   const library = join(work.path, `fake_${fault}.so`);
   execFileSync("cc", ["-O2", "-std=c11", "-ffp-contract=off", "-fPIC", "-shared", `-I${join(PACKAGE_ROOT, "native", "include")}`, `-DFAKE_${fault}`, "-o", library, join(PACKAGE_ROOT, "test", "helpers", "fake_plugin.c"), "-lm"]);
   return library;
@@ -88,8 +88,22 @@ test("a plugin that crashes errors the check it was in, not the run: it lives in
   const crashed = kernels("crash", ["--plugin", fakePlugin("CRASH")]);
   assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
   assert.match(crashed.stdout, /dequantize +required +PASS +4\/4 dequantize cases OK/);
-  assert.match(crashed.stdout, /matvec +required +ERROR +the runner exited \(SIGSEGV\)/);
+  assert.match(crashed.stdout, /matvec +required +ERROR +1 matvec case\(s\) errored: MATVEC\(type=\w+,rows=\d+,cols=\d+,seed=\d+\): the runner exited \(SIGSEGV\); the SUT is gone, later cases did not run/);
   assert.ok(JSON.parse(readFileSync(join(runs, "crash", "summary.json"), "utf8")).status === "complete", "the run finished and wrote its results");
+});
+
+test("a plugin without one tensor type: those cases SKIPPED with the reason and their --case line, the others still run; exit 77", () => {
+  const result = kernels("no-q6k", ["--plugin", fakePlugin("NO_Q6_K"), "--case", "2", "--case", "3", "--case", "7", "--case", "8"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  assert.match(result.stdout, /dequantize +required +SKIPPED — NOT A PASS +1\/2 dequantize cases OK, 1 not run: DEQUANTIZE\(type=Q6_K,values=8192,seed=4\): runner dequantize: bb_dequantize failed: this plugin has no Q6_K kernel$/m);
+  assert.match(result.stdout, /^plugin: 2\/4 kernel cases OK, 2 not run$/m);
+  const rows = cells("no-q6k").map((c) => [c.check, c.status, c.reproduce.replace(/--plugin ".*"/, "--plugin P")]);
+  assert.equal(rows, [
+    ["dequantize", "pass", "bench run --suite quant-kernels --plugin P --case 2"],
+    ["dequantize", "skip", "bench run --suite quant-kernels --plugin P --case 3"],
+    ["matvec", "pass", "bench run --suite quant-kernels --plugin P --case 7"],
+    ["matvec", "skip", "bench run --suite quant-kernels --plugin P --case 8"],
+  ]);
 });
 
 test("kernels written in Python plug in as a runner: Q8_0 decoded bit for bit, matvec inside the envelope", () => {

@@ -57,6 +57,54 @@ test("trace-region demand a runner reports goes into summary.json and the baseli
   assert.equal(JSON.parse(readFileSync(baseline, "utf8")).trace, { "parity16/runner/decode": { demand_bytes: 7340032, tolerance: 0 } });
 });
 
+const cellsOf = (runId: string) => readFileSync(join(runs, runId, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+
+test("short or empty greedy answers fail their prompts with the reason, never pass as NEAR-TIE", () => {
+  const short = runWith(fake("short-answers"), "short-answers");
+  assert.is(short.status, 1, short.stdout + short.stderr);
+  assert.match(short.stdout, /^runner correctness gate: 0\/1 prompts PASS \(STRICT 0\/1; near-tie-band only 0\/1; max gap 0\.000 nats; 0 forward-divergent; 1 answers rejected\)$/m);
+  const rejected = cellsOf("short-answers").find((c) => c.check === "greedy_parity");
+  assert.equal([rejected.prompt, rejected.status, rejected.detail, rejected.reproduce], [4, "fail", "greedy answer rejected: 8 of 16 ids, and it does not end on an end-of-sequence id the request allows", `bench run --suite parity16 --runner "${fake("short-answers")}" --prompt 4`]);
+  const empty = runWith(fake("empty-sequence"), "empty-sequence", ["4", "15"]);
+  assert.is(empty.status, 1, empty.stdout + empty.stderr);
+  assert.match(empty.stdout, /^runner correctness gate: 1\/2 prompts PASS \(STRICT 1\/2;.*; 1 answers rejected\)$/m);
+  assert.ok(cellsOf("empty-sequence").some((c) => c.check === "greedy_parity" && c.prompt === 4 && c.detail === "greedy answer rejected: an empty sequence, the request asked for 16 ids"));
+});
+
+test("all-zero or NaN teacher-forced log-probs fail teacher_forced with the reason; summary.json stays valid and complete", () => {
+  const zeros = runWith(fake("zero-logprobs"), "zero-logprobs");
+  assert.match(zeros.stdout, /teacher_forced +informational +FAIL +no prompt could be scored; 1\/1 prompts' answers rejected \(prompt 4: position 0: the top-20 probabilities sum to 20\.00 \(> 1\): not log-softmax values\)/);
+  assert.not.match(zeros.stdout, /top-1 100\.00%/);
+  const nan = runWith(fake("nan-logprobs"), "nan-logprobs", ["4", "15"]);
+  assert.is(nan.status, 0, "teacher_forced is informational in parity16; the required gates pass");
+  assert.match(nan.stdout, /teacher_forced +informational +FAIL +top-1 100\.00%, top-5 100\.00% over 16 positions; .*; 1\/2 prompts' answers rejected \(prompt 4: position 0: log-prob NaN of id \d+ is not finite\)/);
+  const run = summary("nan-logprobs");
+  assert.is(run.status, "complete");
+  assert.is(run.exit_code, 0);
+  assert.is(run.verdicts.find((v: { check: string }) => v.check === "teacher_forced").metrics.rejected, 1);
+});
+
+test("a malformed or failed trace_demand answer is an error verdict naming the method and field, not a crash", () => {
+  const bogus = runWith(fake("bad-trace-demand"), "bad-trace-demand");
+  assert.is(bogus.status, 2, bogus.stdout + bogus.stderr);
+  assert.not.match(bogus.stderr, /\n\s+at /, "no stack trace");
+  assert.match(bogus.stdout, /trace_demand +required +ERROR +runner trace_demand: result\.captures\[0\]\.region_semantics must be one of fixed-per-bank, fixed-total, dynamic \(got "bogus"\)/);
+  assert.is(summary("bad-trace-demand").status, "complete");
+  const failed = runWith(fake("trace-demand-error"), "trace-demand-error");
+  assert.is(failed.status, 2);
+  assert.match(failed.stdout, /trace_demand +required +ERROR +runner trace_demand: RuntimeError: the profiler is not attached/);
+});
+
+test("a runner error on one prompt fails that prompt (with its --prompt line); the other prompts still run", () => {
+  const result = runWith(fake("error-on-prompt:15"), "error-on-prompt", ["4", "15"]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  assert.match(result.stdout, /^runner correctness gate: 1\/2 prompts PASS \(STRICT 1\/2;.*; 1 answers rejected\)$/m);
+  const cells = cellsOf("error-on-prompt").filter((c) => c.check === "greedy_parity");
+  const failed = cells.filter((c) => c.status !== "pass");
+  assert.equal(failed.map((c) => [c.prompt, c.detail, c.reproduce.endsWith(" --prompt 15")]), [[15, "greedy answer rejected: runner greedy: RuntimeError: kernel launch failed on this prompt", true]]);
+  assert.ok(cells.some((c) => c.prompt === 4 && c.status === "pass"), "prompt 4 still ran");
+});
+
 test("a suite arm with sut stdio must name its command", () => {
   const suite = JSON.parse(readFileSync(join(process.cwd(), "suites", "parity16.json"), "utf8"));
   delete suite.$schema;

@@ -42,6 +42,9 @@ test("summary line reads exactly like the field's parity gate", () => {
   assert.equal([tally.strict, tally.nearTie, tally.forwardDivergent, tally.maxGapMnats], [1, 1, 1, 1231]);
   assert.is(paritySummaryLine("Q4_K", tally),
     "Q4_K correctness gate: 2/3 prompts PASS (STRICT 1/3; near-tie-band only 1/3; max gap 1.231 nats @ prompt[2] tok=0; 1 forward-divergent)");
+  // An informational arm says so, and prompts whose answers were rejected before scoring count as failures.
+  assert.is(paritySummaryLine("Q4_K", tallyParity(results, 2), true),
+    "Q4_K correctness gate (informational): 2/5 prompts PASS (STRICT 1/5; near-tie-band only 1/5; max gap 1.231 nats @ prompt[2] tok=0; 1 forward-divergent; 2 answers rejected)");
 });
 
 test("teacher-forced accuracy: top-1/top-5 as tt-metal defines them, KLD and Δp on hand-computed values", () => {

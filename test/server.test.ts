@@ -3,10 +3,13 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpCall } from "../harness/sut/http.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { sha256File } from "../harness/io/sha256.js";
+import { findValidation } from "../harness/results/validation.js";
 import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("server");
@@ -44,30 +47,60 @@ test("bench serve refuses an artifact with no passing validation run, and says w
   assert.match(result.stderr, /^bench: error: .*tiny-random\.v1\.Q4_K\.gguf: refusing to serve an unvalidated build: no run in .* tested this artifact .* \(fix: validate it with `bench run --model tiny-random:Q4_K`, or pass --unvalidated\)$/m);
 });
 
-test("parity through HTTP validates the build; bench serve then serves it as validated", async () => {
-  const run = bench(["run", "--suite", "parity16", "--arm", "server F32", "--arm", "F32", "--runs-dir", runs, "--run-id", "validation"]);
-  assert.is(run.status, 0, run.stdout + run.stderr);
-  assert.match(run.stdout, /^server F32 correctness gate: 16\/16 prompts PASS \(STRICT 16\/16;/m);
-  const server = await serve(["--model", "tiny-random"]);
+/** /v1/models of `bench serve --model MODEL`, asked once it is healthy; the server is then stopped. */
+async function servedModel(model: string) {
+  const server = await serve(["--model", model]);
   try {
     await waitHealthy(server.url);
-    const models = JSON.parse((await httpCall(`${server.url}/v1/models`)).text);
-    assert.is(models.data[0].validated, true);
-    assert.is(models.data[0].validation_run, "validation");
+    return JSON.parse((await httpCall(`${server.url}/v1/models`)).text).data[0];
   } finally {
     server.child.kill("SIGTERM");
     assert.is(await server.exited, 0);
   }
+}
+
+test("only a whole, unsubsetted battery run validates an artifact; a passing subset run does not", async () => {
+  const subset = bench(["run", "--suite", "parity16", "--model", "tiny-random", "--prompt", "2", "--runs-dir", runs, "--run-id", "subset"]);
+  assert.is(subset.status, 0, subset.stdout + subset.stderr);
+  const refused = bench(["serve", "--model", "tiny-random", "--runs-dir", runs, "--port", "0"]);
+  assert.is(refused.status, 2);
+  assert.match(refused.stderr, /refusing to serve an unvalidated build: no run validates this artifact \(sha256 [0-9a-f]{12}…\): the newest, run subset passed on it, but it was limited by --prompt: only a run of the whole battery \(parity16, niah, serve-conformance, quant-kernels\) validates/);
+  // The whole default battery: parity through HTTP too, and the server's own conformance.
+  const battery = bench(["run", "--runs-dir", runs, "--run-id", "battery"]);
+  assert.is(battery.status, 0, battery.stdout + battery.stderr);
+  const model = await servedModel("tiny-random");
+  assert.is(model.validated, true);
+  assert.is(model.validation_run, "battery");
 });
 
-test("--unvalidated serves anyway and /v1/models says so; an API key is enforced", async () => {
-  const server = await serve(["--model", "tiny-random:Q4_K", "--unvalidated", "--api-key", "sesame"]);
+test("a later run that fails a required gate on the same artifact revokes its validation", async () => {
+  const copy4k = await sha256File((await resolveModel("copy-4k")).path);
+  const before = findValidation(copy4k, runs);
+  assert.ok(before.validated && before.run === "battery", JSON.stringify(before));
+  // The needle suite on the same artifact with a context too short for its haystack: the needle is lost.
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "niah.json"), "utf8"));
+  delete suite.$schema;
+  suite.arms = [{ label: "copy-4k", model: "copy-4k", settings: { threads: 2, context_size: 2048, prompt_overflow: "truncate-left" }, gate: "required" }];
+  const truncated = join(work.path, "niah.json");
+  writeFileSync(truncated, JSON.stringify(suite));
+  assert.is(bench(["run", "--suite", truncated, "--niah-case", "4000:0.25:0", "--runs-dir", runs, "--run-id", "needle-lost"]).status, 1);
+  const after = findValidation(copy4k, runs);
+  assert.not.ok(after.validated);
+  assert.match(after.validated ? "" : after.reason, /^run needle-lost failed niah\/copy-4k\/niah on it \(sha256 [0-9a-f]{12}…\); a failing run revokes any earlier validation$/);
+  const refused = bench(["serve", "--model", "copy-4k", "--runs-dir", runs, "--port", "0"]);
+  assert.is(refused.status, 2);
+  assert.match(refused.stderr, /refusing to serve an unvalidated build: run needle-lost failed/);
+});
+
+test("--unvalidated serves anyway and /v1/models says so, with the numerics it runs; an API key is enforced", async () => {
+  const server = await serve(["--model", "tiny-random:Q4_K", "--unvalidated", "--api-key", "sesame", "--kv-cache-type", "F32", "--threads", "1", "--slots", "3", "--context-size", "512"]);
   try {
     await waitHealthy(server.url);
     assert.is((await httpCall(`${server.url}/v1/models`)).status, 401);
     const models = JSON.parse((await httpCall(`${server.url}/v1/models`, { apiKey: "sesame" })).text);
     assert.is(models.data[0].validated, false);
     assert.match(models.data[0].validation_note, /^UNVALIDATED: /);
+    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3 });
     assert.match(server.output(), /warning: serving an UNVALIDATED build/);
   } finally {
     server.child.kill("SIGTERM");
@@ -92,13 +125,12 @@ test("SIGTERM drains: the in-flight request completes, new ones get 503, then th
 });
 
 test("the conformance suite passes against our server: every check a cell with a verdict", () => {
-  const result = bench(["run", "--suite", "serve-conformance", "--runs-dir", runs, "--run-id", "conformance"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  const cells = readFileSync(join(runs, "conformance", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  // The battery run above included it.
+  const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance");
   const byCheck = Object.fromEntries(cells.map((c) => [c.prompt_class, c.status]));
   assert.equal(Object.keys(byCheck).sort(), ["bad_requests_400", "booting_503", "disconnect_frees_slot", "endpoints", "finish_reason", "metrics_prometheus", "overload_429", "sampling_honoured", "seed_determinism", "sse_framing", "usage"]);
   assert.ok(Object.values(byCheck).every((status) => status === "pass"), JSON.stringify(byCheck));
-  assert.match(result.stdout, /PASS booting_503: \/health during boot: 503 \(simulated device boot\)/);
+  assert.match(cells.find((c) => c.prompt_class === "booting_503").detail, /^booting_503: \/health during boot: 503 \(simulated device boot\)/);
 });
 
 test.run();

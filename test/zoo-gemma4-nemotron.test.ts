@@ -165,7 +165,7 @@ for (const [fixture, window] of [["gemma4-tiny-window-plus-one", 17], ["gemma4-t
   test(`planted fault ${fixture}: greedy parity against gemma4's goldens is FORWARD-DIVERGENT and names the window, exit 1`, () => {
     const result = bench(["run", "--suite", "zoo", "--arm", "gemma4 F32", "--model", fixture, "--runs-dir", runs, "--run-id", fixture]);
     assert.is(result.status, 1, result.stdout + result.stderr);
-    assert.match(result.stdout, new RegExp(`^${fixture} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
+    assert.match(result.stdout, new RegExp(`^gemma4 F32 on ${fixture} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
     const verdicts: Array<{ check: string; status: string; summary: string }> = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8")).verdicts;
     const greedy = verdicts.find((v) => v.check === "greedy_parity");
     assert.is(greedy?.status, "fail");

@@ -121,10 +121,10 @@ for (const [arm, fixture] of [
   ["qwen35moe F32", "qwen35moe-tiny-topk-minus-one"],
   ["qwen35moe F32", "qwen35moe-tiny-topk-plus-one"],
 ] as const) {
-  test(`planted fault ${fixture}: greedy parity against its family's goldens is FORWARD-DIVERGENT, exit 1`, () => {
+  test(`planted fault ${fixture}: greedy parity against its family's goldens is FORWARD-DIVERGENT (labelled "${arm} on ${fixture}"), exit 1`, () => {
     const result = bench(["run", "--suite", "zoo", "--arm", arm, "--model", fixture, ...FOUR_PROMPTS, "--runs-dir", runs, "--run-id", fixture]);
     assert.is(result.status, 1, result.stdout + result.stderr);
-    assert.match(result.stdout, new RegExp(`^${fixture} correctness gate: \\d+/4 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
+    assert.match(result.stdout, new RegExp(`^${arm} on ${fixture} correctness gate: \\d+/4 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
     const summary = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8"));
     assert.ok(summary.verdicts.some((v: { check: string; status: string }) => v.check === "greedy_parity" && v.status === "fail"));
   });

@@ -2,7 +2,7 @@ import { distribution, proportion, type Distribution } from "../stats/distributi
 import type { TokenId, TopK } from "../sut/types.js";
 
 /**
- * Teacher-forced accuracy of a SUT fed the oracle's greedy ids (METRICS.md §2, §3).
+ * Teacher-forced accuracy of a SUT fed the oracle's greedy ids (docs/metrics.md).
  * top-1: SUT argmax equals the reference top-1; top-5: SUT argmax is in the reference top-5
  * (tt-metal's definitions). KLD, Δp and same-top follow llama-perplexity, except that KLD is
  * computed on the oracle's top-K support only (not the full vocabulary): tokens the SUT left out

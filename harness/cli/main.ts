@@ -1,5 +1,4 @@
-import { Command, CommanderError } from "commander";
-import { BenchError } from "../errors.js";
+import { Command } from "commander";
 import { HARNESS_VERSION } from "../version.js";
 import { registerFixtures } from "./commands/fixtures.js";
 import { registerGoldens } from "./commands/goldens.js";
@@ -8,9 +7,7 @@ import { registerReport } from "./commands/report.js";
 import { registerGate } from "./commands/gate.js";
 import { registerServe } from "./commands/serve.js";
 import { registerLoad } from "./commands/load.js";
-import { EXIT } from "../results/exit-code.js";
-import { pendingExitCode } from "./exit-code.js";
-import { clearProgress } from "./output.js";
+import { runToEnd } from "./exit-code.js";
 
 const program = new Command()
   .name("bench")
@@ -27,20 +24,5 @@ registerLoad(program);
 registerFixtures(program);
 registerGoldens(program);
 
-/** Errors become one line and an exit code here, and only here. */
-try {
-  await program.parseAsync(process.argv);
-  clearProgress();
-  process.exitCode = pendingExitCode();
-} catch (error) {
-  clearProgress();
-  if (error instanceof CommanderError) {
-    process.exitCode = error.exitCode === 0 ? 0 : EXIT.error;
-  } else if (error instanceof BenchError) {
-    process.stderr.write(`bench: error: ${error.oneLine()}\n`);
-    process.exitCode = EXIT.error;
-  } else {
-    process.stderr.write(`bench: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = EXIT.error;
-  }
-}
+/** Errors become one line and every ending an exit code in exit-code.ts, and only there. */
+await runToEnd(() => program.parseAsync(process.argv));

@@ -7,5 +7,11 @@ export function wholeNumber(value: string): number {
   return n;
 }
 
+/** A llama.cpp KV cache type the harness supports. */
+export function kvCacheType(value: string): "F32" | "F16" {
+  if (value !== "F32" && value !== "F16") throw new InvalidArgumentError("expected F32 or F16");
+  return value;
+}
+
 /** For repeatable options: each occurrence parsed and appended. */
 export const collect = <T>(parse: (v: string) => T) => (value: string, previous: T[]): T[] => [...previous, parse(value)];

@@ -105,6 +105,13 @@ export function readGoldens(directory: string): Goldens {
   const topkLogprobs = readNpyFloat32(join(directory, "topk_logprobs.npy"), 3);
   expectShape("topk_ids.npy", topkIds.shape, [P, manifest.T, manifest.K]);
   expectShape("topk_logprobs.npy", topkLogprobs.shape, [P, manifest.T, manifest.K]);
+  // A NaN or positive log-prob would score every SUT against nonsense: refuse the file instead.
+  const bad = topkLogprobs.data.findIndex((value) => !(value <= 0));
+  if (bad >= 0) {
+    throw new BenchError(`value ${topkLogprobs.data[bad]} at flat index ${bad} is not a log-probability (finite, ≤ 0)`, {
+      file: join(directory, "topk_logprobs.npy"), field: `[${bad}]`, fix: "re-make the goldens with `bench goldens make`",
+    });
+  }
   const K = manifest.K;
   const cube = <T>(flat: ArrayLike<T>): T[][][] => rows(flat, P, manifest.T * K).map((row) => rows(row, manifest.T, K));
   return { ...goldens, topkIds: cube(topkIds.data), topkLogprobs: cube(topkLogprobs.data) };

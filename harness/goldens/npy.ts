@@ -15,6 +15,10 @@ export function encodeNpy(data: Int32Array | Float32Array, shape: readonly numbe
   return new Uint8Array(dump(data, [...shape]));
 }
 
+const major = (bytes: Uint8Array): number => bytes[6];
+const headerLength = (bytes: Uint8Array): number =>
+  major(bytes) === 1 ? bytes[8] | (bytes[9] << 8) : bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (bytes[11] << 24);
+
 /**
  * Reads the .npy header ourselves before handing the bytes to npyjs, because the goldens contract
  * is strict where npyjs is lenient: exactly `descr`, C order, and the expected rank.
@@ -24,10 +28,8 @@ function readHeader(bytes: Uint8Array, path: string): { descr: string; fortranOr
   if (bytes.length < 10 || magic.some((b, i) => bytes[i] !== b)) {
     throw new BenchError("not a .npy file (bad magic)", { file: path, fix: "write the array with numpy.save" });
   }
-  const major = bytes[6];
-  const headerLength = major === 1 ? bytes[8] | (bytes[9] << 8) : bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (bytes[11] << 24);
-  const headerStart = major === 1 ? 10 : 12;
-  const header = Buffer.from(bytes.subarray(headerStart, headerStart + headerLength)).toString("latin1");
+  const headerStart = major(bytes) === 1 ? 10 : 12;
+  const header = Buffer.from(bytes.subarray(headerStart, headerStart + headerLength(bytes))).toString("latin1");
   const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
   const fortran = /'fortran_order':\s*(True|False)/.exec(header)?.[1];
   const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)?.[1];
@@ -55,6 +57,14 @@ function readChecked(path: string, dtype: NpyDtype, rank: number): { shape: numb
   }
   if (header.shape.length !== rank) {
     throw new BenchError(`array has shape (${header.shape.join(", ")}), rank ${rank} expected`, { file: path, field: "shape", fix: "check which file this is" });
+  }
+  // npyjs reads as many values as the bytes hold: a truncated file would come back short, silently.
+  const dataStart = (major(bytes) === 1 ? 10 : 12) + headerLength(bytes);
+  const expectedBytes = header.shape.reduce((a, b) => a * b, 1) * 4;
+  if (bytes.length - dataStart !== expectedBytes) {
+    throw new BenchError(`holds ${bytes.length - dataStart} data bytes, its header's shape (${header.shape.join(", ")}) needs ${expectedBytes} (truncated or padded file)`, {
+      file: path, field: "shape", fix: "re-write the array with numpy.save",
+    });
   }
   const copy = new Uint8Array(bytes.byteLength);
   copy.set(bytes);

@@ -8,6 +8,7 @@ import { loadParitySuite } from "../suites/load.js";
 import { ORACLE_SETTINGS, llamaCppEngineVersion } from "../sut/llamacpp.js";
 import { promptIdsSha256, promptTextsSha256, readGoldens } from "./goldens.js";
 import { assertGoldensMatchModel } from "./model-check.js";
+import { GOLDEN_LOGPROB_TOLERANCE_NATS, topKDifference } from "./logprob-tolerance.js";
 
 export type GoldensCheck =
   | { readonly status: "ok"; readonly directory: string; readonly warnings: readonly string[] }
@@ -26,7 +27,8 @@ export function listGoldensDirectories(root = GOLDENS_DIR): string[] {
 /**
  * Re-checks one goldens directory: file hashes and shapes, the model artifact (sha256, size,
  * tokenizer), the suite's prompts, the prompt ids the oracle's tokenizer gives today, and the
- * oracle's settings. With `recompute`, the oracle is re-run and its ids must match exactly.
+ * oracle's settings. With `recompute`, the oracle is re-run: its greedy ids must match exactly,
+ * its top-k log-probs within GOLDEN_LOGPROB_TOLERANCE_NATS (they depend on the CPU's instruction set).
  */
 export async function verifyGoldens(directory: string, options: { recompute?: boolean } = {}): Promise<GoldensCheck> {
   try {
@@ -75,6 +77,14 @@ export async function verifyGoldens(directory: string, options: { recompute?: bo
           const differing = greedy.findIndex((ids, p) => ids.join(",") !== goldens.greedyIds[p].join(","));
           if (differing >= 0) {
             throw new BenchError(`re-running the oracle gives different greedy ids for prompt ${differing}`, { file: join(directory, "greedy_ids.npy"), field: `prompt[${differing}]`, fix: "the oracle is not reproducing its goldens: check the engine version and settings" });
+          }
+          if (goldens.topkIds !== undefined && goldens.topkLogprobs !== undefined) {
+            const fresh = await oracle.teacherForcedTopK(goldens.promptIds.map((ids, p) => ({ promptIds: ids, continuationIds: goldens.greedyIds[p], k: manifest.K })));
+            const committed = goldens.topkIds.map((prompt, p) => prompt.map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
+            const difference = topKDifference(committed, fresh);
+            if (difference !== undefined) {
+              throw new BenchError(`re-running the oracle gives other top-k log-probs: ${difference}`, { file: join(directory, "topk_logprobs.npy"), fix: `ids must match exactly, log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats: check the engine version and settings` });
+            }
           }
         }
       } finally {

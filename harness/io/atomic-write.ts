@@ -1,3 +1,4 @@
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, basename } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -11,6 +12,19 @@ export async function writeFileAtomic(path: string, data: Uint8Array | string): 
     await rename(temporary, path);
   } catch (error) {
     await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** The same, synchronously: for the last moment of a process ('exit' listeners cannot wait). */
+export function writeFileAtomicSync(path: string, data: Uint8Array | string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const temporary = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(6).toString("hex")}`);
+  try {
+    writeFileSync(temporary, data);
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
     throw error;
   }
 }

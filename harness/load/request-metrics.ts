@@ -1,7 +1,7 @@
 import type { RequestSample } from "./sse-request.js";
 
 /**
- * Field-standard per-request metrics (METRICS.md §8), all from the scheduled time:
+ * Field-standard per-request metrics (docs/metrics.md, serving load), all from the scheduled time:
  * TTFT = first content event (never the role-only chunk); E2EL = last content event;
  * TPOT (= ITL in AIPerf/guidellm terms) = (E2EL − TTFT) / (output tokens − 1);
  * inter-chunk latencies = raw gaps between content events.

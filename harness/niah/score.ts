@@ -1,4 +1,4 @@
-/** Y: the whole needle is in the output; P: some 4-character piece of it is; N: neither (METRICS.md §6). */
+/** Y: the whole needle is in the output; P: some 4-character piece of it is; N: neither (docs/metrics.md). */
 export type NeedleScore = "Y" | "P" | "N";
 
 export function scoreNeedle(output: string, needle: string): NeedleScore {

@@ -75,11 +75,13 @@ export interface ParityTally {
   readonly strict: number;
   readonly nearTie: number;
   readonly forwardDivergent: number;
+  /** Prompts whose answer was rejected before scoring (wrong shape, or an error on that prompt): each a failure. */
+  readonly rejected: number;
   readonly maxGapMnats: number;
   readonly maxGapAt: { readonly prompt: number; readonly position: number } | undefined;
 }
 
-export function tallyParity(results: readonly PromptParity[]): ParityTally {
+export function tallyParity(results: readonly PromptParity[], rejected = 0): ParityTally {
   let maxGapMnats = 0;
   let maxGapAt: ParityTally["maxGapAt"];
   for (const result of results) {
@@ -89,7 +91,8 @@ export function tallyParity(results: readonly PromptParity[]): ParityTally {
     }
   }
   return {
-    prompts: results.length,
+    prompts: results.length + rejected,
+    rejected,
     strict: results.filter((r) => r.verdict === "STRICT").length,
     nearTie: results.filter((r) => r.verdict === "NEAR-TIE").length,
     forwardDivergent: results.filter((r) => r.verdict === "FORWARD-DIVERGENT").length,
@@ -98,10 +101,14 @@ export function tallyParity(results: readonly PromptParity[]): ParityTally {
   };
 }
 
-/** The field's summary line (vllm.cpp parity tests), number for number. */
-export function paritySummaryLine(label: string, tally: ParityTally): string {
+/**
+ * The field's summary line (vllm.cpp parity tests), number for number. An informational arm says
+ * so: "0/16 prompts PASS" just above an exit-0 line must not read like a contradiction.
+ */
+export function paritySummaryLine(label: string, tally: ParityTally, informational = false): string {
   const n = tally.prompts;
   const at = tally.maxGapAt === undefined ? "" : ` @ prompt[${tally.maxGapAt.prompt}] tok=${tally.maxGapAt.position}`;
-  return `${label} correctness gate: ${tally.strict + tally.nearTie}/${n} prompts PASS (STRICT ${tally.strict}/${n}; ` +
-    `near-tie-band only ${tally.nearTie}/${n}; max gap ${(tally.maxGapMnats / 1000).toFixed(3)} nats${at}; ${tally.forwardDivergent} forward-divergent)`;
+  const rejected = tally.rejected === 0 ? "" : `; ${tally.rejected} answers rejected`;
+  return `${label} correctness gate${informational ? " (informational)" : ""}: ${tally.strict + tally.nearTie}/${n} prompts PASS (STRICT ${tally.strict}/${n}; ` +
+    `near-tie-band only ${tally.nearTie}/${n}; max gap ${(tally.maxGapMnats / 1000).toFixed(3)} nats${at}; ${tally.forwardDivergent} forward-divergent${rejected})`;
 }

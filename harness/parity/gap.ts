@@ -1,7 +1,7 @@
 import type { TokenId, TopK } from "../sut/types.js";
 
 /**
- * The gap of one cell (METRICS.md §1): with the ORACLE teacher-forced on `prompt + SUT ids`,
+ * The gap of one cell (docs/metrics.md, greedy-id parity): with the ORACLE teacher-forced on `prompt + SUT ids`,
  * gap = max(0, logp[oracle argmax] − logp[SUT token]), stored as integer milli-nats. A SUT token
  * outside the oracle's top-k gets the top-k lower bound logp[top1] − logp[top-k] and is marked.
  */

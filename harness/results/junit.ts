@@ -4,27 +4,38 @@ function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+/** A required gate that did not run: CI systems count <skipped/> as green, and it is not a pass. */
+const requiredSkip = (v: GateVerdict) => v.status === "skip" && v.gate === "required";
+/** Only required gates decide the exit code, so only they may turn a CI report red. */
+const failsRed = (v: GateVerdict) => v.gate === "required" && (v.status === "fail" || v.status === "skip");
+const errorsRed = (v: GateVerdict) => v.gate === "required" && v.status === "error";
+
 /**
- * JUnit XML: one testsuite per suite, one testcase per gate verdict. A skipped required gate is
- * reported as a failure, because CI systems count <skipped/> as green and it is not a pass.
+ * JUnit XML: one testsuite per suite, one testcase per gate verdict. Required gates map to
+ * <failure>/<error> (a skipped required gate is a failure: SKIPPED — NOT A PASS). An
+ * informational gate never does, whatever its outcome: a run that exits 0 shows failures="0".
+ * Its outcome is a property and a line in system-out instead.
  */
 export function renderJunit(runId: string, verdicts: readonly GateVerdict[]): string {
   const bySuite = new Map<string, GateVerdict[]>();
   for (const verdict of verdicts) bySuite.set(verdict.suite, [...(bySuite.get(verdict.suite) ?? []), verdict]);
   const lines = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="bringup-bench ${escape(runId)}">`];
   for (const [suite, list] of bySuite) {
-    const failures = list.filter((v) => v.status === "fail" || (v.status === "skip" && v.gate === "required")).length;
-    const errors = list.filter((v) => v.status === "error").length;
+    const failures = list.filter(failsRed).length;
+    const errors = list.filter(errorsRed).length;
     const skipped = list.filter((v) => v.status === "skip" && v.gate !== "required").length;
     lines.push(`  <testsuite name="${escape(suite)}" tests="${list.length}" failures="${failures}" errors="${errors}" skipped="${skipped}">`);
     for (const v of list) {
       const name = `${v.arm} :: ${v.check} [${v.gate}]`;
+      const detail = "summary" in v ? v.summary : v.reason;
       lines.push(`    <testcase classname="${escape(`${suite}.${v.arm}`)}" name="${escape(name)}">`);
-      if (v.status === "fail") lines.push(`      <failure message="${escape(v.summary)}"/>`);
-      else if (v.status === "error") lines.push(`      <error message="${escape(v.reason)}"/>`);
-      else if (v.status === "skip" && v.gate === "required") lines.push(`      <failure message="${escape(`SKIPPED — NOT A PASS: ${v.reason}`)}"/>`);
-      else if (v.status === "skip") lines.push(`      <skipped message="${escape(v.reason)}"/>`);
-      else lines.push(`      <system-out>${escape(v.summary)}</system-out>`);
+      if (v.gate === "informational") lines.push(`      <properties><property name="informational_status" value="${v.status}"/></properties>`);
+      if (requiredSkip(v)) lines.push(`      <failure message="${escape(`SKIPPED — NOT A PASS: ${detail}`)}"/>`);
+      else if (failsRed(v)) lines.push(`      <failure message="${escape(detail)}"/>`);
+      else if (errorsRed(v)) lines.push(`      <error message="${escape(detail)}"/>`);
+      else if (v.status === "skip") lines.push(`      <skipped message="${escape(detail)}"/>`);
+      else if (v.status === "pass") lines.push(`      <system-out>${escape(detail)}</system-out>`);
+      else lines.push(`      <system-out>${escape(`informational ${v.status.toUpperCase()} (not gated): ${detail}`)}</system-out>`);
       lines.push("    </testcase>");
     }
     lines.push("  </testsuite>");

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { BenchError } from "../errors.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { RUNS_DIR } from "../paths.js";
-import { SUMMARY_SCHEMA } from "./run-directory.js";
+import { SUMMARY_SCHEMA, type RunSelection } from "./run-directory.js";
 import type { MachineInfo } from "./machine.js";
 import type { CellRecord, GateVerdict } from "./types.js";
 import type { VerdictCounts } from "./verdicts.js";
@@ -17,9 +17,13 @@ export interface RunSummary {
   readonly started: string;
   readonly finished: string | null;
   readonly exit_code: number | null;
+  /** Why a run that did not complete ended (interrupted or errored). */
+  readonly error?: string;
   readonly harness_version: string;
   readonly machine: MachineInfo;
   readonly command: readonly string[];
+  /** Absent in runs made before it was recorded, and for commands other than bench run. */
+  readonly selection?: RunSelection;
   readonly suites: readonly { name: string; path: string; sha256: string }[];
   readonly suts: readonly { suite: string; arm: string; provenance: Record<string, unknown> }[];
   readonly verdicts: readonly GateVerdict[];
@@ -48,7 +52,7 @@ export interface LoadPointRecord {
   readonly client?: { readonly eventLoopUtilization: number };
 }
 
-/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that exposes it reports it. */
+/** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that exposes it reports it. */
 export interface TraceDemand {
   readonly suite: string;
   readonly arm: string;
@@ -74,11 +78,34 @@ export interface StoredRun {
   readonly samples: readonly LoadSampleRecord[];
 }
 
-/** The newest run directory under `runsDir` (run ids sort by time). */
+/**
+ * Every run under `runsDir`, newest first by the start time it recorded (a run id is any name
+ * --run-id gave it, so its spelling says nothing about when it ran). A summary that cannot be read
+ * (cut off, another schema) sorts by its file's time and comes with `summary` undefined: the
+ * caller says why it cannot use it, rather than silently using an older run.
+ */
+export function runSummariesNewestFirst(runsDir = RUNS_DIR): { readonly directory: string; readonly summary: RunSummary | undefined }[] {
+  const ids = existsSync(runsDir) ? readdirSync(runsDir).filter((id) => existsSync(join(runsDir, id, "summary.json"))) : [];
+  const runs = ids.map((id) => {
+    const path = join(runsDir, id, "summary.json");
+    let summary: RunSummary | undefined;
+    try {
+      summary = assertMatchesSchema<RunSummary>(readJsonFile(path), SUMMARY_SCHEMA, path);
+    } catch {
+      summary = undefined;
+    }
+    const startedMs = summary === undefined ? statSync(path).mtimeMs : Date.parse(summary.started);
+    return { directory: join(runsDir, id), summary, startedMs };
+  });
+  runs.sort((a, b) => b.startedMs - a.startedMs || (a.directory < b.directory ? 1 : -1));
+  return runs.map(({ directory, summary }) => ({ directory, summary }));
+}
+
+/** The run that started last under `runsDir`. */
 export function latestRunDirectory(runsDir = RUNS_DIR): string {
-  const ids = existsSync(runsDir) ? readdirSync(runsDir).filter((id) => existsSync(join(runsDir, id, "summary.json"))).sort() : [];
-  if (ids.length === 0) throw new BenchError("no runs found", { file: runsDir, fix: "run `bench run` first" });
-  return join(runsDir, ids[ids.length - 1]);
+  const latest = runSummariesNewestFirst(runsDir)[0];
+  if (latest === undefined) throw new BenchError("no runs found", { file: runsDir, fix: "run `bench run` first" });
+  return latest.directory;
 }
 
 /** A run by id (under `runsDir`) or by directory path. */

@@ -1,6 +1,7 @@
 import { appendFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../io/atomic-write.js";
+import { writeFileAtomic, writeFileAtomicSync } from "../io/atomic-write.js";
+import { EXIT } from "./exit-code.js";
 import { assertMatchesSchema } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { HARNESS_VERSION } from "../version.js";
@@ -26,6 +27,20 @@ export interface RunProvenance {
   readonly load: Record<string, unknown>[];
   /** The run-wide seed (bench load's prompts and arrivals); null where seeds are per cell (NIAH). */
   seed: number | null;
+  /** What bench run was asked to run; null for other commands. */
+  selection: RunSelection | null;
+}
+
+/**
+ * The suites, arms, prompts and cases a bench run was limited to: an empty list means all (no
+ * --suite: the default battery). bench serve accepts as validation only a run with none of them.
+ */
+export interface RunSelection {
+  readonly suites: readonly string[];
+  readonly arms: readonly string[];
+  readonly prompts: readonly number[];
+  readonly cases: readonly number[];
+  readonly niah_cases: readonly string[];
 }
 
 /**
@@ -40,8 +55,12 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null };
   private samplesArrow: Uint8Array | undefined;
+  private writes: Promise<void> = Promise.resolve();
+  /** The final status once one was asked for, and whether its files are written. */
+  private ending: RunStatus | undefined;
+  private endWritten = false;
 
   /** Replaces samples.arrow at the next flush (bench load writes it after every load point). */
   setSamples(arrow: Uint8Array): void {
@@ -74,8 +93,8 @@ export class RunDirectory {
     return this.verdicts;
   }
 
-  async flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
-    const counts = countVerdicts(this.verdicts);
+  /** summary.json's text, checked against its schema. */
+  private summaryJson(status: RunStatus, exitCode: number | null, error?: string): string {
     const summary = {
       schema_version: 1,
       run_id: this.runId,
@@ -86,26 +105,52 @@ export class RunDirectory {
       ...(error === undefined ? {} : { error }),
       harness_version: HARNESS_VERSION,
       seed: this.provenance.seed,
+      ...(this.provenance.selection === null ? {} : { selection: this.provenance.selection }),
       machine: this.machine,
       command: [...this.command],
       suites: this.provenance.suites,
       oracles: this.provenance.oracles,
       suts: this.provenance.suts,
       verdicts: this.verdicts,
-      counts,
+      counts: countVerdicts(this.verdicts),
       summary_lines: this.summaryLines,
       cells: this.cells.length,
       trace: this.provenance.trace,
       load: this.provenance.load,
     };
     assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
-    await writeFileAtomic(join(this.directory, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    return `${JSON.stringify(summary, null, 2)}\n`;
+  }
+
+  /**
+   * Rewrites the exports. Writes are queued, so they land in order; the first final status (not
+   * "running") wins and later flushes are ignored: a run stopped at once stays stopped even if
+   * its orderly stop finishes a moment later.
+   */
+  flush(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+    if (this.ending !== undefined) return this.writes;
+    if (status !== "running") this.ending = status;
+    const write = this.writes.then(() => this.write(status, exitCode, error));
+    this.writes = write.then(() => { if (status !== "running") this.endWritten = true; }, () => undefined);
+    return write;
+  }
+
+  private async write(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
+    const counts = countVerdicts(this.verdicts);
+    await writeFileAtomic(join(this.directory, "summary.json"), this.summaryJson(status, exitCode, error));
     await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
     if (this.samplesArrow !== undefined) await writeFileAtomic(join(this.directory, "samples.arrow"), this.samplesArrow);
     await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts));
     await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({
       runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine),
     }));
+  }
+
+  /** Marks the run as not finished when no more waiting is possible: summary.json only, synchronously, always exit 2. */
+  finaliseNow(status: "interrupted" | "error", reason: string): void {
+    if (this.endWritten) return;
+    this.ending = status;
+    writeFileAtomicSync(join(this.directory, "summary.json"), this.summaryJson(status, EXIT.error, reason));
   }
 }
 

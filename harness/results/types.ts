@@ -24,7 +24,7 @@ export interface CellRecord {
   readonly reproduce: string;
 }
 
-export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | "dequantize" | "matvec";
+export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | "dequantize" | "matvec" | "trace_demand";
 
 /**
  * A gate's outcome, discriminated on status: only states that ran carry metrics, and a skipped

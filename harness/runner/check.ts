@@ -14,10 +14,24 @@ export interface ArmScope {
   readonly reproduce: string;
 }
 
-/** A body's verdict; "skip" when the check cannot fail on this data (e.g. goldens without log-probs), with the reason. */
+/**
+ * A body's verdict. "skip": nothing failed, but the check (or part of it) could not fail on this
+ * data — goldens without log-probs, a kernel case the SUT has no kernel for — SKIPPED, never a pass.
+ */
 export type CheckOutcome =
   | { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> }
   | { readonly status: "skip"; readonly reason: string };
+
+/**
+ * A check whose errors belong to cases it already recorded (each cell keeps its prompt or needle
+ * case and its reproduce line): the verdict is an error, with no second, anonymous cell.
+ */
+export class ErrorsInCells extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ErrorsInCells";
+  }
+}
 
 /** Gate level of a check on an arm: required only if both the arm and the check are. */
 export function gateOf(arm: Pick<SuiteArm, "gate">, check: GateLevel): GateLevel {
@@ -34,9 +48,21 @@ export function makeCell(scope: ArmScope, check: CheckName, gate: GateLevel, fie
 }
 
 /**
+ * A non-finite metric (a NaN log-prob, a model with NaN weights) is the SUT's failure, never a
+ * number in summary.json (whose schema, like JSON itself, has no NaN): the metric becomes null,
+ * the check fails, and its summary names the metrics.
+ */
+function finiteOutcome(outcome: CheckOutcome): { outcome: CheckOutcome; nonFinite: string[] } {
+  if (outcome.status === "skip") return { outcome, nonFinite: [] };
+  const nonFinite = Object.entries(outcome.metrics).filter(([, value]) => typeof value === "number" && !Number.isFinite(value)).map(([key, value]) => `${key} = ${String(value)}`);
+  if (nonFinite.length === 0) return { outcome, nonFinite };
+  const metrics = Object.fromEntries(Object.entries(outcome.metrics).map(([key, value]) => [key, typeof value === "number" && !Number.isFinite(value) ? null : value]));
+  return { outcome: { status: "fail", summary: `${outcome.summary}; FAIL: the SUT's answers gave non-finite ${nonFinite.join(", ")}`, metrics }, nonFinite };
+}
+
+/**
  * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs or the body
- * finds nothing it could fail on (never passed),
- * an error verdict when it throws (the other checks still run), otherwise the body's verdict.
+ * finds nothing it could fail on (never passed), an error verdict when it throws (the other checks still run), otherwise the body's verdict.
  * A BenchError naming a file is bad input and aborts the run instead.
  */
 export async function runCheck(
@@ -57,13 +83,15 @@ export async function runCheck(
   } else {
     try {
       await scope.emit({ kind: "progress", message: `${scope.suiteName} · ${scope.arm.label} · ${name}` });
-      verdict = { ...base, ...(await body(gate)) };
-      if (verdict.status === "skip") await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "skip", detail: verdict.reason })] });
+      // The body records the cells of its own verdict (a skip included); runCheck records a cell only for a verdict it decides itself.
+      const outcome = finiteOutcome(await body(gate));
+      verdict = { ...base, ...outcome.outcome };
+      if (outcome.outcome.status !== "skip" && outcome.nonFinite.length > 0) await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "fail", detail: outcome.outcome.summary })] });
     } catch (error) {
       if (error instanceof BenchError && error.file !== undefined) throw error;
       const reason = error instanceof BenchError ? error.oneLine() : error instanceof Error ? error.message : String(error);
       verdict = { ...base, status: "error", reason };
-      await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "error", detail: reason })] });
+      if (!(error instanceof ErrorsInCells)) await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "error", detail: reason })] });
     }
   }
   await scope.emit({ kind: "verdict", verdict });

@@ -4,7 +4,12 @@ import { assertNeedleRepresentable, buildHaystack } from "../niah/haystack.js";
 import { needleFromSeed, needleSeed } from "../niah/needle.js";
 import { scoreNeedle } from "../niah/score.js";
 import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
-import { makeCell, runCheck, type ArmScope } from "./check.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope } from "./check.js";
+import { BenchError } from "../errors.js";
+import type { CellRecord } from "../results/types.js";
+import { askGreedy } from "../sut/answer-shape.js";
+import { SutGoneError } from "../sut/sut-gone.js";
+import { SutTimeoutError } from "../sut/with-timeout.js";
 
 /** One needle case; `L:depth:trial` is also how `--niah-case` selects it. */
 export interface NeedleCase {
@@ -24,38 +29,67 @@ export interface NiahArmContext extends ArmScope {
   readonly cases: readonly NeedleCase[];
 }
 
+/** An informational arm's grid says so: "0/6 Y" above an exit-0 line must not read like a contradiction. */
+function gridLabel(context: NiahArmContext): string {
+  return context.arm.gate === "informational" ? `${context.arm.label} (informational)` : context.arm.label;
+}
+
 /** Runs every needle case of one arm: build the haystack with the SUT's tokenizer, decode greedily, score Y/P/N. */
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
   const { spec, sut } = context;
   const grid: GridCase[] = [];
   await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate) => {
     const started = performance.now();
+    let errored = 0;
+    let stoppedBy: string | undefined;
     for (const { length, depth, trial } of context.cases) {
       if (context.signal.aborted) break;
       await context.emit({ kind: "progress", message: `${spec.suite.name} · ${context.arm.label} · L=${length} depth=${depth} trial=${trial}` });
       const seed = needleSeed(trial, depth, length);
       const needle = needleFromSeed(seed, spec.needleAlphabet, spec.needleLength);
       await assertNeedleRepresentable(sut, needle, spec.suite.path);
-      const haystack = await buildHaystack(sut, spec, needle, length, depth);
-      const caseStarted = performance.now();
-      const [ids] = await sut.greedy!([{ promptIds: haystack.promptIds, maxTokens: spec.maxTokens }]);
-      const caseMs = performance.now() - caseStarted;
-      const [output] = await sut.detokenize!([ids]);
-      const score = scoreNeedle(output, needle);
-      grid.push({ length, depth, score });
-      await context.emit({
-        kind: "cells",
-        cells: [makeCell(context, "niah", gate, {
-          status: score === "Y" ? "pass" : "fail", prompt_class: score,
-          niah_length: length, niah_depth: depth, niah_trial: trial, niah_seed: seed,
-          detail: `${score}: needle ${needle} (seed ${seed}) at token ${haystack.needleOffset}/${haystack.tokens}; output ${JSON.stringify(output)}; ${caseMs.toFixed(0)} ms`,
-        }, ` --niah-case ${length}:${depth}:${trial}`)],
-      });
+      const caseCell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "niah", gate, {
+        niah_length: length, niah_depth: depth, niah_trial: trial, niah_seed: seed, ...fields,
+      }, ` --niah-case ${length}:${depth}:${trial}`);
+      try {
+        const haystack = await buildHaystack(sut, spec, needle, length, depth);
+        const caseStarted = performance.now();
+        const [answer] = await askGreedy(sut, "greedy", [{ promptIds: haystack.promptIds, maxTokens: spec.maxTokens }]);
+        const caseMs = performance.now() - caseStarted;
+        if (!answer.ok) {
+          grid.push({ length, depth, score: "N" });
+          await context.emit({ kind: "cells", cells: [caseCell({ status: "fail", prompt_class: "N", detail: `greedy answer rejected: ${answer.reason}` })] });
+          continue;
+        }
+        const [output] = await sut.detokenize!([answer.value]);
+        const score = scoreNeedle(output, needle);
+        grid.push({ length, depth, score });
+        await context.emit({
+          kind: "cells",
+          cells: [caseCell({
+            status: score === "Y" ? "pass" : "fail", prompt_class: score,
+            detail: `${score}: needle ${needle} (seed ${seed}) at token ${haystack.needleOffset}/${haystack.tokens}; output ${JSON.stringify(output)}; ${caseMs.toFixed(0)} ms`,
+          })],
+        });
+      } catch (error) {
+        if (error instanceof BenchError && error.file !== undefined) throw error;
+        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering.
+        errored++;
+        const reason = error instanceof Error ? error.message : String(error);
+        await context.emit({ kind: "cells", cells: [caseCell({ status: "error", detail: reason })] });
+        if (error instanceof SutGoneError || error instanceof SutTimeoutError) {
+          stoppedBy = reason;
+          break;
+        }
+      }
+    }
+    if (errored > 0) {
+      throw new ErrorsInCells(`${errored} needle case(s) errored${stoppedBy === undefined ? "" : `; the others did not run: ${stoppedBy}`} (see their cells)`);
     }
     const count = (s: string) => grid.filter((c) => c.score === s).length;
     return {
       status: grid.length > 0 && count("Y") === grid.length ? "pass" : "fail",
-      summary: renderNeedleGrid(context.arm.label, grid).split("\n")[0],
+      summary: renderNeedleGrid(gridLabel(context), grid).split("\n")[0],
       metrics: {
         cases: grid.length, y: count("Y"), p: count("P"), n: count("N"),
         grid: JSON.stringify(grid.map((c) => [c.length, c.depth, c.score])),
@@ -63,5 +97,5 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
       },
     };
   });
-  return { summaryLine: grid.length > 0 ? renderNeedleGrid(context.arm.label, grid) : undefined };
+  return { summaryLine: grid.length > 0 ? renderNeedleGrid(gridLabel(context), grid) : undefined };
 }

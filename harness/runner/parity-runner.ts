@@ -8,6 +8,7 @@ import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import type { CellRecord, CheckName } from "../results/types.js";
 import type { GateLevel, ParitySuite } from "../suites/parity-suite.js";
 import { hasCapability, type Capability, type TokenId } from "../sut/types.js";
+import { askGreedy, askTeacherForced, type Checked } from "../sut/answer-shape.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 
 /** Teacher-forced top-1 accuracy below this fails the teacher_forced check (tt-metal gates on top-1/top-5). */
@@ -19,6 +20,25 @@ export interface ParityArmContext extends ArmScope {
   readonly oracle: TeacherForcedCache;
   /** Prompt indices to run (all by default). */
   readonly prompts: readonly number[];
+  /** The oracle's vocabulary size: a SUT compared against its goldens answers with ids below it. */
+  readonly vocabSize: number;
+}
+
+/** A prompt whose answer had the wrong shape: failed with the reason, kept out of the scorers. */
+interface BrokenAnswer {
+  readonly prompt: number;
+  readonly reason: string;
+}
+
+/** Splits checked answers into the prompts' valid values and the broken ones. */
+function sortAnswers<T>(prompts: readonly number[], answers: readonly Checked<T>[]): { valid: Map<number, T>; broken: BrokenAnswer[] } {
+  const valid = new Map<number, T>();
+  const broken: BrokenAnswer[] = [];
+  answers.forEach((answer, i) => {
+    if (answer.ok) valid.set(prompts[i], answer.value);
+    else broken.push({ prompt: prompts[i], reason: answer.reason });
+  });
+  return { valid, broken };
 }
 
 function cell(context: ParityArmContext, check: CheckName, gate: GateLevel, fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">): CellRecord {
@@ -32,6 +52,10 @@ async function classifyPaths(context: ParityArmContext, paths: ReadonlyMap<numbe
   const rows = await context.oracle.rows(divergent.map(([p, ids]) => ({ promptIds: goldens.promptIds[p], continuationIds: ids, k: Math.max(goldens.manifest.K, suite.top_k) })));
   const oracleRows = new Map(divergent.map(([p], i) => [p, rows[i]]));
   return [...paths.entries()].map(([p, ids]) => classifyPrompt(p, goldens.greedyIds[p], ids, suite.band_mnats, oracleRows.get(p)));
+}
+
+function brokenCells(context: ParityArmContext, check: CheckName, gate: GateLevel, method: string, broken: readonly BrokenAnswer[]): CellRecord[] {
+  return broken.map(({ prompt, reason }) => cell(context, check, gate, { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
 }
 
 function parityCells(context: ParityArmContext, check: CheckName, gate: GateLevel, results: readonly PromptParity[]): CellRecord[] {
@@ -80,61 +104,71 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
 
   await check("greedy_parity", suite.checks.greedy_parity, ["greedy"], async (gate) => {
     const started = performance.now();
-    const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
+    const answers = await askGreedy(sut, "greedy", context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })), context.vocabSize);
     const greedyMs = performance.now() - started;
-    const generated = ids.reduce((sum, row) => sum + row.length, 0);
-    aloneIds = new Map(context.prompts.map((p, i) => [p, ids[i]]));
-    const results = await classifyPaths(context, aloneIds);
-    await emit({ kind: "cells", cells: parityCells(context, "greedy_parity", gate, results) });
-    const tally = tallyParity(results);
-    summaryLine = paritySummaryLine(arm.label, tally);
+    const { valid, broken } = sortAnswers(context.prompts, answers);
+    const generated = [...valid.values()].reduce((sum, row) => sum + row.length, 0);
+    aloneIds = valid;
+    const results = await classifyPaths(context, valid);
+    await emit({ kind: "cells", cells: [...parityCells(context, "greedy_parity", gate, results), ...brokenCells(context, "greedy_parity", gate, "greedy", broken)] });
+    const tally = tallyParity(results, broken.length);
+    summaryLine = paritySummaryLine(arm.label, tally, arm.gate === "informational");
     const configDifferences = tally.forwardDivergent > 0 && sut.provenance.modelPath !== undefined
       ? modelConfigDifferences(sut.provenance.modelPath, (await resolveModel(goldens.manifest.model.id)).path)
       : [];
     return {
-      status: tally.forwardDivergent === 0 ? "pass" : "fail",
+      status: tally.forwardDivergent === 0 && tally.rejected === 0 ? "pass" : "fail",
       summary: summaryLine + (configDifferences.length === 0 ? "" : `; the SUT's model file differs from the oracle's in ${configDifferences.join(", ")}`),
       metrics: {
-        prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent,
+        prompts: tally.prompts, strict: tally.strict, near_tie: tally.nearTie, forward_divergent: tally.forwardDivergent, rejected: tally.rejected,
         max_gap_mnats: tally.maxGapMnats, max_gap_prompt: tally.maxGapAt?.prompt ?? null, max_gap_position: tally.maxGapAt?.position ?? null,
         band_mnats: suite.band_mnats,
         ...(configDifferences.length === 0 ? {} : { config_differences: configDifferences.join("; ") }),
         // Batch-1 speed of this check's own greedy pass (prompt evaluation included): a single-sequence perf row.
         greedy_ms: Math.round(greedyMs * 1000) / 1000,
         generated_tokens: generated,
-        ms_per_token: greedyMs / generated,
-        tokens_per_second: generated / (greedyMs / 1000),
+        ms_per_token: generated === 0 ? null : greedyMs / generated,
+        tokens_per_second: generated === 0 ? null : generated / (greedyMs / 1000),
       },
     };
   });
 
-  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate) => {
+  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
     if (goldens.topkIds === undefined || goldens.topkLogprobs === undefined) {
-      return { status: "skip", reason: `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k` };
+      const reason = `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k`;
+      await emit({ kind: "cells", cells: [cell(context, "teacher_forced", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
     }
-    const rows = await sut.teacherForcedTopK!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: goldens.manifest.K })));
-    const oracle = context.prompts.map((p) => goldens.topkIds![p].map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
-    const accuracy = teacherForcedAccuracy(context.prompts.map((p) => goldens.greedyIds[p]), oracle, rows);
+    const answers = await askTeacherForced(sut, context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: goldens.manifest.K })), context.vocabSize);
+    const { valid, broken } = sortAnswers(context.prompts, answers);
+    const scored = context.prompts.filter((p) => valid.has(p));
+    const rows = scored.map((p) => valid.get(p)!);
+    const oracle = scored.map((p) => goldens.topkIds![p].map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
+    const accuracy = teacherForcedAccuracy(scored.map((p) => goldens.greedyIds[p]), oracle, rows);
     await emit({
       kind: "cells",
-      cells: context.prompts.flatMap((p, i) => rows[i].map((row, t) => cell(context, "teacher_forced", gate, {
+      cells: [...scored.flatMap((p, i) => rows[i].map((row, t) => cell(context, "teacher_forced", gate, {
         prompt: p, position: t, status: row.ids[0] === oracle[i][t].ids[0] ? "pass" : "fail",
         expected_id: oracle[i][t].ids[0], observed_id: row.ids[0],
         detail: oracle[i][t].ids.slice(0, 5).includes(row.ids[0]) ? "in reference top-5" : "outside reference top-5",
-      }))),
+      }))), ...brokenCells(context, "teacher_forced", gate, "teacher-forced top-k", broken)],
     });
+    const rejected = broken.length === 0 ? "" : `; ${broken.length}/${context.prompts.length} prompts' answers rejected (prompt ${broken[0].prompt}: ${broken[0].reason})`;
+    if (scored.length === 0) {
+      return { status: "fail", summary: `${arm.label} teacher-forced: no prompt could be scored${rejected}`, metrics: { positions: 0, rejected: broken.length, min_top1: DEFAULT_MIN_TOP1 } };
+    }
     const kld = accuracy.kldTopK;
     const summary = `${arm.label} teacher-forced: top-1 ${(accuracy.top1.p * 100).toFixed(2)}%, top-5 ${(accuracy.top5.p * 100).toFixed(2)}% over ${accuracy.positions} positions; ` +
-      `KLD (top-${goldens.manifest.K} support) mean ${kld?.mean.toExponential(3)} ± ${kld?.stderr?.toExponential(2) ?? "n/a"}; RMS Δp ${(accuracy.rmsDeltaP * 100).toFixed(3)}%`;
+      `KLD (top-${goldens.manifest.K} support) mean ${kld?.mean.toExponential(3)} ± ${kld?.stderr?.toExponential(2) ?? "n/a"}; RMS Δp ${(accuracy.rmsDeltaP * 100).toFixed(3)}%${rejected}`;
     return {
-      status: accuracy.top1.p >= DEFAULT_MIN_TOP1 ? "pass" : "fail",
+      status: broken.length === 0 && accuracy.top1.p >= DEFAULT_MIN_TOP1 ? "pass" : "fail",
       summary,
       metrics: {
         positions: accuracy.positions, top1: accuracy.top1.p, top1_stderr: accuracy.top1.stderr ?? null, top5: accuracy.top5.p,
         same_top: accuracy.sameTop.p, kld_topk_mean: kld?.mean ?? null, kld_topk_stderr: kld?.stderr ?? null, kld_topk_max: kld?.max ?? null,
         kld_topk_p99: kld?.p99 ?? null, kld_topk_median: kld?.median ?? null, kld_floored_terms: accuracy.kldFlooredTerms,
-        delta_p_mean: accuracy.deltaP?.mean ?? null, delta_p_stderr: accuracy.deltaP?.stderr ?? null, rms_delta_p: accuracy.rmsDeltaP,
-        min_top1: DEFAULT_MIN_TOP1,
+        delta_p_mean: accuracy.deltaP?.mean ?? null, delta_p_stderr: accuracy.deltaP?.stderr ?? null, rms_delta_p: Number.isNaN(accuracy.rmsDeltaP) ? null : accuracy.rmsDeltaP,
+        min_top1: DEFAULT_MIN_TOP1, rejected: broken.length,
       },
     };
   });
@@ -143,11 +177,14 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
   await check("determinism", determinism?.gate, ["greedy"], async (gate) => {
     const reruns = determinism!.reruns;
     const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
-    const first = aloneIds ?? new Map(context.prompts.map((p) => [p, [] as TokenId[]]));
-    const runs: TokenId[][][] = [];
-    const startAt = aloneIds === undefined ? 0 : 1;
-    if (aloneIds !== undefined) runs.push(context.prompts.map((p) => first.get(p)!));
-    for (let r = startAt; r < reruns; r++) runs.push(await sut.greedy!(requests));
+    // Each rerun's answers, by prompt; the greedy_parity pass counts as the first when it ran.
+    const runs: Map<number, TokenId[]>[] = aloneIds === undefined ? [] : [aloneIds];
+    const broken: BrokenAnswer[] = [];
+    while (runs.length < reruns) {
+      const sorted = sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize));
+      runs.push(sorted.valid);
+      broken.push(...sorted.broken.filter((b) => !broken.some((seen) => seen.prompt === b.prompt)));
+    }
     let logprobBytesDiffer = 0;
     if (hasCapability(sut, "teacherForcedTopK")) {
       const tf = () => sut.teacherForcedTopK!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: 5 })));
@@ -155,32 +192,36 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
       const bytes = (rows: typeof a) => Buffer.from(Float32Array.from(rows.flat().flatMap((row) => row.logprobs)).buffer).toString("hex");
       logprobBytesDiffer = a.map((_, i) => bytes([a[i]]) !== bytes([b[i]])).filter(Boolean).length;
     }
-    const unstable = context.prompts.filter((_, i) => runs.some((run) => run[i].join(",") !== runs[0][i].join(",")));
+    const scored = context.prompts.filter((p) => !broken.some((b) => b.prompt === p) && runs.every((run) => run.has(p)));
+    const unstable = scored.filter((p) => runs.some((run) => run.get(p)!.join(",") !== runs[0].get(p)!.join(",")));
     await emit({
       kind: "cells",
-      cells: context.prompts.map((p) => cell(context, "determinism", gate, {
+      cells: [...scored.map((p) => cell(context, "determinism", gate, {
         prompt: p, status: unstable.includes(p) ? "fail" : "pass",
         detail: unstable.includes(p) ? `ids differ across ${reruns} reruns` : `identical ids across ${reruns} reruns`,
-      })),
+      })), ...brokenCells(context, "determinism", gate, "greedy", broken)],
     });
-    const ok = unstable.length === 0 && logprobBytesDiffer === 0;
+    const ok = unstable.length === 0 && broken.length === 0 && logprobBytesDiffer === 0;
     return {
       status: ok ? "pass" : "fail",
-      summary: `${arm.label} determinism: ${context.prompts.length - unstable.length}/${context.prompts.length} prompts identical over ${reruns} reruns` +
+      summary: `${arm.label} determinism: ${scored.length - unstable.length}/${context.prompts.length} prompts identical over ${reruns} reruns` +
+        (broken.length === 0 ? "" : `, ${broken.length} answers rejected`) +
         (hasCapability(sut, "teacherForcedTopK") ? `; log-prob bytes ${logprobBytesDiffer === 0 ? "identical" : `differ on ${logprobBytesDiffer} prompts`}` : "") +
-        (ok ? "" : " — the same request gives other answers: state leaking from earlier requests (a reused slot whose KV or recurrent/conv state was not cleared) or a race"),
-      metrics: { reruns, unstable_prompts: unstable.length, logprob_bytes_differ: logprobBytesDiffer },
+        (unstable.length === 0 && logprobBytesDiffer === 0 ? "" : " — the same request gives other answers: state leaking from earlier requests (a reused slot whose KV or recurrent/conv state was not cleared) or a race"),
+      metrics: { reruns, unstable_prompts: unstable.length, rejected: broken.length, logprob_bytes_differ: logprobBytesDiffer },
     };
   });
 
   await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate) => {
-    const alone = aloneIds ?? new Map(context.prompts.map((p) => [p, [] as TokenId[]]));
-    if (aloneIds === undefined) {
-      const ids = await sut.greedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
-      context.prompts.forEach((p, i) => alone.set(p, ids[i]));
+    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
+    const alone = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
+    const { valid: batched, broken } = sortAnswers(context.prompts, await askGreedy(sut, "batchedGreedy", requests, context.vocabSize));
+    // A prompt with no valid answer alone or batched cannot be compared: it fails with the reason.
+    for (const p of context.prompts) {
+      if (!alone.has(p) && !broken.some((b) => b.prompt === p)) broken.push({ prompt: p, reason: "its greedy answer alone was rejected" });
     }
-    const batched = await sut.batchedGreedy!(context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })));
-    const changed = new Map(context.prompts.map((p, i) => [p, batched[i]] as const).filter(([p, ids]) => ids.join(",") !== alone.get(p)!.join(",")));
+    const compared = context.prompts.filter((p) => !broken.some((b) => b.prompt === p));
+    const changed = new Map(compared.map((p) => [p, batched.get(p)!] as const).filter(([p, ids]) => ids.join(",") !== alone.get(p)!.join(",")));
     const classified = await classifyPaths(context, changed);
     // A difference is only a near-tie if neither path left the band: a batched path that matches the
     // goldens while the alone path diverged (a slot that kept the previous request's state) is the
@@ -190,7 +231,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     const bad = classified.filter((r) => r.verdict === "FORWARD-DIVERGENT" || aloneDivergent.has(r.prompt));
     await emit({
       kind: "cells",
-      cells: context.prompts.map((p) => {
+      cells: [...compared.map((p) => {
         const result = classified.find((r) => r.prompt === p);
         return cell(context, "batch_invariance", gate, {
           prompt: p, status: result !== undefined && bad.includes(result) ? "fail" : "pass",
@@ -198,13 +239,13 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
           detail: result === undefined ? `identical alone and in a batch of ${context.prompts.length}` : `batched ids differ from alone at token ${result.cells.findIndex((c, j) => c.observedId !== alone.get(p)![j])}; max gap ${result.maxGapMnats} mnats` +
             (aloneDivergent.has(p) ? "; the alone path is forward-divergent from the goldens" : ""),
         });
-      }),
+      }), ...brokenCells(context, "batch_invariance", gate, "batched greedy", broken)],
     });
     return {
-      status: bad.length === 0 ? "pass" : "fail",
-      summary: `${arm.label} batch invariance (B=1 vs B=${context.prompts.length}): ${context.prompts.length - changed.size}/${context.prompts.length} identical, ` +
-        `${changed.size - bad.length} near-tie, ${bad.length} forward-divergent`,
-      metrics: { batch: context.prompts.length, identical: context.prompts.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length },
+      status: bad.length === 0 && broken.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} batch invariance (B=1 vs B=${context.prompts.length}): ${compared.length - changed.size}/${context.prompts.length} identical, ` +
+        `${changed.size - bad.length} near-tie, ${bad.length} forward-divergent` + (broken.length === 0 ? "" : `, ${broken.length} answers rejected`),
+      metrics: { batch: context.prompts.length, identical: compared.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length, rejected: broken.length },
     };
   });
 

@@ -6,18 +6,23 @@ import { goldensDir, promptTextsSha256, readGoldens } from "../goldens/goldens.j
 import { goldensModelDirName } from "../goldens/make.js";
 import { assertGoldensMatchModel } from "../goldens/model-check.js";
 import { sha256Bytes } from "../io/sha256.js";
+import { readGguf } from "../gguf/read.js";
+import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { openLlamaCppOracle } from "../oracle/llamacpp-oracle.js";
 import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
 import { armOracle, goldensSuiteName, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
-import { loadSuite, type Suite } from "../suites/load.js";
+import { loadSuite, suiteArgument, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
-import type { SystemUnderTest } from "../sut/types.js";
+import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
+import type { GateLevel } from "../suites/parity-suite.js";
+import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { openStdioSut } from "../sut/stdio.js";
+import { DEFAULT_SHUTDOWN_GRACE_S } from "../sut/child-process.js";
 import { openPluginSut } from "../sut/plugin.js";
 import { runKernelArm } from "./kernel-runner.js";
 import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
@@ -28,9 +33,8 @@ import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
+import { DEFAULT_BATTERY } from "../suites/default-battery.js";
 
-/** The battery `bench run` runs with no --suite. */
-export const DEFAULT_BATTERY = ["parity16", "niah", "serve-conformance", "quant-kernels"] as const;
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -53,10 +57,21 @@ export interface RunOptions {
   /** Overrides applied to every arm's llama.cpp settings. */
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
+  /** Seconds a runner or server gets to exit when its arm ends, before SIGTERM, then SIGKILL. */
+  readonly shutdownGraceS?: number;
   readonly signal?: AbortSignal;
-  /** Opens a SUT for an arm (`onLog`: lines a runner logs, shown as progress); tests substitute fault-injecting wrappers here. */
-  readonly openSut?: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
+  /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
+  readonly openSut?: OpenSut;
 }
+
+/** What opening an arm's SUT needs besides the arm: where its log lines go (progress), and its shutdown grace. */
+export interface SutContext {
+  readonly onLog?: (line: string) => void;
+  readonly onWarning?: (message: string) => void;
+  readonly shutdownGraceS: number;
+}
+
+export type OpenSut = (arm: SuiteArm, settings: LlamaCppSettings, context: SutContext) => Promise<SystemUnderTest>;
 
 /** Seconds a harness-started server may take to boot (real devices take minutes). */
 export const DEFAULT_BOOT_TIMEOUT_S = 600;
@@ -65,21 +80,37 @@ export const DEFAULT_BOOT_TIMEOUT_S = 600;
  * The SUT an arm names: the embedded llama.cpp SUT, our server started on loopback and driven over
  * HTTP, or a runner command speaking the runner protocol over stdio.
  */
-async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void): Promise<SystemUnderTest> {
+async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: SutContext): Promise<SystemUnderTest> {
   const model = await resolveModel(arm.model);
   if (arm.sut === "stdio") {
-    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), onLog });
+    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
+  if (settings.promptOverflow !== "error") {
+    throw new BenchError(`arm "${arm.label}": our server refuses prompts that do not fit, it cannot ${settings.promptOverflow}`, { field: "settings.prompt_overflow", fix: "drop prompt_overflow from the server arm, or run that arm on the embedded SUT" });
+  }
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
-    threads: settings.threads, flashAttention: settings.flashAttention, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
+    threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize,
+    bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
   });
   try {
-    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+    const sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+    assertServerHonours(arm, settings, sut.provenance.settings);
+    return sut;
   } catch (error) {
-    await stopManagedServer(managed);
+    await stopManagedServer(managed, context.shutdownGraceS, context.onWarning);
     throw error;
+  }
+}
+
+/** The server's own report of its numerics must equal what the arm asked for: a setting it dropped would make its results another configuration's. */
+function assertServerHonours(arm: SuiteArm, requested: LlamaCppSettings, reported: Readonly<Record<string, string | number | boolean>>): void {
+  const keys = ["flashAttention", "kvCacheType", "threads", "batchSize", "contextSize", "sequences"] as const;
+  for (const key of keys) {
+    if (reported[key] !== requested[key]) {
+      throw new BenchError(`arm "${arm.label}": the server reports ${key} ${String(reported[key])} in /v1/models, the arm asked for ${String(requested[key])}`, { field: "settings", fix: "use a server that honours every numerics setting, or drop the setting from the arm" });
+    }
   }
 }
 
@@ -95,8 +126,9 @@ interface ResolvedRunOptions {
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
+  readonly shutdownGraceS: number;
   readonly signal: AbortSignal;
-  readonly openSut: (arm: SuiteArm, settings: LlamaCppSettings, onLog?: (line: string) => void) => Promise<SystemUnderTest>;
+  readonly openSut: OpenSut;
 }
 
 function resolveOptions(options: RunOptions): ResolvedRunOptions {
@@ -111,6 +143,7 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
+    shutdownGraceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S,
     signal: options.signal ?? new AbortController().signal,
     openSut: options.openSut ?? openArmSut,
   };
@@ -122,6 +155,11 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
  */
 export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>, sequences: number, fitted: Partial<LlamaCppSettings> = {}): LlamaCppSettings {
   const s = arm.settings ?? {};
+  // The runner protocol carries no settings: a runner reports its own in its hello, so asking it for others would record a lie.
+  if (arm.sut === "stdio" && Object.keys(s).length + Object.keys(overrides).length > 0) {
+    const named = [...Object.keys(s), ...Object.keys(overrides)].join(", ");
+    throw new BenchError(`arm "${arm.label}" is a runner: settings (${named}) cannot reach it`, { field: "settings", fix: "set them in the runner itself (it reports them in its hello), and drop them from the arm and the command line" });
+  }
   return {
     ...ORACLE_SETTINGS,
     sequences: Math.max(1, sequences),
@@ -143,14 +181,23 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
   if (options.runner !== undefined && suite.kind === "conformance") return [];
   // --runner and --model keep an arm's settings (a needle suite's context size, say) and swap what runs: the arm
   // --arm names, else the first. The template carries its oracle too (a family's goldens in a suite spanning families).
-  const template = (suite.arms.find((arm) => options.arms?.includes(arm.label)) ?? suite.arms[0]) as Arm & { readonly model?: string };
+  const template = (byLabel()[0] ?? suite.arms[0]) as Arm & { readonly model?: string };
+  // A runner takes no settings (armSettings): it reports its own in its hello.
   if (options.runner !== undefined) {
-    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined }];
+    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined }];
   }
+  // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model) and oracle.
   if (options.model !== undefined) {
-    return [{ ...template, label: options.model, model: options.model, gate: "required", why: undefined }];
+    const model = options.model;
+    if (options.arms === undefined) return [{ ...template, label: model, model, gate: "required", why: undefined }];
+    return byLabel().map((arm) => ({ ...arm, label: modelOverrideLabel(arm.label, model), model, gate: "required", why: undefined }));
   }
   return byLabel();
+}
+
+/** An arm run on another model (--arm with --model) says both. */
+function modelOverrideLabel(armLabel: string, model: string): string {
+  return `${armLabel} on ${model}`;
 }
 
 /** Every --arm must name an arm of some suite in the run. */
@@ -184,40 +231,57 @@ export async function loadVerifiedGoldens(suite: ParitySuite, oracleReference = 
   const oracleModel = await resolveModel(oracleReference);
   const filedUnder = goldensSuiteName(suite);
   const directory = goldensDir(goldensModelDirName(oracleModel), filedUnder);
+  // Borrowed goldens are made by the suite that lends them; a suite's own, by the name or path that finds it again.
+  const makeWith = suite.goldens_of !== undefined ? filedUnder : suiteArgument(suite);
   if (!existsSync(join(directory, "manifest.json"))) {
-    throw new BenchError(`no goldens for suite ${filedUnder} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${filedUnder}` });
+    throw new BenchError(`no goldens for suite ${filedUnder} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${makeWith}` });
   }
   const goldens = readGoldens(directory);
   await assertGoldensMatchModel(goldens, oracleModel);
   if (goldens.manifest.prompts.texts_sha256 !== null && goldens.manifest.prompts.texts_sha256 !== promptTextsSha256(suite.prompts)) {
-    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${filedUnder}` });
+    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${makeWith}` });
   }
   if (goldens.manifest.T !== suite.max_tokens) {
-    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${filedUnder}` });
+    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${makeWith}` });
   }
   return { goldens, oracleModel };
 }
 
+/**
+ * The trace-region demand a SUT reports, if it reports any. A malformed answer (or an error) is
+ * the SUT's protocol error: it lands in the results as an error verdict of the arm, never a crash.
+ */
+async function askTraceDemand(suite: Suite, arm: { readonly label: string; readonly gate: GateLevel }, sut: SystemUnderTest, reproduce: string, emit: RunListener): Promise<TraceCapture[]> {
+  if (sut.traceDemand === undefined) return [];
+  let captures: TraceCapture[] = [];
+  await runCheck({ suiteName: suite.name, arm, sut, emit, signal: new AbortController().signal, reproduce }, "trace_demand", "required", ["traceDemand"], async () => {
+    captures = await sut.traceDemand!();
+    return { status: "pass", summary: `${arm.label} trace demand: ${captures.length} captured graphs reported`, metrics: { captures: captures.length } };
+  });
+  return captures;
+}
+
 /** Opens each arm's SUT in turn (with the per-case timeout), hands it to `runArm`, and always closes it. */
-async function forEachArm<Arm extends { readonly label: string }, Sut extends SystemUnderTest>(
+async function forEachArm<Arm extends { readonly label: string; readonly gate: GateLevel }, Sut extends SystemUnderTest>(
   suite: Suite,
   arms: readonly Arm[],
   open: (arm: Arm) => Promise<Sut>,
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
+  reproduce: (arm: Arm) => string,
   runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut) => Promise<{ summaryLine: string | undefined }>,
 ): Promise<void> {
   for (const arm of arms) {
     if (options.signal.aborted) return;
     const opened = await open(arm);
-    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS);
+    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, options.signal);
     recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
     await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
     try {
       const { summaryLine } = await runArm(arm, sut, opened);
-      // Asked after the checks, so every graph the SUT captured while serving them is counted.
-      for (const capture of (await sut.traceDemand?.()) ?? []) {
+      // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
+      for (const capture of options.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, reproduce(arm), emit)) {
         recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
       }
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
@@ -227,17 +291,23 @@ async function forEachArm<Arm extends { readonly label: string }, Sut extends Sy
   }
 }
 
-/** A runner's log lines, as progress (a device runner may take minutes to boot). */
-function runnerLog(arm: { readonly label: string }, emit: RunListener): (line: string) => void {
-  return (line) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
+/** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot). */
+function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
+  const show = (line: string) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
+  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS };
 }
 
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
   const model = options.model === undefined ? "" : ` --model ${options.model}`;
-  if (suite.kind === "kernels") return `bench run --suite ${suite.name} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
-  const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
+  if (suite.kind === "kernels") return `bench run --suite ${suiteArgument(suite)} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
+  const overridden = options.model === undefined ? undefined : options.arms?.find((label) => modelOverrideLabel(label, options.model!) === arm.label);
+  // A runner takes the place of the arm --arm names (its oracle, in a suite spanning families), so the line names it too.
+  const template = options.arms === undefined ? undefined : suite.arms.find((candidate) => options.arms!.includes(candidate.label));
+  const runnerArm = template === undefined ? "" : ` --arm ${JSON.stringify(template.label)}`;
+  const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}${runnerArm}`
+    : overridden !== undefined ? `--arm ${JSON.stringify(overridden)} --model ${arm.model}`
     : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
-  return `bench run --suite ${suite.name} ${target}`;
+  return `bench run --suite ${suiteArgument(suite)} ${target}`;
 }
 
 async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
@@ -251,13 +321,14 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
     recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
     try {
       const cache = new TeacherForcedCache(oracle);
+      const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
       // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
       // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
       const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
       const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-      const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), runnerLog(arm, emit));
-      await forEachArm(suite, group, open, options, recorder, emit, (arm, sut) => runParityArm({
-        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+      const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
+      await forEachArm(suite, group, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runParityArm({
+        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
       }));
     } finally {
       await oracle.close();
@@ -269,14 +340,14 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), runnerLog(arm, emit));
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
+  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), sutContext(arm, options, emit));
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
 /** A conformance arm's server: a running one at `base_url`, or ours started on loopback for the arm. */
-async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, emit: RunListener) {
+async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, options: ResolvedRunOptions, emit: RunListener) {
   if (arm.base_url !== undefined) return openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
   if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
   const model = await resolveModel(arm.model);
@@ -285,7 +356,7 @@ async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceAr
     bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
     onProgress: (message) => void emit({ kind: "progress", message }),
   });
-  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path) });
+  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...sutContext(arm, options, emit) });
 }
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
@@ -293,15 +364,15 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
   const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
   const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
   const open = (arm: KernelArm) => arm.runner !== undefined
-    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onLog: runnerLog(arm, emit) })
+    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, ...sutContext(arm, options, emit) })
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label);
-  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
+  await forEachArm(suite, arms, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
+  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut, server) => runConformanceArm({
     suiteName: suite.name, arm, sut, emit, signal: options.signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { BenchError } from "../errors.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { KERNELS_DIR, SUITES_DIR } from "../paths.js";
@@ -24,6 +24,16 @@ const SUITE_DIRS = [SUITES_DIR, KERNELS_DIR];
 
 export function suiteNames(): string[] {
   return SUITE_DIRS.flatMap((dir) => readdirSync(dir)).filter((f) => f.endsWith(".json")).map((f) => f.replace(/\.json$/, "")).sort();
+}
+
+/**
+ * How a command line names this suite so that `loadSuite` finds this very file again: its name
+ * for a built-in suite, its path for one of the user's (whose name alone resolves to nothing).
+ */
+export function suiteArgument(suite: Pick<Suite, "name" | "path">): string {
+  const byName = SUITE_DIRS.map((dir) => join(dir, `${suite.name}.json`)).find((candidate) => existsSync(candidate));
+  if (byName !== undefined && resolve(byName) === resolve(suite.path)) return suite.name;
+  return /^[\w./-]+$/.test(suite.path) ? suite.path : JSON.stringify(suite.path);
 }
 
 /** Resolves a suite by name (suites/<name>.json) or path, and validates it against its kind's schema. */

@@ -13,7 +13,7 @@ export interface NiahSuite extends SuiteFile<"niah", SuiteArm> {
   readonly length_tolerance?: number;
 }
 
-/** The field's needle test (METRICS.md §6), used where a suite does not say otherwise. */
+/** The field's needle test (docs/metrics.md), used where a suite does not say otherwise. */
 export const NIAH_DEFAULTS = {
   needleAlphabet: "BCDFGHJKLMNPQRSTVWXYZ23456789",
   needleLength: 8,

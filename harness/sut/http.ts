@@ -3,8 +3,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { BenchError } from "../errors.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
+import type { ServerNumerics } from "../../server/http-server.js";
+import type { LlamaCppSettings } from "./llamacpp.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** What an OpenAI-compatible server says it can do (our server advertises it in /v1/models). */
@@ -46,6 +49,9 @@ export interface ManagedServerOptions {
   readonly contextSize: number;
   readonly threads: number;
   readonly flashAttention: boolean;
+  /** `bench serve`'s defaults (F16, 512) when absent: what a production server runs. */
+  readonly kvCacheType?: "F32" | "F16";
+  readonly batchSize?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -55,8 +61,9 @@ export interface ManagedServerOptions {
 export async function startManagedServer(options: ManagedServerOptions): Promise<ManagedServer> {
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
+    "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } });
+  const child = trackChild(spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {
@@ -75,6 +82,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
     if (health.status === 200) break;
+    if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" });
     options.onProgress?.(`waiting for the server to boot: ${stage ?? health.status}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
@@ -85,17 +93,26 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   return { child, baseUrl, bootObservations };
 }
 
-/** SIGTERM, wait for the drain, and only then SIGKILL with a warning (hard kills can wedge real devices). */
-export async function stopManagedServer(server: ManagedServer, graceS = 20, onWarning?: (message: string) => void): Promise<void> {
-  if (server.child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => server.child.once("exit", () => resolve()));
-  server.child.kill("SIGTERM");
-  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), graceS * 1000).unref());
-  if ((await Promise.race([exited, timer])) === "timeout") {
-    onWarning?.(`the server did not exit ${graceS} s after SIGTERM; sending SIGKILL`);
-    server.child.kill("SIGKILL");
-    await exited;
+/**
+ * SIGTERM (the server drains), then the shutdown ladder. A server that already died (kill -9 leaves
+ * exitCode null and signalCode set) is simply gone: waiting for its 'exit' again would wait forever.
+ */
+export async function stopManagedServer(server: ManagedServer, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
+  await stopChild(server.child, { ask: () => server.child.kill("SIGTERM"), graceS, what: "the server", onWarning });
+}
+
+/** The numerics our server reports in /v1/models, in the spelling of the embedded SUT's provenance so arms compare key by key. */
+function numericsProvenance(settings: Record<string, unknown> | undefined): Record<string, string | number | boolean> {
+  if (settings === undefined) return {};
+  const names: Readonly<Record<keyof ServerNumerics, keyof LlamaCppSettings>> = {
+    flash_attention: "flashAttention", kv_cache_type: "kvCacheType", threads: "threads", batch_size: "batchSize", context_size: "contextSize", slots: "sequences",
+  };
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, name] of Object.entries(names)) {
+    const value = settings[key];
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[name] = value;
   }
+  return out;
 }
 
 interface CompletionChoice {
@@ -109,14 +126,14 @@ interface CompletionChoice {
  * log-probs through `echo`, and tokenization needs /tokenize. What it lacks stays absent, so the
  * suites skip those checks with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: { label: string; apiKey?: string; managed?: ManagedServer; modelSha256?: string; modelPath?: string; onWarning?: (message: string) => void }): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
+export async function openHttpSut(baseUrl: string, options: { label: string; apiKey?: string; managed?: ManagedServer; modelSha256?: string; modelPath?: string; shutdownGraceS?: number; onWarning?: (message: string) => void }): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
   const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
     return JSON.parse(response.text) as T;
   };
-  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean } }[] }>("/v1/models");
+  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown> }[] }>("/v1/models");
   const model = models.data[0];
   if (model === undefined) throw new BenchError("the server lists no model", { field: "/v1/models", fix: "check the server" });
   const capabilities: HttpCapabilities = {
@@ -128,12 +145,15 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     (await json<{ choices: CompletionChoice[] }>("/v1/completions", { model: model.id, ...body })).choices[0];
   const greedyOne = async (r: GreedyRequest): Promise<TokenId[]> => {
     const choice = await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: true });
-    return choice.token_ids ?? [];
+    // Absent ids are a broken answer, not an empty one (an empty list would read as "generated nothing").
+    if (!Array.isArray(choice.token_ids)) throw new Error(`/v1/completions answered without token_ids: ${JSON.stringify(choice).slice(0, 120)}`);
+    return choice.token_ids;
   };
   const provenance: SutProvenance = {
     kind: "http",
     engine: `${model.owned_by ?? "unknown"} at ${baseUrl} (model ${model.id})`,
-    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities },
+    // The numerics as the server reports them, not as the harness asked: a server that ignored a setting shows it here.
+    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities, ...numericsProvenance(model.settings) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
   };
@@ -174,7 +194,7 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
       },
     } : {}),
     close: async () => {
-      if (options.managed !== undefined) await stopManagedServer(options.managed, 20, options.onWarning);
+      if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },
   };
 }

@@ -83,7 +83,9 @@ function main(path: string): void {
     try {
       send({ id: request.id, result: method(request.params ?? {}) });
     } catch (error) {
-      send({ id: request.id, error: { message: (error as Error).message } });
+      // The addon marks a kernel's BB_UNSUPPORTED_TYPE: the protocol's "unsupported" (that case is skipped).
+      const unsupported = (error as { unsupportedType?: boolean }).unsupportedType === true;
+      send({ id: request.id, error: { message: (error as Error).message, ...(unsupported ? { unsupported: true } : {}) } });
     }
   });
 }

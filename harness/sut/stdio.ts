@@ -1,14 +1,18 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, stopChild, trackChild } from "./child-process.js";
 import { GgmlType } from "../gguf/types.js";
+import { SutGoneError } from "./sut-gone.js";
+import { UnsupportedRequestError } from "./unsupported.js";
 import type { DequantizeRequest, GreedyRequest, MatvecRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
  * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
  * JSON lines over stdio. The runner first writes a hello naming the protocol, its version, its
  * engine and the methods it has; the harness then sends `{"id", "method", "params"}` requests one
- * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}`. stdout carries protocol
+ * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}` (with `"unsupported": true`
+ * when the runner has no implementation for what was asked, e.g. a kernel for that tensor type). stdout carries protocol
  * lines only; stderr is the runner's log. `shutdown` (or the end of stdin) asks it to exit.
  */
 export const RUNNER_PROTOCOL = "bringup-bench-runner";
@@ -41,8 +45,9 @@ export interface StdioSutOptions {
   readonly label: string;
   /** Seconds the runner may take to write its hello (a device boot takes minutes). */
   readonly bootTimeoutS: number;
-  /** Seconds a shutdown may take before SIGTERM, then SIGKILL: hard kills can wedge a device. */
-  readonly shutdownTimeoutS?: number;
+  /** Seconds the runner gets to exit after the shutdown request, before SIGTERM, then SIGKILL: hard kills can wedge a device. */
+  readonly shutdownGraceS?: number;
+  readonly onWarning?: (message: string) => void;
   readonly modelPath?: string;
   readonly modelSha256?: string;
   readonly onLog?: (line: string) => void;
@@ -71,12 +76,7 @@ class RunnerProcess {
     let greeted = false;
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (this.failure !== undefined || line.trim() === "") return;
-      let message: unknown;
-      try {
-        message = JSON.parse(line);
-      } catch {
-        message = undefined;
-      }
+      const message = parseRunnerLine(line);
       if (typeof message !== "object" || message === null || Array.isArray(message)) {
         return this.fail(new BenchError(`the runner wrote a line that is not a JSON object on stdout: ${JSON.stringify(line.slice(0, 80))}`, { field: "stdout", fix: "stdout carries protocol lines only; print logs to stderr" }));
       }
@@ -131,8 +131,11 @@ class RunnerProcess {
     const waiting = this.pending.get(id);
     if (waiting === undefined) return this.fail(new BenchError(`the runner answered request id ${JSON.stringify(message.id)}, which is not waiting`, { field: "id", fix: "answer each request once, with its id" }));
     this.pending.delete(id);
-    const error = message.error as { message?: unknown } | undefined;
-    if (error !== undefined) waiting.reject(new Error(`runner ${waiting.method}: ${String(error.message ?? JSON.stringify(error))}`));
+    const error = message.error as { message?: unknown; unsupported?: unknown } | undefined;
+    if (error !== undefined) {
+      const reason = `runner ${waiting.method}: ${String(error.message ?? JSON.stringify(error))}`;
+      waiting.reject(error.unsupported === true ? new UnsupportedRequestError(reason) : new Error(reason));
+    }
     else if (!("result" in message)) waiting.reject(new Error(`runner ${waiting.method}: the answer has neither result nor error`));
     else waiting.resolve(message.result);
   }
@@ -142,13 +145,19 @@ class RunnerProcess {
     if (this.failure !== undefined) return;
     this.failure = error;
     this.rejectHello(error);
-    for (const waiting of this.pending.values()) waiting.reject(error);
+    for (const waiting of this.pending.values()) waiting.reject(this.gone());
     this.pending.clear();
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
   }
 
+  /** The runner is stopped once it fails: requests then fail with why, as a SutGoneError. */
+  private gone(): SutGoneError {
+    const failure = this.failure!;
+    return new SutGoneError(failure instanceof BenchError ? failure.oneLine() : failure.message);
+  }
+
   call(method: string, params: unknown): Promise<unknown> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.failure !== undefined) return Promise.reject(this.gone());
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { method, resolve, reject });
@@ -156,18 +165,36 @@ class RunnerProcess {
     });
   }
 
-  async shutdown(timeoutS: number): Promise<void> {
-    if (this.failure === undefined) {
-      const asked = this.call("shutdown", {}).catch(() => undefined);
-      this.child.stdin!.end();
-      await Promise.race([asked, this.exited]);
+  /**
+   * The shutdown ladder: a `shutdown` request and the end of stdin, then `graceS` to exit, then
+   * SIGTERM, then SIGKILL. The request is never awaited on its own: a runner stuck in a request
+   * never reads it.
+   */
+  async shutdown(graceS: number, onWarning?: (message: string) => void): Promise<void> {
+    await stopChild(this.child, {
+      ask: () => {
+        if (this.failure === undefined) void this.call("shutdown", {}).catch(() => undefined);
+        this.child.stdin!.end();
+      },
+      graceS, what: `the runner (${this.commandLine})`, onWarning,
+    });
+  }
+}
+
+/**
+ * One protocol line. Python's json module writes NaN and ±Infinity as bare words, which JSON
+ * cannot hold: they are read as the strings "NaN", "Infinity", "-Infinity", so the answer is
+ * rejected as that prompt's non-finite value instead of the runner being dropped for bad JSON.
+ */
+function parseRunnerLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    try {
+      return JSON.parse(line.replace(/([[,:]\s*)(NaN|-?Infinity)(?=\s*[,\]}])/g, '$1"$2"'));
+    } catch {
+      return undefined;
     }
-    const waited = (seconds: number) => Promise.race([this.exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), seconds * 1000).unref())]);
-    if (await waited(timeoutS)) return;
-    this.child.kill("SIGTERM");
-    if (await waited(10)) return;
-    this.child.kill("SIGKILL");
-    await this.exited;
   }
 }
 
@@ -180,8 +207,8 @@ function field<T>(method: string, result: unknown, name: string, count: number, 
   return values;
 }
 const isIds = (value: unknown): value is TokenId[] => Array.isArray(value) && value.every((id) => Number.isInteger(id));
-const isTopKRow = (value: unknown): value is { ids: TokenId[]; logprobs: number[] } =>
-  typeof value === "object" && value !== null && isIds((value as TopK).ids) && Array.isArray((value as TopK).logprobs) && (value as TopK).logprobs.every((p) => typeof p === "number");
+/** Greedy and teacher-forced answers are checked one by one against their requests (answer-shape.ts), so one bad answer fails one prompt. */
+const checkedLater = <T>(_value: unknown): _value is T => true;
 
 /**
  * A system under test behind the runner protocol: `command` is started once per arm (argv, no
@@ -189,7 +216,7 @@ const isTopKRow = (value: unknown): value is { ids: TokenId[]; logprobs: number[
  */
 export async function openStdioSut(command: readonly string[], options: StdioSutOptions): Promise<SystemUnderTest> {
   const commandLine = command.join(" ");
-  const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+  const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] }));
   const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog);
   let hello: Hello;
   try {
@@ -220,25 +247,17 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
       inspectTokens: async (ids: readonly TokenId[]) =>
         field("inspect_tokens", await call("inspectTokens", { ids }), "kinds", ids.length, (k): k is TokenKind => ["text", "byte", "unknown", "control"].includes(k as string)),
     } : {}),
-    ...(has("greedy") ? { greedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests)), "ids", requests.length, isIds) } : {}),
+    ...(has("greedy") ? { greedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>) } : {}),
     ...(has("batchedGreedy") ? {
-      batchedGreedy: async (requests: readonly GreedyRequest[]) => field("batched_greedy", await call("batchedGreedy", wireGreedy(requests)), "ids", requests.length, isIds),
+      batchedGreedy: async (requests: readonly GreedyRequest[]) => field("batched_greedy", await call("batchedGreedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>),
     } : {}),
     ...(has("teacherForcedTopK") ? {
       teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => {
         const result = await call("teacherForcedTopK", { requests: requests.map((r) => ({ prompt_ids: r.promptIds, continuation_ids: r.continuationIds, k: r.k })) });
-        return field("teacher_forced_top_k", result, "top_k", requests.length, (rows): rows is TopK[] => Array.isArray(rows) && rows.every(isTopKRow));
+        return field("teacher_forced_top_k", result, "top_k", requests.length, checkedLater<TopK[]>);
       },
     } : {}),
-    ...(has("traceDemand") ? {
-      traceDemand: async (): Promise<TraceCapture[]> => {
-        const captures = (await call("traceDemand", {}) as { captures?: unknown } | null)?.captures;
-        const valid = Array.isArray(captures) && captures.every((c: Record<string, unknown>) =>
-          typeof c.capture === "string" && Number.isInteger(c.demand_bytes) && Number.isInteger(c.region_bytes) && ["fixed-per-bank", "fixed-total", "dynamic"].includes(c.region_semantics as string));
-        if (!valid) throw new Error(`runner trace_demand: result.captures must list {capture, demand_bytes, region_bytes, region_semantics} (got ${JSON.stringify(captures)?.slice(0, 80)})`);
-        return (captures as Record<string, unknown>[]).map((c) => ({ capture: c.capture as string, demandBytes: c.demand_bytes as number, regionBytes: c.region_bytes as number, regionSemantics: c.region_semantics as TraceCapture["regionSemantics"] }));
-      },
-    } : {}),
+    ...(has("traceDemand") ? { traceDemand: async (): Promise<TraceCapture[]> => traceCaptures(await call("traceDemand", {})) } : {}),
     ...(has("dequantize") ? {
       dequantize: async (requests: readonly DequantizeRequest[]) => {
         const out: Float32Array[] = [];
@@ -259,8 +278,26 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         return out;
       },
     } : {}),
-    close: () => runner.shutdown(options.shutdownTimeoutS ?? 30),
+    close: () => runner.shutdown(options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, options.onWarning),
   };
+}
+
+const REGION_SEMANTICS: readonly TraceCapture["regionSemantics"][] = ["fixed-per-bank", "fixed-total", "dynamic"];
+
+/** A trace_demand result, every field checked and named when wrong (a device runner's profiler is new code too). */
+function traceCaptures(result: unknown): TraceCapture[] {
+  const captures = (result as { captures?: unknown } | null)?.captures;
+  const wrong = (field: string, what: string, value: unknown) => new Error(`runner trace_demand: result.${field} must be ${what} (got ${JSON.stringify(value)?.slice(0, 80) ?? "nothing"})`);
+  if (!Array.isArray(captures)) throw wrong("captures", "a list of {capture, demand_bytes, region_bytes, region_semantics}", captures);
+  return captures.map((entry: unknown, i) => {
+    const c = (entry ?? {}) as Record<string, unknown>;
+    if (typeof c.capture !== "string") throw wrong(`captures[${i}].capture`, "a string naming the captured graph", c.capture);
+    for (const field of ["demand_bytes", "region_bytes"]) {
+      if (!Number.isInteger(c[field]) || (c[field] as number) < 0) throw wrong(`captures[${i}].${field}`, "a whole number of bytes", c[field]);
+    }
+    if (!REGION_SEMANTICS.includes(c.region_semantics as TraceCapture["regionSemantics"])) throw wrong(`captures[${i}].region_semantics`, `one of ${REGION_SEMANTICS.join(", ")}`, c.region_semantics);
+    return { capture: c.capture, demandBytes: c.demand_bytes as number, regionBytes: c.region_bytes as number, regionSemantics: c.region_semantics as TraceCapture["regionSemantics"] };
+  });
 }
 
 /** Kernel payloads travel as base64 of their little-endian bytes. */

@@ -18,7 +18,10 @@ export interface TopK {
 export interface GreedyRequest {
   /** Prompt ids including BOS, exactly as the SUT must be fed them. */
   readonly promptIds: readonly TokenId[];
+  /** The answer holds exactly this many ids, unless it ends early on one of `eosIds`. */
   readonly maxTokens: number;
+  /** End-of-sequence ids that may end the answer before `maxTokens` (none: the SUT must ignore EOS). */
+  readonly eosIds?: readonly TokenId[];
 }
 
 export interface TeacherForcedRequest {
@@ -44,7 +47,7 @@ export interface SutProvenance {
 /** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */
 export type TokenKind = "text" | "byte" | "unknown" | "control";
 
-/** Trace-region demand of one captured graph (METRICS.md §7), as a SUT that captures graphs reports it. */
+/** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that captures graphs reports it. */
 export interface TraceCapture {
   readonly capture: string;
   readonly demandBytes: number;

@@ -76,7 +76,8 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     Napi::Uint8Array blocks = info[1].As<Napi::Uint8Array>();
     const size_t n_values = info[2].As<Napi::Number>().Int64Value();
     Napi::Float32Array out = Napi::Float32Array::New(env, n_values);
-    if (dequantize_(type, blocks.Data(), n_values, out.Data()) != 0) return Failed(env, "bb_dequantize");
+    const int status = dequantize_(type, blocks.Data(), n_values, out.Data());
+    if (status != 0) return Failed(env, "bb_dequantize", status);
     return out;
   }
 
@@ -94,7 +95,8 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
       return env.Undefined();
     }
     Napi::Float32Array y = Napi::Float32Array::New(env, rows);
-    if (matvec_(type, weights.Data(), rows, cols, x.Data(), y.Data()) != 0) return Failed(env, "bb_matvec");
+    const int status = matvec_(type, weights.Data(), rows, cols, x.Data(), y.Data());
+    if (status != 0) return Failed(env, "bb_matvec", status);
     return y;
   }
 
@@ -120,9 +122,12 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     return false;
   }
 
-  Napi::Value Failed(Napi::Env env, const char *symbol) {
+  // The error carries `unsupportedType` when the plugin said it has no kernel for the type.
+  Napi::Value Failed(Napi::Env env, const char *symbol, int status) {
     const char *why = last_error_ == nullptr ? nullptr : last_error_();
-    Napi::Error::New(env, std::string(symbol) + " failed: " + (why == nullptr || *why == '\0' ? "no reason given (bb_last_error)" : why)).ThrowAsJavaScriptException();
+    Napi::Error error = Napi::Error::New(env, std::string(symbol) + " failed: " + (why == nullptr || *why == '\0' ? "no reason given (bb_last_error)" : why));
+    error.Set("unsupportedType", Napi::Boolean::New(env, status == BB_UNSUPPORTED_TYPE));
+    error.ThrowAsJavaScriptException();
     return env.Undefined();
   }
 

@@ -3,7 +3,9 @@
  *
  * A plugin is a shared library the harness loads with dlopen. It must export
  * bb_plugin_info_get; every kernel is optional (the harness skips the cases whose kernel is
- * missing). Kernels return 0 on success; on failure nonzero, with bb_last_error saying why.
+ * missing). Kernels return 0 on success; on failure nonzero, with bb_last_error saying why:
+ * BB_UNSUPPORTED_TYPE when the plugin has no kernel for that tensor type (the harness SKIPS that
+ * case with the reason and runs the others), any other nonzero value for an error.
  * Buffers belong to the caller and are valid only during the call. Block layouts are ggml's
  * (ggml-common.h), the same bytes a GGUF file holds.
  */
@@ -18,6 +20,9 @@ extern "C" {
 #endif
 
 #define BB_PLUGIN_ABI_VERSION 1
+
+/* A kernel's return value when it has no implementation for the requested tensor type. */
+#define BB_UNSUPPORTED_TYPE 2
 
 /* Tensor types, numbered as ggml numbers them in GGUF files. */
 enum bb_type {

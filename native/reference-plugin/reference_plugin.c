@@ -13,10 +13,12 @@
 
 static _Thread_local char last_error[256];
 
-static int fail(const char *message) {
+static int fail_with(int status, const char *message) {
   snprintf(last_error, sizeof last_error, "%s", message);
-  return 1;
+  return status;
 }
+
+static int fail(const char *message) { return fail_with(1, message); }
 
 static float f16_to_f32(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
@@ -146,7 +148,7 @@ const char *bb_last_error(void) { return last_error; }
 
 int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
   const codec *c = codec_for(type);
-  if (c == NULL) return fail("unsupported tensor type");
+  if (c == NULL) return fail_with(BB_UNSUPPORTED_TYPE, "unsupported tensor type");
   if (n_values % c->block_values != 0) return fail("n_values is not a whole number of blocks");
   const uint8_t *b = blocks;
   for (size_t i = 0; i < n_values / c->block_values; i++) c->decode_block(b + i * c->block_bytes, out + i * c->block_values);
@@ -155,7 +157,7 @@ int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out
 
 int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
   const codec *c = codec_for(type);
-  if (c == NULL) return fail("unsupported tensor type");
+  if (c == NULL) return fail_with(BB_UNSUPPORTED_TYPE, "unsupported tensor type");
   if (cols % c->block_values != 0) return fail("cols is not a whole number of blocks");
   float *row = malloc(cols * sizeof *row);
   if (row == NULL) return fail("out of memory");

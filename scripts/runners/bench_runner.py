@@ -7,7 +7,8 @@ lines over stdio (README, "Runner protocol"). Copy this file next to your forwar
   request   harness -> runner  {"id": 7, "method": "greedy", "params": {...}}
   response  runner -> harness  {"id": 7, "result": {...}}  or  {"id": 7, "error": {"message": ...}}
 
-stdout carries protocol lines only: print logs to stderr.
+stdout carries protocol lines only: print logs to stderr. Raise `Unsupported` when the runner has no
+implementation for what was asked (a kernel for that tensor type): the harness skips that one case.
 """
 import json
 import sys
@@ -15,6 +16,10 @@ import traceback
 
 PROTOCOL = "bringup-bench-runner"
 VERSION = 1
+class Unsupported(Exception):
+    """This runner has no implementation for the request (e.g. no kernel for a tensor type)."""
+
+
 METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "dequantize", "matvec")
 
 
@@ -35,6 +40,8 @@ def serve(model, engine, settings=None):
             continue
         try:
             send({"id": request_id, "result": getattr(model, method)(request.get("params", {}))})
+        except Unsupported as error:
+            send({"id": request_id, "error": {"message": str(error), "unsupported": True}})
         except Exception as error:  # the harness records the failure; the runner keeps serving
             traceback.print_exc(file=sys.stderr)
             send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})

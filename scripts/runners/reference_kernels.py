@@ -8,7 +8,7 @@ import base64
 import struct
 from array import array
 
-from bench_runner import serve
+from bench_runner import Unsupported, serve
 
 
 def f16_to_f32(bits):
@@ -26,7 +26,7 @@ def decode(kind, raw, values):
             # One float32 multiply, as ggml does: exact in float64, then rounded once by the array.
             out.extend(d * q for q in struct.unpack_from("<32b", raw, at + 2))
     else:
-        raise ValueError(f"this runner has no {kind} kernel")
+        raise Unsupported(f"this runner has no {kind} kernel")
     return out
 
 

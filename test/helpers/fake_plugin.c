@@ -6,6 +6,7 @@
  *   -DFAKE_ABI_2       reports plugin ABI version 2
  *   -DFAKE_NO_MATVEC   exports no bb_matvec
  *   -DFAKE_CRASH       bb_matvec writes through a null pointer (the host process dies of SIGSEGV)
+ *   -DFAKE_NO_Q6_K     has no Q6_K kernels: both return BB_UNSUPPORTED_TYPE for Q6_K
  */
 #define bb_plugin_info_get reference_info_get
 #define bb_dequantize reference_dequantize
@@ -30,6 +31,9 @@ const bb_plugin_info *bb_plugin_info_get(void) {
 const char *bb_last_error(void) { return reference_last_error(); }
 
 int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out) {
+#ifdef FAKE_NO_Q6_K
+  if (type == BB_TYPE_Q6_K) return fail_with(BB_UNSUPPORTED_TYPE, "this plugin has no Q6_K kernel");
+#endif
   const int status = reference_dequantize(type, blocks, n_values, out);
 #ifdef FAKE_WRONG_Q4_K
   if (type == BB_TYPE_Q4_K && n_values > 300) out[300] += 1.0f / 1024;
@@ -41,6 +45,9 @@ int bb_dequantize(uint32_t type, const void *blocks, size_t n_values, float *out
 int bb_matvec(uint32_t type, const void *weights, size_t rows, size_t cols, const float *x, float *y) {
 #ifdef FAKE_CRASH
   *(volatile int *)0 = 0;
+#endif
+#ifdef FAKE_NO_Q6_K
+  if (type == BB_TYPE_Q6_K) return fail_with(BB_UNSUPPORTED_TYPE, "this plugin has no Q6_K kernel");
 #endif
   const int status = reference_matvec(type, weights, rows, cols, x, y);
 #ifdef FAKE_WRONG_Q4_K

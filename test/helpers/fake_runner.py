@@ -1,11 +1,25 @@
 """FAKE runners for the runner-protocol tests: each mode breaks the protocol, or answers part of it,
 in a way a real runner does not on demand. `partial` wraps the real reference forward, keeps only
 tokenize and greedy, and reports a made-up trace-region demand (no CPU engine captures a graph).
+`hang` tokenizes, then never answers greedy and ignores SIGTERM (a wedged device call): only SIGKILL
+ends it. With FAKE_RUNNER_PID_FILE set it writes its pid there when it starts to hang.
+The answer-fault modes wrap the whole reference forward and spoil one kind of answer:
+
+  short-answers        greedy returns the first half of each continuation (8 of 16 ids)
+  empty-sequence       greedy returns an empty list for the first prompt of each batch
+  zero-logprobs        teacher forcing returns log-prob 0 for every top-k entry
+  nan-logprobs         teacher forcing returns NaN as the top log-prob of the first row
+  bad-trace-demand     trace_demand answers region_semantics "bogus"
+  trace-demand-error   trace_demand answers with an error
+  error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
 """
+import json
 import os
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "runners"))
 from bench_runner import send, serve  # noqa: E402
@@ -49,4 +63,59 @@ class DiesInGreedy:
         os._exit(5)
 
 
-serve({"partial": Partial, "dies-in-greedy": DiesInGreedy}[mode], f"fake runner ({mode})")
+class HangsInGreedy:
+    tokenize = staticmethod(reference.tokenize)
+
+    @staticmethod
+    def greedy(params):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pid_file = os.environ.get("FAKE_RUNNER_PID_FILE")
+        if pid_file:
+            with open(pid_file, "w") as f:
+                f.write(str(os.getpid()))
+        print("waiting for the device", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+class Faulty:
+    """The reference forward with one kind of answer spoiled (the mode)."""
+    tokenize = staticmethod(reference.tokenize)
+    detokenize = staticmethod(reference.detokenize)
+    batched_greedy = staticmethod(reference.batched_greedy)
+
+    @staticmethod
+    def greedy(params):
+        requests = params["requests"]
+        if mode.startswith("error-on-prompt:"):
+            with open(os.path.join(os.path.dirname(__file__), "..", "..", "suites", "parity16.json")) as suite:
+                text = json.load(suite)["prompts"][int(mode.split(":")[1])]
+            poisoned = reference.tokenize({"texts": [text]})["ids"][0]
+            if any(r["prompt_ids"] == poisoned for r in requests):
+                raise RuntimeError("kernel launch failed on this prompt")
+        ids = reference.greedy(params)["ids"]
+        if mode == "short-answers":
+            ids = [row[: len(row) // 2] for row in ids]
+        if mode == "empty-sequence":
+            ids[0] = []
+        return {"ids": ids}
+
+    @staticmethod
+    def teacher_forced_top_k(params):
+        rows = reference.teacher_forced_top_k(params)["top_k"]
+        if mode == "zero-logprobs":
+            rows = [[{"ids": row["ids"], "logprobs": [0.0] * len(row["ids"])} for row in prompt] for prompt in rows]
+        if mode == "nan-logprobs":
+            rows[0][0]["logprobs"][0] = float("nan")
+        return {"top_k": rows}
+
+    @staticmethod
+    def trace_demand(params):
+        if mode == "trace-demand-error":
+            raise RuntimeError("the profiler is not attached")
+        semantics = "bogus" if mode == "bad-trace-demand" else "fixed-per-bank"
+        return {"captures": [{"capture": "decode", "demand_bytes": 7340032, "region_bytes": 16777216, "region_semantics": semantics}]}
+
+
+modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy}
+serve(modes.get(mode, Faulty), f"fake runner ({mode})")

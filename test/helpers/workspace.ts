@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { PACKAGE_ROOT } from "../../harness/paths.js";
 
 export const BENCH_BIN = resolve(PACKAGE_ROOT, "bin", "bench.js");
@@ -34,14 +34,17 @@ export function bench(args: readonly string[], env: Record<string, string> = {})
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** The CLI as a child this test can signal, and its result once it has exited. */
+export function startBench(args: readonly string[], env: Record<string, string> = {}): { readonly child: ChildProcess; readonly result: Promise<CliResult> } {
+  const child = spawn(process.execPath, [BENCH_BIN, ...args], { cwd: PACKAGE_ROOT, env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1", ...env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => { stdout += chunk; });
+  child.stderr.on("data", (chunk) => { stderr += chunk; });
+  return { child, result: new Promise((resolve) => child.on("close", (status) => resolve({ status, stdout, stderr }))) };
+}
+
 /** The CLI without blocking this process (needed when the test itself hosts the server it talks to). */
 export function benchAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BENCH_BIN, ...args], { cwd: PACKAGE_ROOT, env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1", ...env } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => { stdout += chunk; });
-    child.stderr.on("data", (chunk) => { stderr += chunk; });
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
+  return startBench(args, env).result;
 }

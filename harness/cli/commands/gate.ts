@@ -61,12 +61,24 @@ export function registerGate(program: Command): void {
       for (const line of lines) say(line);
       const failed = findings.some((f) => f.level === "fail" || (f.level === "warn" && f.strictFails && options.strict === true));
       const runCode = (run.summary.exit_code ?? EXIT.error) as ExitCode;
-      if (run.summary.status !== "complete") warn(`run ${run.summary.run_id} is ${run.summary.status}`, "gate a complete run");
-      if (runCode !== EXIT.pass) say(`run ${run.summary.run_id} itself exited ${runCode}${runCode === EXIT.requiredSkipped ? " (SKIPPED — NOT A PASS)" : ""}`);
+      if (run.summary.status !== "complete") warn(`run ${run.summary.run_id} is ${run.summary.status}${run.summary.error === undefined ? "" : `: ${run.summary.error}`}`, "gate a complete run");
+      // The run's own required gates that did not pass stand beside the ratchets: a 77 must be as loud as a failure.
+      const runLines: string[] = [];
+      if (runCode !== EXIT.pass) {
+        const itself = `run ${run.summary.run_id} itself exited ${runCode}${runCode === EXIT.requiredSkipped ? " (SKIPPED — NOT A PASS)" : ""}${run.summary.status === "complete" ? "" : ` (${run.summary.status})`}`;
+        runLines.push(itself);
+        annotate("error", `bench gate ${run.summary.run_id}`, itself);
+      }
+      for (const v of run.summary.verdicts.filter((v) => v.gate === "required" && v.status !== "pass")) {
+        const message = v.status === "skip" ? `SKIPPED — NOT A PASS: ${v.reason}` : `${v.status.toUpperCase()}: ${"summary" in v ? v.summary : v.reason}`;
+        runLines.push(`${paint(v.status === "skip" ? "SKIP" : v.status.toUpperCase(), "red")}  ${v.suite}/${v.arm}/${v.check}: ${message}`);
+        annotate("error", `bench gate ${v.suite}/${v.arm}/${v.check}`, message);
+      }
+      for (const line of runLines) say(line);
       const code: ExitCode = runCode === EXIT.error || runCode === EXIT.gateFailed ? runCode : failed ? EXIT.gateFailed : runCode;
       const word = { [EXIT.pass]: paint("PASS", "green"), [EXIT.gateFailed]: paint("FAIL", "red"), [EXIT.error]: paint("ERROR", "red"), [EXIT.requiredSkipped]: paint("SKIPPED — NOT A PASS", "red") }[code];
       say(`${word} (exit ${code}) — run ${run.summary.run_id} against ${options.baseline}`);
-      appendStepSummary([`### bench gate: ${run.summary.run_id} against \`${options.baseline}\` — exit ${code}`, "", "```", ...lines.map((l) => l.replace(/\u001b\[[0-9;]*m/g, "")), "```"].join("\n"));
+      appendStepSummary([`### bench gate: ${run.summary.run_id} against \`${options.baseline}\` — exit ${code}`, "", "```", ...[...lines, ...runLines].map((l) => l.replace(/\u001b\[[0-9;]*m/g, "")), "```"].join("\n"));
       setExitCode(code);
     });
 }

@@ -4,6 +4,7 @@ import { resolveModel } from "../../fixtures/registry.js";
 import { goldensDir } from "../../goldens/goldens.js";
 import { importGoldens } from "../../goldens/import.js";
 import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
+import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
 import { loadParitySuite } from "../../suites/load.js";
 import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
@@ -38,7 +39,7 @@ export function registerGoldens(program: Command): void {
     .command("verify")
     .description("re-check every committed goldens directory against its model artifact, prompts, tokenizer and oracle settings")
     .argument("[directories...]", "goldens directories (default: all under goldens/)")
-    .option("--recompute", "also re-run the oracle and require identical greedy ids")
+    .option("--recompute", `also re-run the oracle: identical greedy ids, top-k log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats`)
     .action(async (directories: string[], options: { recompute?: boolean }) => {
       const targets = directories.length > 0 ? directories : listGoldensDirectories();
       if (targets.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make`" });

@@ -15,7 +15,7 @@ import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
-import { setExitCode } from "../exit-code.js";
+import { guardRun, setExitCode } from "../exit-code.js";
 import { progress, say, warn } from "../output.js";
 import { loadVerifiedGoldens } from "../../runner/run.js";
 import { loadParitySuite } from "../../suites/load.js";
@@ -141,7 +141,7 @@ export function registerLoad(program: Command): void {
     .option("--no-parity", "do not inject parity prompts")
     .option("--runs-dir <dir>", "where the run directory goes", RUNS_DIR)
     .option("--run-id <id>", "run directory name")
-    .addHelpText("after", "\nMetrics (METRICS.md §8): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
+    .addHelpText("after", "\nMetrics (docs/metrics.md): TTFT to the first content event (never the role-only chunk), TPOT = (E2E − TTFT)/(tokens − 1), inter-chunk gaps, E2E;\nopen-loop latencies count from each request's scheduled send time. Exit: 0, 1 when a point stopped on its error rate, 2 on bad input.")
     .action(async (options: LoadOptions) => {
       if ((options.url === undefined) === (options.model === undefined)) throw new BenchError("give exactly one of --url and --model", { field: "--url/--model", fix: "--url for a running server, --model to start ours" });
       if (options.concurrency !== undefined && options.rate !== undefined) throw new BenchError("--concurrency and --rate are two different load modes", { field: "--concurrency/--rate", fix: "run them as two `bench load` commands" });
@@ -153,6 +153,11 @@ export function registerLoad(program: Command): void {
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
       recorder.provenance.seed = options.seed;
       await recorder.open();
+      // No orderly stop mid-point: a signal, an error or a stall ends the run at once, finalised by exit-code.ts.
+      const release = guardRun({
+        finalise: (status, reason) => recorder.flush(status, EXIT.error, reason),
+        finaliseNow: (status, reason) => recorder.finaliseNow(status, reason),
+      });
       let managed: ManagedServer | undefined;
       let modelLabel = options.url ?? "";
       try {
@@ -254,12 +259,10 @@ export function registerLoad(program: Command): void {
         await parity?.close();
         const code = errorStop ? EXIT.gateFailed : EXIT.pass;
         await recorder.flush("complete", code);
+        release();
         say(["", ...lines].join("\n"));
         say(`${errorStop ? "FAIL: a load point stopped on its error rate, or parity failed under load" : "done"} (exit ${code}) — results in ${recorder.directory}`);
         setExitCode(code);
-      } catch (error) {
-        await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
-        throw error;
       } finally {
         if (managed !== undefined) await stopManagedServer(managed);
       }

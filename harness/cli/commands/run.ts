@@ -1,14 +1,15 @@
 import type { Command } from "commander";
-import { collect, wholeNumber } from "../option-parsers.js";
-import { BenchError } from "../../errors.js";
+import { collect, kvCacheType, wholeNumber } from "../option-parsers.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import type { GateVerdict, RunEvent } from "../../results/types.js";
 import { exitCodeFor } from "../../results/verdicts.js";
-import { DEFAULT_BATTERY, DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import { DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import { DEFAULT_BATTERY } from "../../suites/default-battery.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
-import { setExitCode } from "../exit-code.js";
+import { DEFAULT_SHUTDOWN_GRACE_S } from "../../sut/child-process.js";
+import { guardRun, setExitCode } from "../exit-code.js";
 import { annotate, appendStepSummary } from "../github.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +28,7 @@ interface RunCliOptions {
   kvCacheType?: "F32" | "F16";
   threads?: number;
   caseTimeout: number;
+  shutdownGrace: number;
   runsDir: string;
   runId?: string;
 }
@@ -60,53 +62,48 @@ export function registerRun(program: Command): void {
     .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
     .option("--flash-attention", "force flash attention on for every arm")
     .option("--no-flash-attention", "force flash attention off for every arm")
-    .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)")
+    .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)", kvCacheType)
     .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
     .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
+    .option("--shutdown-grace <seconds>", "seconds a runner or server gets to exit after it is asked to, before SIGTERM, then SIGKILL", wholeNumber, DEFAULT_SHUTDOWN_GRACE_S)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
-    .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error, 77 a required gate did not run (SKIPPED — NOT A PASS).")
+    .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
     .action(async (options: RunCliOptions) => {
-      if (options.kvCacheType !== undefined && options.kvCacheType !== "F32" && options.kvCacheType !== "F16") {
-        throw new BenchError(`unknown KV cache type "${String(options.kvCacheType)}"`, { field: "--kv-cache-type", fix: "use F32 or F16" });
-      }
       const settings: Partial<LlamaCppSettings> = {
         ...(options.flashAttention === undefined ? {} : { flashAttention: options.flashAttention }),
         ...(options.kvCacheType === undefined ? {} : { kvCacheType: options.kvCacheType }),
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       };
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
+      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase };
       await recorder.open();
       const controller = new AbortController();
-      // Stays registered for the life of the process: node-llama-cpp's dependencies (signal-exit)
-      // re-raise a signal that no other listener holds, which would kill us before results are kept.
-      // A second signal means "stop now".
-      const onSignal = (): void => {
-        if (controller.signal.aborted) process.exit(EXIT.error);
-        controller.abort();
-      };
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
+      // Until the run is finalised below, every other way out (an error, a signal, a stall) is
+      // finalised by exit-code.ts as interrupted or errored, with the reason.
+      let stopReason = "interrupted";
+      const release = guardRun({
+        stop: (signal) => { stopReason = `stopped by ${signal}`; controller.abort(); },
+        finalise: (status, reason) => recorder.flush(status, EXIT.error, reason),
+        finaliseNow: (status, reason) => recorder.finaliseNow(status, reason),
+      });
       const emit = async (event: RunEvent): Promise<void> => {
         await recorder.record(event);
         if (event.kind === "progress") progress(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      try {
-        await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, signal: controller.signal }, recorder, emit);
-      } catch (error) {
-        await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
-        throw error;
-      }
+      await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal }, recorder, emit);
       const verdicts = recorder.allVerdicts();
       if (controller.signal.aborted) {
-        await recorder.flush("interrupted", EXIT.error);
-        say(`interrupted: kept ${verdicts.length} finished gate verdicts in ${recorder.directory}`);
+        await recorder.flush("interrupted", EXIT.error, stopReason);
+        release();
+        say(`interrupted (${stopReason}): kept ${verdicts.length} finished gate verdicts in ${recorder.directory}`);
         setExitCode(EXIT.error);
         return;
       }
       const code = exitCodeFor(verdicts);
       await recorder.flush("complete", code);
+      release();
       say("");
       for (const line of renderTable(verdicts)) say(line);
       say("");

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { wholeNumber } from "../option-parsers.js";
+import { kvCacheType, wholeNumber } from "../option-parsers.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { BenchError } from "../../errors.js";
 import { sha256File } from "../../io/sha256.js";
@@ -8,6 +8,7 @@ import { findValidation } from "../../results/validation.js";
 import { startServer } from "../../../server/start.js";
 import { SERVER_FAULT_ENV, serverFaultFromEnvironment } from "../../../server/faults.js";
 import { progress, say, warn } from "../output.js";
+import { onOrderlyStop } from "../exit-code.js";
 
 
 interface ServeOptions {
@@ -19,6 +20,8 @@ interface ServeOptions {
   contextSize: number;
   threads: number;
   flashAttention?: boolean;
+  kvCacheType: "F32" | "F16";
+  batchSize: number;
   apiKey?: string;
   maxPromptTokens: number;
   maxTokens: number;
@@ -39,6 +42,8 @@ export function registerServe(program: Command): void {
     .option("--context-size <tokens>", "tokens per slot", wholeNumber, 4096)
     .option("--threads <n>", "llama.cpp threads", wholeNumber, 2)
     .option("--flash-attention", "flash attention on")
+    .option("--kv-cache-type <type>", "KV cache type (F32 or F16)", kvCacheType, "F16" as const)
+    .option("--batch-size <tokens>", "llama.cpp batch size", wholeNumber, 512)
     .option("--api-key <key>", "require Authorization: Bearer <key>")
     .option("--max-prompt-tokens <n>", "longest prompt accepted", wholeNumber, 4096)
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
@@ -59,7 +64,7 @@ export function registerServe(program: Command): void {
         fault,
         modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
         slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
-        flashAttention: options.flashAttention === true, maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
+        flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
         validation: validation.validated
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
@@ -67,16 +72,16 @@ export function registerServe(program: Command): void {
       });
       say(`listening on http://${options.host}:${server.port}`);
       progress("booting");
-      let stopping: Promise<void> | undefined;
-      const stop = (signal: string) => {
-        if (stopping !== undefined) process.exit(2);
+      // The first SIGINT/SIGTERM drains (exit-code.ts calls this); a second one stops at once, exit 2.
+      let drained: () => void = () => undefined;
+      const stopped = new Promise<void>((resolve) => { drained = resolve; });
+      onOrderlyStop((signal) => {
         say(`${signal}: draining in-flight requests`);
-        stopping = server.shutdown().then(() => { say("drained; bye"); process.exit(0); });
-      };
-      process.on("SIGTERM", () => stop("SIGTERM"));
-      process.on("SIGINT", () => stop("SIGINT"));
+        void server.shutdown().then(drained);
+      });
       await server.ready;
       say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}`);
-      await new Promise(() => undefined);
+      await stopped;
+      say("drained; bye");
     });
 }

@@ -1,0 +1,64 @@
+import type { ChildProcess } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * The processes the harness starts for SUTs (our server, a runner, the plugin host): tracked while
+ * alive, and stopped by one bounded ladder. Whatever way the harness ends, it kills what is left
+ * here: no path leaves an orphan holding a device or a port.
+ */
+const live = new Set<ChildProcess>();
+
+export function trackChild<Child extends ChildProcess>(child: Child): Child {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  child.once("error", () => live.delete(child));
+  return child;
+}
+
+/** True once the process is gone, however it went: an exit code, or a signal such as kill -9 (exitCode stays null then). */
+export function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Resolves true when the child exits within `seconds`, false otherwise. The timer is ref'd: while we wait, the process must not end under us. */
+async function exitsWithin(child: ChildProcess, seconds: number): Promise<boolean> {
+  if (hasExited(child)) return true;
+  const timer = new AbortController();
+  const exited = new Promise<boolean>((resolve) => child.once("exit", () => resolve(true)));
+  const elapsed = sleep(seconds * 1000, false, { signal: timer.signal }).catch(() => false);
+  const result = await Promise.race([exited, elapsed]);
+  timer.abort();
+  return result || hasExited(child);
+}
+
+/** Seconds a SUT process gets to exit after it is asked to (bench run --shutdown-grace). */
+export const DEFAULT_SHUTDOWN_GRACE_S = 30;
+
+/** The most a child gets between SIGTERM and SIGKILL. */
+export const SIGTERM_GRACE_S = 10;
+
+/**
+ * The shutdown ladder: `ask` (a runner's shutdown request, a server's SIGTERM drain), then up to
+ * `graceS` to exit, then SIGTERM and up to min(graceS, 10 s) (at least 1 s), then SIGKILL. Hard kills can wedge a
+ * real device, so each step is said out loud through `onWarning`.
+ */
+export async function stopChild(child: ChildProcess, options: { readonly ask: () => void; readonly graceS: number; readonly what: string; readonly onWarning?: (message: string) => void }): Promise<void> {
+  if (hasExited(child)) return;
+  options.ask();
+  if (await exitsWithin(child, options.graceS)) return;
+  options.onWarning?.(`${options.what} did not exit ${options.graceS} s after it was asked to; sending SIGTERM`);
+  child.kill("SIGTERM");
+  const termGraceS = Math.min(Math.max(options.graceS, 1), SIGTERM_GRACE_S);
+  if (await exitsWithin(child, termGraceS)) return;
+  options.onWarning?.(`${options.what} did not exit ${termGraceS} s after SIGTERM; sending SIGKILL`);
+  child.kill("SIGKILL");
+  await exitsWithin(child, SIGTERM_GRACE_S);
+}
+
+/** SIGKILLs every tracked child still alive; synchronous, so it also works from an 'exit' listener. */
+export function killLiveChildren(): void {
+  for (const child of live) {
+    if (!hasExited(child)) child.kill("SIGKILL");
+  }
+  live.clear();
+}

@@ -1,0 +1,57 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("arm-settings");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+const summary = (runId: string) => JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
+
+/** parity16 with other arms, written where a test can point `--suite` at it. */
+function paritySuiteWith(arms: unknown[], file: string): string {
+  const suite = JSON.parse(readFileSync(join(process.cwd(), "suites", "parity16.json"), "utf8"));
+  delete suite.$schema;
+  suite.arms = arms;
+  const path = join(work.path, file);
+  writeFileSync(path, JSON.stringify(suite));
+  return path;
+}
+
+test("the server arm computes with the KV cache type it is given, and records what the server reports", () => {
+  const serverRun = (runId: string, extra: string[]) => {
+    const result = bench(["run", "--suite", "parity16", "--arm", "server F32", "--prompt", "3", "--prompt", "13", ...extra, "--runs-dir", runs, "--run-id", runId]);
+    assert.is(result.status, 0, result.stdout + result.stderr);
+    const run = summary(runId);
+    const teacherForced = run.verdicts.find((v: { check: string }) => v.check === "teacher_forced");
+    return { settings: run.suts[0].provenance.settings, kld: teacherForced.metrics.kld_topk_mean as number };
+  };
+  const f32 = serverRun("server-kv-f32", []);
+  const f16 = serverRun("server-kv-f16", ["--kv-cache-type", "F16"]);
+  assert.is(f32.settings.kvCacheType, "F32", "the oracle recipe's KV type reaches the server");
+  assert.is(f16.settings.kvCacheType, "F16");
+  for (const [key, value] of Object.entries({ flashAttention: false, threads: 1, batchSize: 512, sequences: 2 })) {
+    assert.is(f32.settings[key], value, `provenance ${key}`);
+  }
+  assert.ok(f32.kld !== f16.kld, `F32 and F16 KV gave the same KLD ${f32.kld}: the setting did not reach the server`);
+  assert.ok(f16.kld > f32.kld, `F16 KV (${f16.kld}) should sit further from F32 goldens than F32 KV (${f32.kld})`);
+});
+
+test("a setting the server cannot honour, or any setting on a runner, is refused with one line", () => {
+  const truncating = paritySuiteWith([{ label: "srv", model: "tiny-random:F32", sut: "http", gate: "required", settings: { prompt_overflow: "truncate-left" } }], "truncating.json");
+  const refused = bench(["run", "--suite", truncating, "--runs-dir", runs]);
+  assert.is(refused.status, 2, refused.stdout + refused.stderr);
+  assert.match(refused.stderr, /^bench: error: settings\.prompt_overflow: arm "srv": our server refuses prompts that do not fit, it cannot truncate-left \(fix: .*\)$/m);
+
+  const runnerArm = paritySuiteWith([{ label: "tt", model: "tiny-random:F32", sut: "stdio", command: ["python3", "x.py"], gate: "required", settings: { kv_cache_type: "F16" } }], "runner-settings.json");
+  const runnerRefused = bench(["run", "--suite", runnerArm, "--runs-dir", runs]);
+  assert.is(runnerRefused.status, 2, runnerRefused.stdout + runnerRefused.stderr);
+  assert.match(runnerRefused.stderr, /arm "tt" is a runner: settings \(kv_cache_type\) cannot reach it/);
+
+  const override = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", "--threads", "2", "--runs-dir", runs]);
+  assert.is(override.status, 2, override.stdout + override.stderr);
+  assert.match(override.stderr, /arm "runner" is a runner: settings \(threads\) cannot reach it/);
+});
+
+test.run();
