@@ -5,6 +5,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { topKFromProbabilities } from "../harness/sut/topk.js";
 import type { TokenId, TopK } from "../harness/sut/types.js";
+import type { ServerFault } from "./faults.js";
 import { sampleToken, type SamplingParams } from "./sampling.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
@@ -95,6 +96,8 @@ export class BatchEngine {
     readonly slotCount: number,
     readonly maxQueue: number,
     private readonly observer: EngineObserver,
+    /** A planted FAULT (tests only); see faults.ts. */
+    private readonly fault?: ServerFault,
   ) {
     this.slots = Array.from({ length: slotCount }, () => ({ sequence: context.getSequence(), job: undefined }));
     this.loop = this.run();
@@ -186,7 +189,9 @@ export class BatchEngine {
   private async prefill(slot: Slot): Promise<void> {
     const job = slot.job!;
     const { request } = job;
-    await slot.sequence.clearHistory();
+    // A reused slot must start from nothing: for hybrid and recurrent models this also resets the
+    // recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes).
+    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
     const prompt = request.promptIds as Token[];
     const withPromptTop = request.promptLogprobs > 0;
     const input = prompt.map((id, i) => (i === prompt.length - 1 || (withPromptTop && i < prompt.length - 1) ? ([id, PROBE] as [Token, typeof PROBE]) : id));

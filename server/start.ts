@@ -3,6 +3,7 @@ import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
+import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
 
@@ -22,6 +23,8 @@ export interface StartOptions extends Omit<ServerOptions, "numerics"> {
    * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
    */
   readonly simulateBootSeconds: number;
+  /** A planted FAULT, for tests only (faults.ts). */
+  readonly fault?: ServerFault;
 }
 
 export interface RunningServer {
@@ -60,7 +63,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheKeyType: options.kvCacheType,
       experimentalKvCacheValueType: options.kvCacheType,
     });
-    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer);
+    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer, options.fault);
     server.attach(engine, model, vocabSize);
     dispose = async () => {
       await context.dispose();

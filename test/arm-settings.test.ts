@@ -49,7 +49,7 @@ test("a setting the server cannot honour, or any setting on a runner, is refused
   assert.is(runnerRefused.status, 2, runnerRefused.stdout + runnerRefused.stderr);
   assert.match(runnerRefused.stderr, /arm "tt" is a runner: settings \(kv_cache_type\) cannot reach it/);
 
-  const override = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_llama.py {model}", "--threads", "2", "--runs-dir", runs]);
+  const override = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", "--threads", "2", "--runs-dir", runs]);
   assert.is(override.status, 2, override.stdout + override.stderr);
   assert.match(override.stderr, /arm "runner" is a runner: settings \(threads\) cannot reach it/);
 });

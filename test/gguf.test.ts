@@ -9,7 +9,7 @@ import { GgmlType, GgufValueType } from "../harness/gguf/types.js";
 import { encodeGguf, gguf } from "../harness/gguf/write.js";
 import { ensureFixture } from "../harness/fixtures/registry.js";
 import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
-import { encodeLlamaGguf } from "../harness/fixtures/llama-gguf.js";
+import { encodeFixtureGguf } from "../harness/fixtures/architecture.js";
 import { QUANT_NAMES } from "../harness/quant/registry.js";
 import { BenchError } from "../harness/errors.js";
 import { temporaryDirectory } from "./helpers/workspace.js";
@@ -109,7 +109,7 @@ test("corrupt files get one-line errors naming the file and the problem", async 
 
 test("missing or zero llama keys that would abort llama.cpp are caught before it loads the file", () => {
   const model = buildTinyRandom();
-  const base = encodeLlamaGguf(model, GgmlType.F32);
+  const base = encodeFixtureGguf(model, GgmlType.F32);
   const file = join(work.path, "base.gguf");
   writeFileSync(file, base);
   assert.is(validateLlamaMetadata(readGguf(file), file).feedForwardLength, 512);

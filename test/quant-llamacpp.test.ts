@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
 import { dequantizedTwin } from "../harness/fixtures/dequantized-twin.js";
-import { encodeLlamaGguf, type TensorTypePolicy } from "../harness/fixtures/llama-gguf.js";
+import { encodeFixtureGguf, type TensorTypePolicy } from "../harness/fixtures/architecture.js";
 import { GgmlType } from "../harness/gguf/types.js";
 import { QUANT_NAMES, ggmlTypeByName } from "../harness/quant/registry.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
@@ -42,14 +42,14 @@ const embeddingOnly: TensorTypePolicy = (tensor, weightType) => (tensor.name ===
 test("through llama.cpp, each encoding gives the same outputs as the F32 model made from our dequantized weights", async () => {
   const model = buildTinyRandom();
   const originalPath = join(work.path, "original.gguf");
-  writeFileSync(originalPath, encodeLlamaGguf(model, GgmlType.F32));
+  writeFileSync(originalPath, encodeFixtureGguf(model, GgmlType.F32));
   const original = await fullDistributions(originalPath);
   for (const name of QUANT_NAMES.filter((q) => q !== "F32")) {
     const type = ggmlTypeByName(name);
     const quantPath = join(work.path, `${name}.gguf`);
     const twinPath = join(work.path, `${name}-twin.gguf`);
-    writeFileSync(quantPath, encodeLlamaGguf(model, type, embeddingOnly));
-    writeFileSync(twinPath, encodeLlamaGguf(dequantizedTwin(model, type, embeddingOnly), GgmlType.F32));
+    writeFileSync(quantPath, encodeFixtureGguf(model, type, embeddingOnly));
+    writeFileSync(twinPath, encodeFixtureGguf(dequantizedTwin(model, type, embeddingOnly), GgmlType.F32));
     const quantized = await fullDistributions(quantPath);
     const twin = await fullDistributions(twinPath);
     assert.ok(maxDifference(quantized, twin) <= 1e-6, `${name}: quantized vs our-dequantized twin differ by ${maxDifference(quantized, twin)}`);

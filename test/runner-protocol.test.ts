@@ -13,7 +13,7 @@ const runWith = (runner: string, runId: string, prompts = ["4"]) =>
   bench(["run", "--suite", "parity16", "--runner", runner, ...prompts.flatMap((p) => ["--prompt", p]), "--runs-dir", runs, "--run-id", runId]);
 
 test("an independent plain-Python forward, behind the runner protocol, passes parity16 against the llama.cpp goldens", () => {
-  const result = runWith("python3 {bench}/scripts/runners/reference_llama.py {model}", "reference", ["4", "15"]);
+  const result = runWith("python3 {bench}/scripts/runners/reference_forward.py {model}", "reference", ["4", "15"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /^runner correctness gate: 2\/2 prompts PASS \(STRICT 2\/2;/m);
   for (const check of ["tokenizer", "greedy_parity", "teacher_forced", "determinism", "batch_invariance"]) {
@@ -21,7 +21,7 @@ test("an independent plain-Python forward, behind the runner protocol, passes pa
   }
   const run = summary("reference");
   assert.is(run.suts[0].provenance.kind, "stdio");
-  assert.match(run.suts[0].provenance.engine, /^reference_llama\.py \(plain Python, float64\) \(runner protocol v1\)$/);
+  assert.match(run.suts[0].provenance.engine, /^reference_forward\.py \(numpy float64, llama\) \(runner protocol v1\)$/);
   assert.is(run.suts[0].provenance.settings.precision, "float64");
   assert.match(run.suts[0].provenance.modelSha256, /^[0-9a-f]{64}$/);
   assert.equal(run.trace, [], "this runner captures no graph");

@@ -7,12 +7,16 @@ import { HARNESS_VERSION } from "../version.js";
 import { PROMPT_PAD, promptIdsSha256, writeGoldens } from "./goldens.js";
 import { creationTime, type GoldensManifest } from "./manifest.js";
 import { readNpyInt32 } from "./npy.js";
+import { isRawPromptLayout, readRawPrompts } from "./raw-prompts.js";
 import { statSync } from "node:fs";
 
 export interface ImportRequest {
   /** Another project's `greedy_ids.npy`: `<i4` [P, T]. */
   readonly greedyPath: string;
-  /** Prompt ids `<i4` [P, L], padded with -1 (BOS included, as fed to the model). */
+  /**
+   * Prompt ids as fed to the model: a `<i4` [P, L] .npy padded with -1, or (as C++ engines commit
+   * them) a directory of raw little-endian int32 files `p{i}_prompt.i32`.
+   */
   readonly promptsPath: string;
   readonly suite: string;
   readonly model: ModelRef;
@@ -20,18 +24,26 @@ export interface ImportRequest {
   readonly directory: string;
 }
 
-/** Writes another project's greedy goldens in our format, with provenance "imported". */
+function readNpyPrompts(path: string, count: number): number[][] {
+  const prompts = readNpyInt32(path, 2);
+  if (prompts.shape[0] !== count) {
+    throw new BenchError(`holds ${prompts.shape[0]} prompts, greedy_ids.npy holds ${count}`, { file: path, field: "shape[0]", fix: "pass the prompt ids that produced these greedy ids" });
+  }
+  const width = prompts.shape[1];
+  return Array.from({ length: count }, (_, p) => Array.from(prompts.data.subarray(p * width, (p + 1) * width)).filter((id) => id !== PROMPT_PAD));
+}
+
+/**
+ * Writes another project's greedy goldens in our format, with provenance "imported". They carry
+ * no log-probs: K = 0 is recorded, and the checks that need the oracle's log-probs are SKIPPED
+ * on them, never passed.
+ */
 export async function importGoldens(request: ImportRequest): Promise<GoldensManifest> {
   const greedy = readNpyInt32(request.greedyPath, 2);
-  const prompts = readNpyInt32(request.promptsPath, 2);
   const [P, T] = greedy.shape;
-  if (prompts.shape[0] !== P) {
-    throw new BenchError(`holds ${prompts.shape[0]} prompts, greedy_ids.npy holds ${P}`, { file: request.promptsPath, field: "shape[0]", fix: "pass the prompt ids that produced these greedy ids" });
-  }
+  const promptIds = isRawPromptLayout(request.promptsPath) ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
   const file = readGguf(request.model.path);
   const vocabSize = (file.metadata.get("tokenizer.ggml.tokens")?.value as unknown[] | undefined)?.length ?? 0;
-  const width = prompts.shape[1];
-  const promptIds = Array.from({ length: P }, (_, p) => Array.from(prompts.data.subarray(p * width, (p + 1) * width)).filter((id) => id !== PROMPT_PAD));
   const greedyIds = Array.from({ length: P }, (_, p) => Array.from(greedy.data.subarray(p * T, (p + 1) * T)));
   for (const [path, table] of [[request.promptsPath, promptIds], [request.greedyPath, greedyIds]] as const) {
     table.forEach((ids, p) => ids.forEach((id, j) => {

@@ -14,9 +14,12 @@ export interface ArmScope {
   readonly reproduce: string;
 }
 
+/**
+ * A body's verdict. "skip": nothing failed, but the check (or part of it) could not fail on this
+ * data — goldens without log-probs, a kernel case the SUT has no kernel for — SKIPPED, never a pass.
+ */
 export type CheckOutcome =
   | { readonly status: "pass" | "fail"; readonly summary: string; readonly metrics: Record<string, number | string | null> }
-  /** Nothing failed, but part of the check could not run (a kernel case the SUT has no kernel for): SKIPPED, never a pass. */
   | { readonly status: "skip"; readonly reason: string };
 
 /**
@@ -59,8 +62,8 @@ function finiteOutcome(outcome: CheckOutcome): { outcome: CheckOutcome; nonFinit
 }
 
 /**
- * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs (never passed),
- * an error verdict when it throws (the other checks still run), otherwise the body's verdict.
+ * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs or the body
+ * finds nothing it could fail on (never passed), an error verdict when it throws (the other checks still run), otherwise the body's verdict.
  * A BenchError naming a file is bad input and aborts the run instead.
  */
 export async function runCheck(
@@ -81,6 +84,7 @@ export async function runCheck(
   } else {
     try {
       await scope.emit({ kind: "progress", message: `${scope.suiteName} · ${scope.arm.label} · ${name}` });
+      // The body records the cells of its own verdict (a skip included); runCheck records a cell only for a verdict it decides itself.
       const outcome = finiteOutcome(await body(gate));
       verdict = { ...base, ...outcome.outcome };
       if (outcome.outcome.status !== "skip" && outcome.nonFinite.length > 0) await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "fail", detail: outcome.outcome.summary })] });

@@ -13,7 +13,7 @@ import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
-import type { SuiteArm, ParitySuite } from "../suites/parity-suite.js";
+import { armOracle, goldensSuiteName, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
 import { loadSuite, suiteArgument, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
@@ -183,15 +183,17 @@ function selectArms<Arm extends { readonly label: string }>(suite: { readonly ki
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
   if (suite.kind === "kernels") return byLabel();
   if (options.runner !== undefined && suite.kind === "conformance") return [];
-  // --model keeps the first arm's settings (a needle suite's context size, say) and swaps what runs; a runner takes none (armSettings).
+  // --runner and --model keep an arm's settings (a needle suite's context size, say) and swap what runs: the arm
+  // --arm names, else the first. The template carries its oracle too (a family's goldens in a suite spanning families).
+  const template = (byLabel()[0] ?? suite.arms[0]) as Arm & { readonly model?: string };
+  // A runner takes no settings (armSettings): it reports its own in its hello.
   if (options.runner !== undefined) {
-    const first = suite.arms[0] as Arm & { readonly model?: string };
-    return [{ ...first, label: "runner", model: options.model ?? first.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined }];
+    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined }];
   }
-  // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model).
+  // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model) and oracle.
   if (options.model !== undefined) {
     const model = options.model;
-    if (options.arms === undefined) return [{ ...suite.arms[0], label: model, model, gate: "required", why: undefined }];
+    if (options.arms === undefined) return [{ ...template, label: model, model, gate: "required", why: undefined }];
     return byLabel().map((arm) => ({ ...arm, label: modelOverrideLabel(arm.label, model), model, gate: "required", why: undefined }));
   }
   return byLabel();
@@ -228,20 +230,23 @@ function fillPlaceholders(text: string, modelPath = ""): string {
   return text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
 }
 
-/** Loads a suite's goldens and proves they belong to its oracle model and prompts. */
-export async function loadVerifiedGoldens(suite: ParitySuite) {
-  const oracleModel = await resolveModel(suite.oracle.model);
-  const directory = goldensDir(goldensModelDirName(oracleModel), suite.name);
+/** Loads a suite's goldens on one of its oracle models (default: the suite's) and proves they belong to that model and the prompts. */
+export async function loadVerifiedGoldens(suite: ParitySuite, oracleReference = suite.oracle.model) {
+  const oracleModel = await resolveModel(oracleReference);
+  const filedUnder = goldensSuiteName(suite);
+  const directory = goldensDir(goldensModelDirName(oracleModel), filedUnder);
+  // Borrowed goldens are made by the suite that lends them; a suite's own, by the name or path that finds it again.
+  const makeWith = suite.goldens_of !== undefined ? filedUnder : suiteArgument(suite);
   if (!existsSync(join(directory, "manifest.json"))) {
-    throw new BenchError(`no goldens for suite ${suite.name} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suiteArgument(suite)}` });
+    throw new BenchError(`no goldens for suite ${filedUnder} on ${oracleModel.id}`, { file: directory, fix: `make them: bench goldens make --suite ${makeWith}` });
   }
   const goldens = readGoldens(directory);
   await assertGoldensMatchModel(goldens, oracleModel);
   if (goldens.manifest.prompts.texts_sha256 !== null && goldens.manifest.prompts.texts_sha256 !== promptTextsSha256(suite.prompts)) {
-    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${suiteArgument(suite)}` });
+    throw new BenchError("the suite's prompts changed since its goldens were made", { file: join(directory, "manifest.json"), field: "prompts.texts_sha256", fix: `re-make them: bench goldens make --suite ${makeWith}` });
   }
   if (goldens.manifest.T !== suite.max_tokens) {
-    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${suiteArgument(suite)}` });
+    throw new BenchError(`goldens hold T=${goldens.manifest.T}, the suite asks ${suite.max_tokens}`, { file: join(directory, "manifest.json"), field: "T", fix: `re-make them: bench goldens make --suite ${makeWith}` });
   }
   return { goldens, oracleModel };
 }
@@ -300,7 +305,10 @@ function armCommand(suite: Suite, arm: { readonly label: string; readonly model?
   const model = options.model === undefined ? "" : ` --model ${options.model}`;
   if (suite.kind === "kernels") return `bench run --suite ${suiteArgument(suite)} ${options.plugin !== undefined ? `--plugin ${JSON.stringify(options.plugin)}` : `--arm ${JSON.stringify(arm.label)}`}`;
   const overridden = options.model === undefined ? undefined : options.arms?.find((label) => modelOverrideLabel(label, options.model!) === arm.label);
-  const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}`
+  // A runner takes the place of the arm --arm names (its oracle, in a suite spanning families), so the line names it too.
+  const template = options.arms === undefined ? undefined : suite.arms.find((candidate) => options.arms!.includes(candidate.label));
+  const runnerArm = template === undefined ? "" : ` --arm ${JSON.stringify(template.label)}`;
+  const target = options.runner !== undefined ? `--runner ${JSON.stringify(options.runner.join(" "))}${model}${runnerArm}`
     : overridden !== undefined ? `--arm ${JSON.stringify(overridden)} --model ${arm.model}`
     : options.model !== undefined ? `--model ${arm.model}` : `--arm ${JSON.stringify(arm.label)}`;
   return `bench run --suite ${suiteArgument(suite)} ${target}`;
@@ -309,22 +317,26 @@ function armCommand(suite: Suite, arm: { readonly label: string; readonly model?
 async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const arms = selectArms(suite, options);
   const prompts = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt");
-  const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
-  const oracle = await openLlamaCppOracle(oracleModel);
-  recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
-  try {
-    const cache = new TeacherForcedCache(oracle);
-    const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
-    // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
-    // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
-    const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
-    const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-    const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
-    await forEachArm(suite, arms, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runParityArm({
-      suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
-    }));
-  } finally {
-    await oracle.close();
+  // Arms are grouped by the oracle they answer to (one per model family in a zoo suite), in suite order.
+  for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
+    const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
+    const { goldens, oracleModel } = await loadVerifiedGoldens(suite, oracleReference);
+    const oracle = await openLlamaCppOracle(oracleModel);
+    recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
+    try {
+      const cache = new TeacherForcedCache(oracle);
+      const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
+      // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
+      // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
+      const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
+      const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
+      const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
+      await forEachArm(suite, group, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runParityArm({
+        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+      }));
+    } finally {
+      await oracle.close();
+    }
   }
 }
 

@@ -14,6 +14,8 @@ export type GateLevel = "required" | "informational";
 export interface SuiteArm {
   readonly label: string;
   readonly model: string;
+  /** Parity suites: the model whose goldens this arm is held to, when not the suite's oracle (a suite spanning model families). */
+  readonly oracle?: string;
   readonly sut?: "llamacpp" | "http" | "stdio";
   /** stdio: the runner's argv; `{model}` becomes the model's path, `{bench}` the harness's directory. */
   readonly command?: readonly string[];
@@ -36,6 +38,8 @@ export interface SuiteFile<Kind extends string, Arm> {
 /** A parity suite exactly as its JSON file says (schema: suites/schema/parity.schema.json). */
 export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
   readonly oracle: { readonly model: string };
+  /** Another suite whose goldens this one's arms are held to (same prompts, T and K): a second set of arms without a second set of goldens. */
+  readonly goldens_of?: string;
   readonly prompts: readonly string[];
   readonly max_tokens: number;
   readonly top_k: number;
@@ -48,4 +52,19 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
   };
+}
+
+/** The suite name a parity suite's goldens are filed under: its own, or the one it borrows from. */
+export function goldensSuiteName(suite: Pick<ParitySuite, "name" | "goldens_of">): string {
+  return suite.goldens_of ?? suite.name;
+}
+
+/** The oracle model an arm of a parity suite is compared against. */
+export function armOracle(suite: Pick<ParitySuite, "oracle">, arm: Pick<SuiteArm, "oracle">): string {
+  return arm.oracle ?? suite.oracle.model;
+}
+
+/** Every oracle model a parity suite's arms are compared against, the suite's own first. */
+export function suiteOracles(suite: ParitySuite): string[] {
+  return [...new Set([suite.oracle.model, ...suite.arms.map((arm) => armOracle(suite, arm))])];
 }

@@ -3,6 +3,7 @@ lines over stdio (README, "Runner protocol"). Copy this file next to your forwar
 `serve` an object with the methods you have; the harness skips the checks whose methods are missing.
 
   hello     runner -> harness  {"protocol": "bringup-bench-runner", "version": 1, "engine": ..., "capabilities": [...]}
+            or, when it cannot start, {"protocol": "bringup-bench-runner", "version": 1, "error": "..."}
   request   harness -> runner  {"id": 7, "method": "greedy", "params": {...}}
   response  runner -> harness  {"id": 7, "result": {...}}  or  {"id": 7, "error": {"message": ...}}
 
@@ -50,6 +51,11 @@ def serve(model, engine, settings=None, kernel_ops=None):
         except Exception as error:  # the harness records the failure; the runner keeps serving
             traceback.print_exc(file=sys.stderr)
             send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})
+
+
+def refuse(reason):
+    """The hello of a runner that cannot start (no device, a model it cannot run): the harness stops with `reason`."""
+    send({"protocol": PROTOCOL, "version": VERSION, "error": reason})
 
 
 def send(message):

@@ -37,9 +37,12 @@ if mode == "version-2":
     sys.stdin.read()
     sys.exit(0)
 
-from reference_llama import ReferenceLlama  # noqa: E402
+from reference.gguf import GgufFile  # noqa: E402
+from reference.llama import Llama  # noqa: E402
+from reference.runner import ReferenceRunner  # noqa: E402
 
-reference = ReferenceLlama(model_path)
+gguf = GgufFile(model_path)
+reference = ReferenceRunner(gguf, Llama(gguf, set(), {}), [])
 
 
 class Partial:

@@ -7,6 +7,7 @@ import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
 import { loadParitySuite } from "../../suites/load.js";
+import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
 import { paint, progress, say, warn } from "../output.js";
 import { setExitCode } from "../exit-code.js";
 
@@ -17,15 +18,21 @@ export function registerGoldens(program: Command): void {
     .command("make")
     .description("run the llama.cpp oracle on a suite's prompts and write its goldens atomically")
     .option("--suite <suite>", "suite name or path", "parity16")
-    .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: the suite's oracle)")
+    .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: every oracle the suite's arms answer to)")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
     .action(async (options: { suite: string; model?: string; out?: string }) => {
       const suite = loadParitySuite(options.suite);
-      const model = await resolveModel(options.model ?? suite.oracle.model);
-      const directory = options.out ?? goldensDir(goldensModelDirName(model), suite.name);
-      progress(`making goldens for ${suite.name} on ${model.id}`);
-      const manifest = await makeGoldens(suite, model, directory);
-      say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+      const references = options.model !== undefined ? [options.model] : suiteOracles(suite);
+      if (options.out !== undefined && references.length > 1) {
+        throw new BenchError(`suite ${suite.name} has ${references.length} oracles, --out names one directory`, { field: "--out", fix: `add --model, one of ${references.join(", ")}` });
+      }
+      for (const reference of references) {
+        const model = await resolveModel(reference);
+        const directory = options.out ?? goldensDir(goldensModelDirName(model), goldensSuiteName(suite));
+        progress(`making goldens for ${suite.name} on ${model.id}`);
+        const manifest = await makeGoldens(suite, model, directory);
+        say(`wrote ${directory} (P=${manifest.prompts.count}, T=${manifest.T}, K=${manifest.K}, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
+      }
     });
 
   goldens
@@ -54,9 +61,9 @@ export function registerGoldens(program: Command): void {
 
   goldens
     .command("import")
-    .description("import another project's goldens (greedy_ids.npy <i4 [P,T] + prompt ids <i4 [P,L]) with provenance \"imported\"")
+    .description("import another project's greedy goldens (greedy_ids.npy <i4 [P,T] + prompt ids) with provenance \"imported\" and K = 0: checks that need log-probs are SKIPPED on them")
     .requiredOption("--greedy <file>", "greedy_ids.npy, <i4 [P, T]")
-    .requiredOption("--prompts <file>", "prompt ids .npy, <i4 [P, L], padded with -1, BOS included")
+    .requiredOption("--prompts <path>", "prompt ids as fed to the model: a .npy <i4 [P, L] padded with -1, or a directory of raw little-endian int32 files p0_prompt.i32 … (as C++ engines commit them)")
     .requiredOption("--model <model>", "the model the ids belong to (fixture[:QUANT] or .gguf path)")
     .requiredOption("--suite <name>", "suite name to file the goldens under")
     .option("--source <text>", "where the goldens came from (recorded in the manifest)", "imported")

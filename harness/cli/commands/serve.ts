@@ -6,6 +6,7 @@ import { sha256File } from "../../io/sha256.js";
 import { RUNS_DIR } from "../../paths.js";
 import { findValidation } from "../../results/validation.js";
 import { startServer } from "../../../server/start.js";
+import { SERVER_FAULT_ENV, serverFaultFromEnvironment } from "../../../server/faults.js";
 import { progress, say, warn } from "../output.js";
 import { onOrderlyStop } from "../exit-code.js";
 
@@ -57,7 +58,10 @@ export function registerServe(program: Command): void {
         throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `validate it with \`bench run --model ${options.model}\`, or pass --unvalidated` });
       }
       if (!validation.validated) warn(`serving an UNVALIDATED build: ${validation.reason}`);
+      const fault = serverFaultFromEnvironment();
+      if (fault !== undefined) warn(`PLANTED FAULT ${fault} (${SERVER_FAULT_ENV}): this server is deliberately broken, for tests`);
       const server = await startServer({
+        fault,
         modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
         slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
         flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,

@@ -1,0 +1,47 @@
+import { join } from "node:path";
+import { BenchError } from "../errors.js";
+import { writeDirectoryAtomic } from "../io/atomic-write.js";
+import { writeFile } from "node:fs/promises";
+import { HARNESS_VERSION } from "../version.js";
+import { exportGemma4 } from "./families/gemma4.js";
+import { exportLlama } from "./families/llama.js";
+import { exportNemotronH } from "./families/nemotron-h.js";
+import { exportQwen35 } from "./families/qwen35.js";
+import { GgufModel } from "./gguf-model.js";
+import type { HfModel } from "./hf-model.js";
+import { encodeSafetensors } from "./safetensors.js";
+
+/** One exporter per llama.cpp architecture: GGUF tensors and keys to transformers' names and config. */
+const EXPORTERS: ReadonlyMap<string, (model: GgufModel) => HfModel> = new Map([
+  ["llama", exportLlama],
+  ["qwen35", exportQwen35],
+  ["qwen35moe", exportQwen35],
+  ["gemma4", exportGemma4],
+  ["nemotron_h_moe", exportNemotronH],
+]);
+
+export const EXPORTABLE_ARCHITECTURES: readonly string[] = [...EXPORTERS.keys()];
+
+/** Reads a GGUF model and converts it to the transformers layout (nothing written). */
+export function hfModelOf(ggufPath: string): HfModel {
+  const model = new GgufModel(ggufPath);
+  const exporter = EXPORTERS.get(model.architecture);
+  if (exporter === undefined) {
+    throw new BenchError(`architecture ${model.architecture} has no Hugging Face exporter`, { file: ggufPath, field: "general.architecture", fix: `export one of ${EXPORTABLE_ARCHITECTURES.join(", ")}` });
+  }
+  return exporter(model);
+}
+
+/**
+ * Writes `directory` as a unit: config.json and model.safetensors (float32), with the source
+ * model's name recorded in the safetensors metadata.
+ */
+export async function exportHf(ggufPath: string, directory: string, source: string): Promise<HfModel> {
+  const hf = hfModelOf(ggufPath);
+  const safetensors = encodeSafetensors(hf.tensors, { format: "pt", source, exporter: `bringup-bench ${HARNESS_VERSION}` });
+  await writeDirectoryAtomic(directory, async (temporary) => {
+    await writeFile(join(temporary, "config.json"), JSON.stringify(hf.config, null, 2) + "\n");
+    await writeFile(join(temporary, "model.safetensors"), safetensors);
+  });
+  return hf;
+}

@@ -1,0 +1,1 @@
+"""Independent float64 forward passes, one module per llama.cpp architecture (reference_forward.py serves them)."""

@@ -1,0 +1,168 @@
+"""gemma4 (src/models/gemma4.cpp): sliding-window and global attention layers.
+
+- Embeddings scaled by √n_embd. Each block: attn_out = x + post_attention_norm(attention(attn_norm(x)));
+  x = attn_out + post_ffw_norm(ffn(ffn_norm(attn_out))) (with routed experts: shared MLP and experts
+  each with their own norms, summed before post_ffw_norm); optional per-layer embeddings and a
+  per-layer output scale; final logit softcapping when the key is set.
+- Attention scale 1.0 (q_norm and k_norm carry it); V is RMS-normalised without a weight; NEOX RoPE
+  on n_rot dims. Sliding-window layers (`attention.sliding_window_pattern`) use head size
+  key_length_swa, rope.dimension_count_swa, rope.freq_base_swa (default 10000), and see key position
+  p0 from query p1 only when p1 − p0 < sliding_window (llama_hparams::is_masked_swa, STANDARD).
+  Global layers use rope_freqs.weight as frequency divisors.
+- Layers at or after block_count − attention.shared_kv_layers reuse the KV cache of layer
+  n_kv_from_start − 2 (sliding) or − 1 (global).
+- FFN: GEGLU with the tanh GELU. llama.cpp's CPU GELU goes through an fp16 table
+  (`--gelu ggml-fp16-table` reproduces that; the default computes it exactly).
+"""
+import math
+
+import numpy as np
+
+from .gguf import GgufError
+from .ops import (KvCache, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
+                  route_experts, softmax)
+
+FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"}
+
+
+def faults_for(architecture):
+    return FAULTS
+
+
+class State:
+    def __init__(self, n_layer):
+        self.pos = 0
+        self.kv = [KvCache() for _ in range(n_layer)]
+
+
+class Gemma4:
+    def __init__(self, gguf, faults, options):
+        self.faults = faults
+        self.gelu = gelu_ggml_table if options.get("gelu") == "ggml-fp16-table" else gelu_tanh
+        n = self.n_layer = gguf.key("block_count")
+        self.n_embd = gguf.key("embedding_length")
+        self.eps = gguf.key("attention.layer_norm_rms_epsilon")
+        self.swa = [bool(v) for v in gguf.per_layer("attention.sliding_window_pattern", n)]
+        self.window = gguf.key("attention.sliding_window")
+        self.n_head = gguf.per_layer("attention.head_count", n)
+        self.n_head_kv = gguf.per_layer("attention.head_count_kv", n, gguf.key("attention.head_count"))
+        head_full = gguf.key("attention.key_length", self.n_embd // self.n_head[0])
+        head_swa = gguf.key("attention.key_length_swa", head_full)
+        rot_full = gguf.key("rope.dimension_count", head_full)
+        rot_swa = gguf.key("rope.dimension_count_swa", rot_full)
+        self.head_dim = [head_swa if s else head_full for s in self.swa]
+        self.n_rot = [rot_swa if s else rot_full for s in self.swa]
+        self.base = [gguf.key("rope.freq_base_swa", 10000.0) if s else gguf.key("rope.freq_base", 10000.0) for s in self.swa]
+        self.rope_factors = gguf.optional("rope_freqs.weight")
+        self.n_kv_from_start = n - gguf.key("attention.shared_kv_layers", 0)
+        self.softcap = gguf.key("final_logit_softcapping", 0.0)
+        self.n_embd_per_layer = gguf.key("embedding_length_per_layer_input", 0)
+        self.n_expert_used = gguf.key("expert_used_count", 0) - (1 if "moe-topk-minus-one" in faults else 0)
+        self.embedding = gguf.tensor("token_embd.weight")
+        self.layers = [self.load_layer(gguf, il) for il in range(n)]
+        if self.n_embd_per_layer:
+            self.per_layer_embedding = gguf.tensor("per_layer_token_embd.weight")
+            self.per_layer_model_proj = gguf.tensor("per_layer_model_proj.weight")
+            self.per_layer_proj_norm = gguf.tensor("per_layer_proj_norm.weight")
+        self.output_norm = gguf.tensor("output_norm.weight")
+        self.output = gguf.optional("output.weight")
+        if self.output is None:
+            self.output = self.embedding
+
+    def load_layer(self, gguf, il):
+        p = f"blk.{il}."
+        t = lambda name: gguf.tensor(p + name)  # noqa: E731 — one prefix per layer
+        o = lambda name: gguf.optional(p + name)  # noqa: E731
+        layer = {name: t(name + ".weight") for name in ("attn_norm", "attn_q", "attn_output", "attn_q_norm", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "post_ffw_norm")}
+        if il < self.n_kv_from_start:
+            layer["attn_k"], layer["attn_k_norm"] = t("attn_k.weight"), t("attn_k_norm.weight")
+            layer["attn_v"] = o("attn_v.weight")
+        layer["out_scale"] = o("layer_output_scale.weight")
+        layer["ffn_gate_inp"] = o("ffn_gate_inp.weight")
+        if layer["ffn_gate_inp"] is not None:
+            if gguf.has(p + "ffn_down_exps.scale"):
+                raise GgufError(f"{gguf.path}: {p}ffn_down_exps.scale: per-expert output scales are not in this reference")
+            layer["ffn_gate_inp_scale"] = t("ffn_gate_inp.scale")
+            for name in ("pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2", "ffn_down_exps"):
+                layer[name] = t(name + ".weight")
+            if gguf.has(p + "ffn_gate_up_exps.weight"):
+                merged = t("ffn_gate_up_exps.weight")
+                half = merged.shape[1] // 2
+                layer["ffn_gate_exps"], layer["ffn_up_exps"] = merged[:, :half], merged[:, half:]
+            else:
+                layer["ffn_gate_exps"], layer["ffn_up_exps"] = t("ffn_gate_exps.weight"), t("ffn_up_exps.weight")
+        if self.n_embd_per_layer:
+            for key, name in (("per_layer_inp_gate", "inp_gate"), ("per_layer_proj", "proj"), ("per_layer_post_norm", "post_norm")):
+                layer[key] = t(name + ".weight")
+        return layer
+
+    def new_state(self, carried):
+        return State(self.n_layer)
+
+    def kv_layer(self, il):
+        if il < self.n_kv_from_start:
+            return il
+        return self.n_kv_from_start - (2 if self.swa[il] else 1)
+
+    def first_visible(self, il, pos):
+        """The oldest position layer il's query at `pos` may read."""
+        if not self.swa[il]:
+            return 0
+        wider = 1 if "swa-off-by-one" in self.faults else 0
+        return max(0, pos - self.window + 1 - wider)
+
+    def geglu(self, gate, up, down, h):
+        return down @ (self.gelu(gate @ h) * (up @ h))
+
+    def ffn(self, layer, x):
+        dense = self.geglu(layer["ffn_gate"], layer["ffn_up"], layer["ffn_down"], rms_norm(x, layer["ffn_norm"], self.eps))
+        if layer["ffn_gate_inp"] is None:
+            return dense
+        shared = rms_norm(dense, layer["post_ffw_norm_1"], self.eps)
+        router_in = rms_norm(x, None, self.eps) / math.sqrt(self.n_embd) * layer["ffn_gate_inp_scale"]
+        probs = softmax(layer["ffn_gate_inp"] @ router_in)
+        chosen, weights = route_experts(probs, probs, self.n_expert_used, "moe-no-renorm" not in self.faults, 1.0)
+        h = rms_norm(x, layer["pre_ffw_norm_2"], self.eps)
+        routed = sum(w * self.geglu(layer["ffn_gate_exps"][e], layer["ffn_up_exps"][e], layer["ffn_down_exps"][e], h) for e, w in zip(chosen, weights))
+        return shared + rms_norm(routed, layer["post_ffw_norm_2"], self.eps)
+
+    def per_layer_inputs(self, token, x):
+        """project_per_layer_inputs: (n_layer, n_embd_per_layer) added to each layer's output gate."""
+        n, d = self.n_layer, self.n_embd_per_layer
+        projected = (self.per_layer_model_proj @ x / math.sqrt(self.n_embd)).reshape(n, d)
+        projected = rms_norm(projected, self.per_layer_proj_norm, self.eps)
+        looked_up = self.per_layer_embedding[token].reshape(n, d) * math.sqrt(d)
+        return (projected + looked_up) / math.sqrt(2.0)
+
+    def step(self, token, state):
+        pos = state.pos
+        x = self.embedding[token] * math.sqrt(self.n_embd)
+        per_layer = self.per_layer_inputs(token, x) if self.n_embd_per_layer else None
+        for il, layer in enumerate(self.layers):
+            hd = self.head_dim[il]
+            factors = None if self.swa[il] else self.rope_factors
+            angles = rope_angles(pos, self.n_rot[il], self.base[il], factors)
+            h = rms_norm(x, layer["attn_norm"], self.eps)
+            q = rope_neox(rms_norm((layer["attn_q"] @ h).reshape(self.n_head[il], hd), layer["attn_q_norm"], self.eps), angles)
+            if il < self.n_kv_from_start:
+                k_raw = (layer["attn_k"] @ h).reshape(self.n_head_kv[il], hd)
+                v_raw = k_raw if layer["attn_v"] is None else (layer["attn_v"] @ h).reshape(self.n_head_kv[il], hd)
+                k = rope_neox(rms_norm(k_raw, layer["attn_k_norm"], self.eps), angles)
+                state.kv[il].append(k, rms_norm(v_raw, None, self.eps))
+            keys, values = state.kv[self.kv_layer(il)].visible(self.first_visible(il, pos))
+            attn = layer["attn_output"] @ attend(q, keys, values, 1.0).reshape(-1)
+            x = x + rms_norm(attn, layer["post_attention_norm"], self.eps)
+            x = x + rms_norm(self.ffn(layer, x), layer["post_ffw_norm"], self.eps)
+            if per_layer is not None:
+                gate = self.gelu(layer["per_layer_inp_gate"] @ x) * per_layer[il]
+                x = x + rms_norm(layer["per_layer_proj"] @ gate, layer["per_layer_post_norm"], self.eps)
+            if layer["out_scale"] is not None:
+                x = x * layer["out_scale"][0]
+        state.pos += 1
+        logits = self.output @ rms_norm(x, self.output_norm, self.eps)
+        if self.softcap:
+            logits = np.tanh(logits / self.softcap) * self.softcap
+        return logits
+
+
+Family = Gemma4

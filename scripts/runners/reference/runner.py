@@ -1,0 +1,120 @@
+"""The runner-protocol face of a reference forward: tokenizer, greedy, teacher forcing, and the planted
+FAULTs. A family module supplies `new_state(carried)` and `step(token, state) -> logits`; requests run
+one at a time, each token fed alone (prefill included), which is mathematically what llama.cpp's
+batched and chunked paths compute. A family may also offer `prefill(ids, state) -> logits` for a
+whole prompt at once (the transformers oracle does)."""
+import numpy as np
+
+from .ops import log_softmax
+
+SPACE_MARK = "\u2581"
+TOKEN_TYPE_NORMAL, TOKEN_TYPE_BYTE = 1, 6
+
+# Every FAULT a family can carry: planted on purpose so that tests can show the harness catches it.
+FAULTS = {
+    "state-not-cleared": "FAULT: recurrent and conv states carry over from the previous request (slot poisoning)",
+    "conv-state-not-shifted": "FAULT: the causal-conv window is never advanced (each token convolves with zeros)",
+    "gdn-gate-sign": "FAULT: GatedDeltaNet decay exp(+g) instead of exp(g)",
+    "gdn-decay-twice": "FAULT: GatedDeltaNet decay applied twice per token",
+    "gdn-heads-grouped": "FAULT: GatedDeltaNet value head h reads key head h div (n_v/n_k) (transformers' grouped order) on llama.cpp's tiled weights",
+    "moe-topk-minus-one": "FAULT: one expert fewer than expert_used_count",
+    "moe-no-renorm": "FAULT: routed expert weights not renormalised",
+    "swa-off-by-one": "FAULT: sliding window one position too wide (p1 - p0 <= window)",
+}
+
+
+class ReferenceRunner:
+    def __init__(self, gguf, family, faults):
+        self.family = family
+        self.faults = set(faults)
+        meta = gguf.metadata
+        self.vocab = meta["tokenizer.ggml.tokens"]
+        self.types = meta["tokenizer.ggml.token_type"]
+        self.ids = {piece: i for i, piece in enumerate(self.vocab)}
+        self.bos = meta.get("tokenizer.ggml.bos_token_id")
+        self.add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
+        self.tokenizer_model = meta.get("tokenizer.ggml.model")
+        self.previous_state = None
+
+    # --- one request ----------------------------------------------------------------------------
+    def fresh_state(self):
+        carried = self.previous_state if "state-not-cleared" in self.faults else None
+        return self.family.new_state(carried)
+
+    def prefill(self, ids):
+        state = self.fresh_state()
+        whole_prompt = getattr(self.family, "prefill", None)
+        if whole_prompt is not None:
+            return state, log_softmax(whole_prompt(ids, state))
+        logprobs = None
+        for token in ids:
+            logprobs = log_softmax(self.family.step(token, state))
+        return state, logprobs
+
+    def feed(self, token, state):
+        return log_softmax(self.family.step(token, state))
+
+    def finish(self, state):
+        self.previous_state = state
+
+    # --- the runner protocol's methods --------------------------------------------------------
+    def tokenize(self, params):
+        """SentencePiece as llama.cpp does it for a one-character vocab: a leading space, spaces as ▁, byte fallback."""
+        if self.tokenizer_model != "llama":
+            raise ValueError(f"tokenizer model {self.tokenizer_model!r}: this reference tokenizes SentencePiece ('llama') character vocabularies only")
+        out = []
+        for text in params["texts"]:
+            ids = [self.bos] if self.add_bos else []
+            for ch in " " + text:
+                piece = SPACE_MARK if ch == " " else ch
+                if piece in self.ids:
+                    ids.append(self.ids[piece])
+                else:
+                    ids.extend(self.ids[f"<0x{byte:02X}>"] for byte in ch.encode("utf-8"))
+            out.append(ids)
+        return {"ids": out}
+
+    def detokenize(self, params):
+        texts = []
+        for ids in params["sequences"]:
+            raw = bytearray()
+            for i in ids:
+                piece, kind = self.vocab[i], self.types[i]
+                if kind == TOKEN_TYPE_BYTE:
+                    raw.append(int(piece[3:5], 16))
+                elif kind == TOKEN_TYPE_NORMAL:
+                    raw.extend(piece.replace(SPACE_MARK, " ").encode("utf-8"))
+            texts.append(raw.decode("utf-8", errors="replace").removeprefix(" "))
+        return {"texts": texts}
+
+    def greedy(self, params):
+        results = []
+        for request in params["requests"]:
+            state, logprobs = self.prefill(request["prompt_ids"])
+            out = []
+            for _ in range(request["max_tokens"]):
+                # Highest log-prob, lowest id on a tie.
+                out.append(int(np.argmax(logprobs)))
+                if len(out) < request["max_tokens"]:
+                    logprobs = self.feed(out[-1], state)
+            self.finish(state)
+            results.append(out)
+        return {"ids": results}
+
+    def batched_greedy(self, params):
+        """One request at a time: this runner has no batch, so its batch is trivially invariant."""
+        return self.greedy(params)
+
+    def teacher_forced_top_k(self, params):
+        results = []
+        for request in params["requests"]:
+            state, logprobs = self.prefill(request["prompt_ids"])
+            rows = []
+            for position, token in enumerate(request["continuation_ids"]):
+                best = np.argsort(-logprobs, kind="stable")[:request["k"]]
+                rows.append({"ids": [int(i) for i in best], "logprobs": [float(logprobs[i]) for i in best]})
+                if position + 1 < len(request["continuation_ids"]):
+                    logprobs = self.feed(token, state)
+            self.finish(state)
+            results.append(rows)
+        return {"top_k": results}

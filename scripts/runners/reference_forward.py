@@ -1,0 +1,53 @@
+"""A second, independent forward pass for the harness's F32 fixtures of every family (llama, qwen35,
+qwen35moe, gemma4, nemotron_h_moe), in numpy float64, served over the runner protocol: what a
+bring-up's own forward looks like to the harness.
+`bench run --runner "python3 {bench}/scripts/runners/reference_forward.py {model}"` holds it to the
+llama.cpp goldens. One token at a time: meant for a few short prompts, not long context.
+
+Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table]
+  --fault NAME   plant a FAULT (tests show the harness catches it); see reference/runner.py FAULTS
+  --gelu         ggml-fp16-table reproduces llama.cpp's CPU GELU lookup table instead of the exact tanh GELU
+"""
+import argparse
+import sys
+
+from bench_runner import refuse, serve
+from reference import gemma4, llama, nemotron_h, qwen35
+from reference.gguf import GgufError, GgufFile
+from reference.runner import FAULTS, ReferenceRunner
+
+# Each family module has faults_for(architecture) (the FAULTs it can carry) and Family (its forward pass).
+FAMILIES = {"llama": llama, "qwen35": qwen35, "qwen35moe": qwen35, "gemma4": gemma4, "nemotron_h_moe": nemotron_h}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="reference_forward.py", description="float64 reference forward over the runner protocol")
+    parser.add_argument("model")
+    parser.add_argument("--fault", action="append", default=[], choices=sorted(FAULTS))
+    parser.add_argument("--gelu", choices=["exact", "ggml-fp16-table"], default="exact")
+    args = parser.parse_args(argv)
+    try:
+        gguf = GgufFile(args.model)
+        arch = gguf.architecture
+        if arch not in FAMILIES:
+            raise GgufError(f"{args.model}: architecture {arch!r}; the reference runs {', '.join(FAMILIES)}")
+        family_module = FAMILIES[arch]
+        allowed = family_module.faults_for(arch)
+        unknown = [f for f in args.fault if f not in allowed]
+        if unknown:
+            raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(allowed)) or 'none'})")
+        family = family_module.Family(gguf, set(args.fault), {"gelu": args.gelu})
+    except (GgufError, OSError) as error:
+        refuse(str(error))
+        return
+    for fault in args.fault:
+        print(FAULTS[fault], file=sys.stderr)
+    engine = f"reference_forward.py (numpy float64, {arch})" + "".join(f" FAULT {f}" for f in args.fault)
+    settings = {"precision": "float64", "architecture": arch, "faults": args.fault}
+    if arch == "gemma4":
+        settings["gelu"] = args.gelu
+    serve(ReferenceRunner(gguf, family, args.fault), engine, settings)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
