@@ -62,6 +62,9 @@ test("each planted FAULT of the reference fails its family's gates: delta-net ga
     assert.match(run.stdout, /greedy_parity +required +FAIL +0\/1 prompts PASS \(STRICT 0\/1; near-tie-band only 0\/1; max gap \d+\.\d+ nats @ prompt\[4\] tok=\d+; 1 forward-divergent\)/, `${family} ${fault}`);
     const summary = JSON.parse(readFileSync(join(runs, `${family}-${fault}`, "summary.json"), "utf8"));
     assert.ok(summary.suts[0].provenance.engine.endsWith(`FAULT ${fault} (runner protocol v1)`), summary.suts[0].provenance.engine);
+    // The runner stands in for the arm --arm names (its family's goldens): the reproduce line must name that arm too.
+    const reproduce: string[] = readFileSync(join(runs, `${family}-${fault}`, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line).reproduce);
+    assert.ok(reproduce.length > 0 && reproduce.every((line) => line.includes(`--arm "${family} reference"`)), reproduce[0]);
   }
   for (const family of ["qwen35", "nemotron_h_moe"]) {
     const run = faulty(family, "state-not-cleared");
