@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .gguf import GgufError
-from .ops import (KvCache, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
+from .ops import (AttentionState, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
                   route_experts, softmax)
 
 FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"}
@@ -27,12 +27,6 @@ FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"}
 
 def faults_for(architecture):
     return FAULTS
-
-
-class State:
-    def __init__(self, n_layer):
-        self.pos = 0
-        self.kv = [KvCache() for _ in range(n_layer)]
 
 
 class Gemma4:
@@ -65,9 +59,7 @@ class Gemma4:
             self.per_layer_model_proj = gguf.tensor("per_layer_model_proj.weight")
             self.per_layer_proj_norm = gguf.tensor("per_layer_proj_norm.weight")
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.optional("output.weight")
-        if self.output is None:
-            self.output = self.embedding
+        self.output = gguf.output_projection(self.embedding)
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."
@@ -97,7 +89,7 @@ class Gemma4:
         return layer
 
     def new_state(self, carried):
-        return State(self.n_layer)
+        return AttentionState(self.n_layer)
 
     def kv_layer(self, il):
         if il < self.n_kv_from_start:

@@ -94,3 +94,8 @@ class GgufFile:
 
     def optional(self, name):
         return self.tensor(name) if self.has(name) else None
+
+    def output_projection(self, embedding):
+        """output.weight, or the token embedding when the model ties the two (no output.weight)."""
+        output = self.optional("output.weight")
+        return embedding if output is None else output

@@ -3,19 +3,13 @@ import math
 
 import numpy as np
 
-from .ops import KvCache, attend, rms_norm, rope_angles, rope_norm, silu
+from .ops import AttentionState, attend, rms_norm, rope_angles, rope_norm, silu
 
 FAULTS = set()
 
 
 def faults_for(architecture):
     return FAULTS
-
-
-class State:
-    def __init__(self, n_layer):
-        self.pos = 0
-        self.kv = [KvCache() for _ in range(n_layer)]
 
 
 class Llama:
@@ -35,12 +29,10 @@ class Llama:
             t = lambda name: gguf.tensor(f"blk.{il}.{name}.weight")  # noqa: E731 — one prefix per layer
             self.layers.append({name: t(name) for name in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")})
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.optional("output.weight")
-        if self.output is None:
-            self.output = self.embedding
+        self.output = gguf.output_projection(self.embedding)
 
     def new_state(self, carried):
-        return State(self.n_layer)
+        return AttentionState(self.n_layer)
 
     def step(self, token, state):
         x = self.embedding[token].copy()

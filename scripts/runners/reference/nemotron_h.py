@@ -73,9 +73,7 @@ class NemotronH:
         self.embedding = gguf.tensor("token_embd.weight")
         self.layers = [self.load_layer(gguf, il) for il in range(n)]
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.optional("output.weight")
-        if self.output is None:
-            self.output = self.embedding
+        self.output = gguf.output_projection(self.embedding)
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."

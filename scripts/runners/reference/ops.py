@@ -112,6 +112,14 @@ class KvCache:
         return np.stack(self.keys[first:]), np.stack(self.values[first:])
 
 
+class AttentionState:
+    """A request's state for a family whose every layer is attention: the position and one KV cache per layer."""
+
+    def __init__(self, n_layer):
+        self.pos = 0
+        self.kv = [KvCache() for _ in range(n_layer)]
+
+
 def causal_conv_step(window_state, x, weight, bias=None):
     """ggml_ssm_conv for one new token: window_state (K−1, C) holds the previous inputs (oldest first),
     weight (C, K); returns the convolved channels and the shifted state."""

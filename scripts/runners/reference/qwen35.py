@@ -74,9 +74,7 @@ class Qwen35:
         self.embedding = gguf.tensor("token_embd.weight")
         self.layers = [self.load_layer(gguf, il) for il in range(self.n_layer)]
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.optional("output.weight")
-        if self.output is None:
-            self.output = self.embedding
+        self.output = gguf.output_projection(self.embedding)
 
     def load_layer(self, gguf, il):
         t = lambda name: gguf.tensor(f"blk.{il}.{name}")  # noqa: E731 — one prefix per layer
