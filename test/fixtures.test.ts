@@ -1,18 +1,16 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync } from "node:fs";
-import { createHash } from "node:crypto";
-import { ensureFixture } from "../harness/fixtures/registry.js";
 import { readGoldens } from "../harness/goldens/goldens.js";
 import { goldensDir } from "../harness/goldens/goldens.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { temporaryDirectory } from "./helpers/workspace.js";
+import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
 const work = temporaryDirectory("fixtures");
 test.after(() => work.remove());
 
 /** Pinned: the fixtures are byte-identical on every machine. A change here is a fixture change (bump FIXTURE_BUILDER_VERSION). */
-const PINNED_SHA256: Record<string, string> = {
+const PINNED_SHA256: FixturePins[string] = {
   F32: "4c911afc83872536b7cd2ae68c50ac395ab437648533cf425d7a749812730bfe",
   Q8_0: "8e9a835f2c4803929c937cc4b6facc7511076dbd97a9291e7591b083592e8e8a",
   Q4_K: "877b65eb1d1424d24908759b3999d32ee503f71fddd11eb5d4f390b53417fd34",
@@ -21,10 +19,7 @@ const PINNED_SHA256: Record<string, string> = {
 };
 
 test("tiny-random variants built in a fresh cache match their pinned sha256", async () => {
-  for (const [quant, sha256] of Object.entries(PINNED_SHA256)) {
-    const path = await ensureFixture("tiny-random", quant as keyof typeof PINNED_SHA256 & "F32", work.path);
-    assert.is(createHash("sha256").update(readFileSync(path)).digest("hex"), sha256, quant);
-  }
+  await assertFixturesMatchPins({ "tiny-random": PINNED_SHA256 }, work.path);
 });
 
 test("next-token distributions are peaked enough for greedy decoding to mean something", () => {

@@ -1,7 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
 import { FIRST_CHARACTER_ID } from "../harness/fixtures/char-vocab.js";
@@ -14,8 +13,8 @@ import { modelConfigDifferences } from "../harness/parity/model-config-diff.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { GgmlType, GgufValueType } from "../harness/gguf/types.js";
 import { gguf } from "../harness/gguf/write.js";
-import type { QuantName } from "../harness/quant/registry.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
 const work = temporaryDirectory("zoo-gemma4-nemotron");
 test.after(() => work.remove());
@@ -23,7 +22,7 @@ const runs = join(work.path, "runs");
 const cache = join(work.path, "cache");
 
 /** Pinned like tiny-random: a change here is a fixture change (bump FIXTURE_BUILDER_VERSION, re-make the zoo goldens). */
-const PINNED_SHA256: Record<string, Partial<Record<QuantName, string>>> = {
+const PINNED_SHA256: FixturePins = {
   "gemma4-tiny": {
     F32: "867d35fa2a9c13ba6d0009347a4c4794d9bdefd55569fc03ebb458f5cbfba836",
     Q8_0: "1580df0ce34050996bdfa62c463ff25a171ff1a02b583a2bc87aa2f00f76f307",
@@ -41,12 +40,7 @@ const PINNED_SHA256: Record<string, Partial<Record<QuantName, string>>> = {
 };
 
 test("gemma4 and nemotron_h_moe fixtures built in a fresh cache match their pinned sha256", async () => {
-  for (const [fixture, pins] of Object.entries(PINNED_SHA256)) {
-    for (const [quant, sha256] of Object.entries(pins)) {
-      const path = await ensureFixture(fixture, quant as QuantName, cache);
-      assert.is(createHash("sha256").update(readFileSync(path)).digest("hex"), sha256, `${fixture}:${quant}`);
-    }
-  }
+  await assertFixturesMatchPins(PINNED_SHA256, cache);
 });
 
 test("gemma4-tiny: five sliding layers then a global one, the window shorter than every parity prompt plus its continuation", async () => {

@@ -1,7 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
 import { tensorNamed } from "../harness/fixtures/architecture.js";
@@ -10,11 +9,11 @@ import { readGguf } from "../harness/gguf/read.js";
 import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { GgmlType } from "../harness/gguf/types.js";
-import type { QuantName } from "../harness/quant/registry.js";
 import { serverFaultFromEnvironment } from "../server/faults.js";
 import { spawnSync } from "node:child_process";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
 const work = temporaryDirectory("zoo");
 test.after(() => work.remove());
@@ -23,7 +22,7 @@ const runs = join(work.path, "runs");
 const FOUR_PROMPTS = ["--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3"];
 
 /** Pinned like tiny-random: a change here is a fixture change (and its zoo goldens must be re-made). */
-const PINNED_SHA256: Record<string, Record<QuantName, string>> = {
+const PINNED_SHA256: FixturePins = {
   "qwen35-tiny": {
     F32: "f8c7425a255b1b878d25426632bd5a737b1f0281e31ce5914cd7a0c7a258dff7",
     Q8_0: "dee7d4429ccb18962ec0abb1de925937b1755f1970a53bce01af6fa8bcbe9872",
@@ -41,12 +40,7 @@ const PINNED_SHA256: Record<string, Record<QuantName, string>> = {
 };
 
 test("qwen35 and qwen35moe fixtures built in a fresh cache match their pinned sha256", async () => {
-  for (const [fixture, pins] of Object.entries(PINNED_SHA256)) {
-    for (const [quant, sha256] of Object.entries(pins)) {
-      const path = await ensureFixture(fixture, quant as QuantName, join(work.path, "cache"));
-      assert.is(createHash("sha256").update(readFileSync(path)).digest("hex"), sha256, `${fixture}:${quant}`);
-    }
-  }
+  await assertFixturesMatchPins(PINNED_SHA256, join(work.path, "cache"));
 });
 
 test("the files carry llama.cpp's qwen35 layout: three delta-net layers then full attention; MoE with a shared expert; quantized files keep conv, ssm_out and routers F32", async () => {
