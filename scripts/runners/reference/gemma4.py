@@ -63,8 +63,7 @@ class Gemma4:
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."
-        t = lambda name: gguf.tensor(p + name)  # noqa: E731 — one prefix per layer
-        o = lambda name: gguf.optional(p + name)  # noqa: E731
+        t, o = gguf.block_tensors(il)
         layer = {name: t(name + ".weight") for name in ("attn_norm", "attn_q", "attn_output", "attn_q_norm", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down", "post_ffw_norm")}
         if il < self.n_kv_from_start:
             layer["attn_k"], layer["attn_k_norm"] = t("attn_k.weight"), t("attn_k_norm.weight")

@@ -95,6 +95,11 @@ class GgufFile:
     def optional(self, name):
         return self.tensor(name) if self.has(name) else None
 
+    def block_tensors(self, il):
+        """Lookups (required, optional) of block il's tensors by their name inside the block."""
+        prefix = f"blk.{il}."
+        return (lambda name: self.tensor(prefix + name)), (lambda name: self.optional(prefix + name))
+
     def output_projection(self, embedding):
         """output.weight, or the token embedding when the model ties the two (no output.weight)."""
         output = self.optional("output.weight")

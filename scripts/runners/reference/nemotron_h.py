@@ -77,8 +77,7 @@ class NemotronH:
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."
-        t = lambda name: gguf.tensor(p + name)  # noqa: E731 — one prefix per layer
-        o = lambda name: gguf.optional(p + name)  # noqa: E731
+        t, o = gguf.block_tensors(il)
         layer = {"attn_norm": t("attn_norm.weight")}
         kind = self.kinds[il]
         if kind == "mamba2":

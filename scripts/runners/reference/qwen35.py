@@ -77,7 +77,7 @@ class Qwen35:
         self.output = gguf.output_projection(self.embedding)
 
     def load_layer(self, gguf, il):
-        t = lambda name: gguf.tensor(f"blk.{il}.{name}")  # noqa: E731 — one prefix per layer
+        t, o = gguf.block_tensors(il)
         layer = {"attn_norm": t("attn_norm.weight"), "post_norm": t("post_attention_norm.weight")}
         if self.recurrent[il]:
             for name in ("attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight"):
@@ -96,7 +96,7 @@ class Qwen35:
             else:
                 layer["ffn_gate_exps"], layer["ffn_up_exps"] = t("ffn_gate_exps.weight"), t("ffn_up_exps.weight")
             for name in ("ffn_gate_inp_shexp", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"):
-                layer[name] = gguf.optional(f"blk.{il}.{name}.weight")
+                layer[name] = o(f"{name}.weight")
         else:
             for name in ("ffn_gate", "ffn_up", "ffn_down"):
                 layer[name] = t(name + ".weight")
