@@ -3,6 +3,8 @@ import { loadavg } from "node:os";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
+import { EXIT } from "../harness/results/exit-code.js";
+import { exitCodeFor } from "../harness/results/verdicts.js";
 import { runBattery } from "../harness/runner/run.js";
 
 /** BENCH_ROUNDS=N overrides a script's number of measured rounds (a loaded machine makes the defaults slow). */
@@ -52,7 +54,16 @@ export function batteryTask(suite: string, arms: readonly string[], scratch: str
   return async () => {
     const recorder = new RunDirectory(`run-${runNumber++}`, scratch, [`bench:${suite}`]);
     await recorder.open();
-    await runBattery({ suites: [suite], arms }, recorder, recorder.record);
+    try {
+      await runBattery({ suites: [suite], arms }, recorder, recorder.record);
+    } catch (error) {
+      await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
+      throw error;
+    }
+    const code = exitCodeFor(recorder.allVerdicts());
+    await recorder.flush("complete", code);
+    // A battery that did not pass did other work than a passing one: its time is no benchmark.
+    if (code !== EXIT.pass) throw new Error(`bench run --suite ${suite} exited ${code} inside the benchmark (run ${recorder.runId} under ${scratch}): fix the run before timing it`);
   };
 }
 

@@ -24,6 +24,9 @@ test("the harness side of a benchmark runs exactly the arms the raw side stands 
   const summary = JSON.parse(readFileSync(join(work.path, "run-0", "summary.json"), "utf8"));
   assert.equal(summary.suts.map((s: { arm: string }) => s.arm), ["F32"]);
   assert.equal([...new Set(summary.verdicts.map((v: { arm: string }) => v.arm))], ["F32"]);
+  // Finalised like a CLI run, not left "running".
+  assert.is(summary.status, "complete");
+  assert.is(summary.exit_code, 0);
 });
 
 test.run();
