@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from bench_runner import Unsupported, serve
+from reference.ops import rms_norm
 
 NUMPY = {"F32": "<f4", "F16": "<f2", "I32": "<i4"}
 
@@ -32,10 +33,6 @@ def tensor(t):
     raise ValueError(f"this runner cannot read {t['dtype']} tensors")
 
 
-def rms_norm(x, w, eps):
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps)) * w
-
-
 def softmax(x, scale):
     e = np.exp(np.float32(scale) * x - np.max(np.float32(scale) * x, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True)
@@ -48,7 +45,7 @@ OPS = {
     ("embedding_gather", "F32:F32"): lambda i, a: [i["table"][i["ids"]]],
     ("embedding_gather", "F16:F32"): lambda i, a: [i["table"][i["ids"]]],
     ("embedding_gather", "BF16:F32"): lambda i, a: [i["table"][i["ids"]]],
-    ("rms_norm", "F32:F32"): lambda i, a: [rms_norm(i["x"], i["w"], a["eps"])],
+    ("rms_norm", "F32:F32"): lambda i, a: [rms_norm(i["x"], i["w"], np.float32(a["eps"]))],
     ("silu_mul", "F32:F32"): lambda i, a: [i["gate"] / (1 + np.exp(-i["gate"])) * i["up"]],
     ("softmax", "F32:F32"): lambda i, a: [softmax(i["x"], a["scale"])],
 }
