@@ -71,16 +71,17 @@ test("short or empty greedy answers fail their prompts with the reason, never pa
   assert.ok(cellsOf("empty-sequence").some((c) => c.check === "greedy_parity" && c.prompt === 4 && c.detail === "greedy answer rejected: an empty sequence, the request asked for 16 ids"));
 });
 
-test("all-zero or NaN teacher-forced log-probs fail teacher_forced with the reason; summary.json stays valid and complete", () => {
+test("all-zero or NaN teacher-forced log-probs fail teacher_forced with the reason, counted as required on a required arm (exit 1); summary.json stays valid and complete", () => {
   const zeros = runWith(fake("zero-logprobs"), "zero-logprobs");
-  assert.match(zeros.stdout, /teacher_forced +informational +FAIL +no prompt could be scored; 1\/1 prompts' answers rejected \(prompt 4: position 0: the top-20 probabilities sum to 20\.00 \(> 1\): not log-softmax values\)/);
+  assert.is(zeros.status, 1, "broken answers in an informational check still fail a required arm");
+  assert.match(zeros.stdout, /teacher_forced +required +FAIL +no prompt could be scored; 1\/1 prompts' answers rejected \(prompt 4: position 0: the top-20 probabilities sum to 20\.00 \(> 1\): not log-softmax values\); counted as required/);
   assert.not.match(zeros.stdout, /top-1 100\.00%/);
   const nan = runWith(fake("nan-logprobs"), "nan-logprobs", ["4", "15"]);
-  assert.is(nan.status, 0, "teacher_forced is informational in parity16; the required gates pass");
-  assert.match(nan.stdout, /teacher_forced +informational +FAIL +top-1 100\.00%, top-5 100\.00% over 16 positions; .*; 1\/2 prompts' answers rejected \(prompt 4: position 0: log-prob NaN of id \d+ is not finite\)/);
+  assert.is(nan.status, 1, "teacher_forced is informational in parity16, but a NaN is a broken answer, not a distance");
+  assert.match(nan.stdout, /teacher_forced +required +FAIL +top-1 100\.00%, top-5 100\.00% over 16 positions; .*; 1\/2 prompts' answers rejected \(prompt 4: position 0: log-prob NaN of id \d+ is not finite\)/);
   const run = summary("nan-logprobs");
   assert.is(run.status, "complete");
-  assert.is(run.exit_code, 0);
+  assert.is(run.exit_code, 1);
   assert.is(run.verdicts.find((v: { check: string }) => v.check === "teacher_forced").metrics.rejected, 1);
 });
 

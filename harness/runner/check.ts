@@ -62,6 +62,19 @@ function finiteOutcome(outcome: CheckOutcome): { outcome: CheckOutcome; nonFinit
 }
 
 /**
+ * An informational check measures how far a working SUT is from its oracle; an answer that breaks
+ * its request's shape (a rejected answer, a NaN) is a broken SUT, not a distance. On a required arm
+ * it fails the run whatever the check's level, so a SUT cannot pass by breaking only the
+ * informational checks' answers.
+ */
+function brokenAnswersEscalate(arm: Pick<SuiteArm, "gate">, gate: GateLevel, { outcome, nonFinite }: { outcome: CheckOutcome; nonFinite: string[] }): CheckOutcome & { gate?: GateLevel } {
+  if (outcome.status !== "fail" || arm.gate !== "required" || gate === "required") return outcome;
+  const rejected = typeof outcome.metrics.rejected === "number" ? outcome.metrics.rejected : 0;
+  if (rejected === 0 && nonFinite.length === 0) return outcome;
+  return { ...outcome, gate: "required", summary: `${outcome.summary}; counted as required: the SUT's answers are broken, not merely distant` };
+}
+
+/**
  * Runs one check: SKIPPED with the reason when the SUT lacks a capability it needs or the body
  * finds nothing it could fail on (never passed), an error verdict when it throws (the other checks still run), otherwise the body's verdict.
  * A BenchError naming a file is bad input and aborts the run instead.
@@ -86,7 +99,7 @@ export async function runCheck(
       await scope.emit({ kind: "progress", message: `${scope.suiteName} · ${scope.arm.label} · ${name}` });
       // The body records the cells of its own verdict (a skip included); runCheck records a cell only for a verdict it decides itself.
       const outcome = finiteOutcome(await body(gate));
-      verdict = { ...base, ...outcome.outcome };
+      verdict = { ...base, ...brokenAnswersEscalate(scope.arm, gate, outcome) };
       if (outcome.outcome.status !== "skip" && outcome.nonFinite.length > 0) await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "fail", detail: outcome.outcome.summary })] });
     } catch (error) {
       if (error instanceof BenchError && error.file !== undefined) throw error;
