@@ -13,11 +13,10 @@ import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
-import { armOracle, goldensSuiteName, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
+import { armOracle, goldensSuiteName, type GateLevel, type SuiteArm, type ParitySuite } from "../suites/parity-suite.js";
 import { loadSuite, suiteArgument, type Suite } from "../suites/load.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
-import type { GateLevel } from "../suites/parity-suite.js";
 import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
@@ -34,7 +33,6 @@ import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 import { DEFAULT_BATTERY } from "../suites/default-battery.js";
-
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -273,7 +271,6 @@ async function forEachArm<Arm extends { readonly label: string; readonly gate: G
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
-  reproduce: (arm: Arm) => string,
   runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut) => Promise<{ summaryLine: string | undefined }>,
 ): Promise<void> {
   for (const arm of arms) {
@@ -285,7 +282,7 @@ async function forEachArm<Arm extends { readonly label: string; readonly gate: G
     try {
       const { summaryLine } = await runArm(arm, sut, opened);
       // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
-      for (const capture of options.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, reproduce(arm), emit)) {
+      for (const capture of options.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, armCommand(suite, arm, options), emit)) {
         recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
       }
       await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
@@ -331,7 +328,7 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
       const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
       const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
       const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
-      await forEachArm(suite, group, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runParityArm({
+      await forEachArm(suite, group, open, options, recorder, emit, (arm, sut) => runParityArm({
         suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
       }));
     } finally {
@@ -345,7 +342,7 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
   const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), sutContext(arm, options, emit));
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runNiahArm({
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
     suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
   }));
 }
@@ -370,14 +367,14 @@ async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, r
   const open = (arm: KernelArm) => arm.runner !== undefined
     ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, ...sutContext(arm, options, emit) })
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, sutContext(arm, options, emit));
-  await forEachArm(suite, arms, open, options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut) => runKernelArm({
+  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
     suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
     timing: options.time || suite.time === true ? DEFAULT_TIMING_PLAN : undefined,
   }));
 }
 
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm) => armCommand(suite, arm, options), (arm, sut, server) => runConformanceArm({
+  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
     suiteName: suite.name, arm, sut, emit, signal: options.signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },

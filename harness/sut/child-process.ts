@@ -35,7 +35,7 @@ async function exitsWithin(child: ChildProcess, seconds: number): Promise<boolea
 export const DEFAULT_SHUTDOWN_GRACE_S = 30;
 
 /** The most a child gets between SIGTERM and SIGKILL. */
-export const SIGTERM_GRACE_S = 10;
+const SIGTERM_GRACE_S = 10;
 
 /**
  * The shutdown ladder: `ask` (a runner's shutdown request, a server's SIGTERM drain), then up to
