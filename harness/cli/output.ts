@@ -35,3 +35,9 @@ export function warn(message: string, hint?: string): void {
   clearProgress();
   process.stderr.write(`${paint("warning", "yellow")}: ${message}${hint === undefined ? "" : `\n  hint: ${hint}`}\n`);
 }
+
+/** A line that stays in the log, on a terminal and in CI alike (a wait for the device lock, a failed reset). */
+export function notice(message: string): void {
+  clearProgress();
+  process.stderr.write(`${message}\n`);
+}

@@ -169,6 +169,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
     `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h3>Roofline (memory roof measured in the same run)</h3><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
     `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
     `<h2>Trace-region demand</h2>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
+    latest.box.length === 0 ? "" : `<h2>Box: resets and failure evidence</h2><ul>${latest.box.map((line) => `<li>${escape(line)}</li>`).join("")}</ul>`,
     data.compare === null ? "" : `<h2>${escape(data.compare.before)} → ${escape(data.compare.after)}</h2><div class="chart"><canvas id="chart-compare"></canvas></div>`,
   ];
   return `<!doctype html>

@@ -54,6 +54,8 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   else out.push(...table(["suite", "SUT arm", "capture", "demand (B)", "region (B)", "region semantics", "use"],
     latest.trace.map((t) => [t.suite, t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics, t.region_bytes > 0 ? `${((100 * t.demand_bytes) / t.region_bytes).toFixed(1)}%` : "dynamic"])), "");
 
+  if (latest.box.length > 0) out.push("## Box: resets and failure evidence", "", ...latest.box.map((line) => `- ${line}`), "");
+
   if (runs.length >= 2) {
     const base = runs[runs.length - 2];
     out.push(`## \`${base.runId}\` → \`${latest.runId}\``, "");

@@ -1,6 +1,7 @@
 import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
 import { isKernelCheck, type GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
+import { legLines } from "../box/leg-lines.js";
 
 /** What the report shows of one run, extracted once; the renderers only format it. */
 export interface ParityRow {
@@ -61,6 +62,8 @@ export interface RunView {
   readonly kernels: readonly KernelRow[];
   /** Copy bandwidth each timed kernel arm was measured against (GB/s): the roofline's memory roof. */
   readonly copyBandwidth: readonly { readonly arm: string; readonly gbps: number }[];
+  /** Box resets and failure evidence, one line each (README, "Running on a QuietBox"). */
+  readonly box: readonly string[];
 }
 
 export interface KernelRow {
@@ -121,6 +124,7 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
+    box: legLines(summary.legs ?? []),
     kernels: run.cells.filter((c) => isKernelCheck(c.check) && c.check !== "kernel_time").map((c) => ({
       arm: c.arm, status: c.status, line: c.detail, ratio: c.kernel_ratio ?? null,
       usMedian: c.kernel_us_median ?? null, usP10: c.kernel_us_p10 ?? null, usP90: c.kernel_us_p90 ?? null, inPluginUsMedian: c.kernel_in_plugin_us_median ?? null,

@@ -1,3 +1,4 @@
+import type { LegRecord } from "../box/leg.js";
 import type { GateVerdict } from "./types.js";
 
 function escape(text: string): string {
@@ -10,13 +11,21 @@ const requiredSkip = (v: GateVerdict) => v.status === "skip" && v.gate === "requ
 const failsRed = (v: GateVerdict) => v.gate === "required" && (v.status === "fail" || v.status === "skip");
 const errorsRed = (v: GateVerdict) => v.gate === "required" && v.status === "error";
 
+/** A failing verdict's arm's evidence (OOM figures, trace overflow, assertion, signal), so the CI page shows why without the run directory. */
+export function evidenceText(legs: readonly LegRecord[], v: GateVerdict): string {
+  const leg = legs.find((l) => l.suite === v.suite && l.arm === v.arm);
+  const found = (leg?.evidence ?? []).filter((e) => !("reason" in v && v.reason.includes(e.summary))).map((e) => e.summary);
+  if (leg === undefined || found.length === 0) return "";
+  return ` [evidence: ${found.join("; ")}${leg.stderr_file === null ? "" : ` (stderr: ${leg.stderr_file})`}]`;
+}
+
 /**
  * JUnit XML: one testsuite per suite, one testcase per gate verdict. Required gates map to
  * <failure>/<error> (a skipped required gate is a failure: SKIPPED — NOT A PASS). An
  * informational gate never does, whatever its outcome: a run that exits 0 shows failures="0".
  * Its outcome is a property and a line in system-out instead.
  */
-export function renderJunit(runId: string, verdicts: readonly GateVerdict[]): string {
+export function renderJunit(runId: string, verdicts: readonly GateVerdict[], legs: readonly LegRecord[] = []): string {
   const bySuite = new Map<string, GateVerdict[]>();
   for (const verdict of verdicts) bySuite.set(verdict.suite, [...(bySuite.get(verdict.suite) ?? []), verdict]);
   const lines = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="bringup-bench ${escape(runId)}">`];
@@ -27,7 +36,7 @@ export function renderJunit(runId: string, verdicts: readonly GateVerdict[]): st
     lines.push(`  <testsuite name="${escape(suite)}" tests="${list.length}" failures="${failures}" errors="${errors}" skipped="${skipped}">`);
     for (const v of list) {
       const name = `${v.arm} :: ${v.check} [${v.gate}]`;
-      const detail = "summary" in v ? v.summary : v.reason;
+      const detail = ("summary" in v ? v.summary : v.reason) + (v.status === "pass" ? "" : evidenceText(legs, v));
       lines.push(`    <testcase classname="${escape(`${suite}.${v.arm}`)}" name="${escape(name)}">`);
       if (v.gate === "informational") lines.push(`      <properties><property name="informational_status" value="${v.status}"/></properties>`);
       if (requiredSkip(v)) lines.push(`      <failure message="${escape(`SKIPPED — NOT A PASS: ${detail}`)}"/>`);

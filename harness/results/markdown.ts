@@ -1,5 +1,7 @@
 import type { VerdictCounts } from "./verdicts.js";
 import type { GateVerdict } from "./types.js";
+import type { LegRecord } from "../box/leg.js";
+import { legLines } from "../box/leg-lines.js";
 
 export interface MarkdownSummaryInput {
   readonly runId: string;
@@ -9,6 +11,7 @@ export interface MarkdownSummaryInput {
   readonly verdicts: readonly GateVerdict[];
   readonly counts: VerdictCounts;
   readonly machine: string;
+  readonly legs: readonly LegRecord[];
 }
 
 function verdictWord(v: GateVerdict): string {
@@ -32,5 +35,7 @@ export function renderMarkdownSummary(input: MarkdownSummaryInput): string {
     const text = "summary" in v ? v.summary : v.reason;
     lines.push(`| ${v.suite} | ${v.arm} | ${v.check} | ${v.gate} | ${verdictWord(v)} | ${text.replace(/\|/g, "\\|")} |`);
   }
+  const box = legLines(input.legs);
+  if (box.length > 0) lines.push("", "## Box: resets and failure evidence", "", ...box.map((line) => `- ${line}`));
   return `${lines.join("\n")}\n`;
 }

@@ -8,6 +8,7 @@ import { SUMMARY_SCHEMA, type RunSelection } from "./run-directory.js";
 import type { MachineInfo } from "./machine.js";
 import type { CellRecord, GateVerdict } from "./types.js";
 import type { VerdictCounts } from "./verdicts.js";
+import type { LegRecord } from "../box/leg.js";
 
 /** summary.json as written by RunDirectory (schema: reports/summary.schema.json). */
 export interface RunSummary {
@@ -32,6 +33,8 @@ export interface RunSummary {
   readonly cells: number;
   readonly trace?: readonly TraceDemand[];
   readonly load?: readonly LoadPointRecord[];
+  /** Absent in runs made before legs were recorded, and for commands other than bench run. */
+  readonly legs?: readonly LegRecord[];
 }
 
 /** One bench load point in summary.json: the fields the report and gate read of it. */

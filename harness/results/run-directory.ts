@@ -11,6 +11,7 @@ import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
 import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
 import type { TraceDemand } from "./read-run.js";
+import type { LegRecord } from "../box/leg.js";
 import { countVerdicts } from "./verdicts.js";
 
 export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");
@@ -29,6 +30,11 @@ export interface RunProvenance {
   seed: number | null;
   /** What bench run was asked to run; null for other commands. */
   selection: RunSelection | null;
+  /** bench run: the box settings (bench.config.json and flags), and the device lock once taken. */
+  box: Record<string, unknown> | null;
+  lock: { path: string; waited_ms: number } | null;
+  /** One record per arm run: resets, processes, kept stderr and the failure evidence found in it. */
+  readonly legs: LegRecord[];
 }
 
 /**
@@ -55,7 +61,7 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo = machineInfo();
   private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null, box: null, lock: null, legs: [] };
   private samplesArrow: Uint8Array | undefined;
   private writes: Promise<void> = Promise.resolve();
   /** The final status once one was asked for, and whether its files are written. */
@@ -117,6 +123,8 @@ export class RunDirectory {
       cells: this.cells.length,
       trace: this.provenance.trace,
       load: this.provenance.load,
+      ...(this.provenance.box === null ? {} : { box: { ...this.provenance.box, lock: this.provenance.lock } }),
+      legs: this.provenance.legs,
     };
     assertMatchesSchema(summary, SUMMARY_SCHEMA, join(this.directory, "summary.json"));
     return `${JSON.stringify(summary, null, 2)}\n`;
@@ -140,9 +148,9 @@ export class RunDirectory {
     await writeFileAtomic(join(this.directory, "summary.json"), this.summaryJson(status, exitCode, error));
     await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
     if (this.samplesArrow !== undefined) await writeFileAtomic(join(this.directory, "samples.arrow"), this.samplesArrow);
-    await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts));
+    await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts, this.provenance.legs));
     await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({
-      runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine),
+      runId: this.runId, status, exitCode, summaryLines: this.summaryLines, verdicts: this.verdicts, counts, machine: describeMachine(this.machine), legs: this.provenance.legs,
     }));
   }
 

@@ -35,7 +35,7 @@ export interface CellRecord {
   readonly reproduce: string;
 }
 
-export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | "trace_demand" | KernelCheckName;
+export type CheckName = "tokenizer" | "greedy_parity" | "teacher_forced" | "determinism" | "batch_invariance" | "niah" | "conformance" | "load" | "parity_under_load" | "trace_demand" | "arm" | KernelCheckName;
 
 /** Kernel suites: one check per op of the registry (kernels/ops/registry.ts), and the timing pass. */
 export type KernelCheckName = "dequantize" | "matvec" | "matmul_bt_quant_grouped" | "embedding_gather" | "rms_norm" | "l2_norm" | "silu_mul" | "softmax" | "rope" | "sdpa_decode" | "gdn_decode" | "conv1d_update" | "ssd_decode" | "moe_topk" | "kernel_time";
@@ -59,6 +59,8 @@ export type GateVerdict =
 export type RunEvent =
   | { readonly kind: "arm-start"; readonly suite: string; readonly arm: string; readonly sut: Readonly<Record<string, unknown>> }
   | { readonly kind: "progress"; readonly message: string }
+  /** A line worth keeping in a CI log (progress is redrawn on a terminal and silent in CI): a wait for the device lock, a failed reset. */
+  | { readonly kind: "notice"; readonly message: string }
   | { readonly kind: "cells"; readonly cells: readonly CellRecord[] }
   | { readonly kind: "verdict"; readonly verdict: GateVerdict }
   | { readonly kind: "arm-end"; readonly suite: string; readonly arm: string; readonly summaryLine: string | undefined };

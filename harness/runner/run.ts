@@ -33,6 +33,9 @@ import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 import { DEFAULT_BATTERY } from "../suites/default-battery.js";
+import { boxProvenance, resolveBoxSettings, type BoxSettings } from "../box/config.js";
+import { BoxSession } from "../box/leg.js";
+import type { ChildProcess } from "node:child_process";
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -62,6 +65,8 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** Opens a SUT for an arm; tests substitute fault-injecting wrappers here. */
   readonly openSut?: OpenSut;
+  /** How the run shares its box: device lock, resets, boot and leg timeouts, runner environment (default: bench.config.json in the working directory, if any). */
+  readonly box?: BoxSettings;
 }
 
 /** What opening an arm's SUT needs besides the arm: where its log lines go (progress), and its shutdown grace. */
@@ -69,12 +74,15 @@ export interface SutContext {
   readonly onLog?: (line: string) => void;
   readonly onWarning?: (message: string) => void;
   readonly shutdownGraceS: number;
+  /** Seconds a runner or server may take to come up (bench.config.json `boot_timeout_s`). */
+  readonly bootTimeoutS: number;
+  /** Told of each process the SUT starts, so its arm keeps its stderr tail, exit status and evidence. */
+  readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
+  /** Added to runners' environment (bench.config.json `env`). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export type OpenSut = (arm: SuiteArm, settings: LlamaCppSettings, context: SutContext) => Promise<SystemUnderTest>;
-
-/** Seconds a harness-started server may take to boot (real devices take minutes). */
-export const DEFAULT_BOOT_TIMEOUT_S = 600;
 
 /**
  * The SUT an arm names: the embedded llama.cpp SUT, our server started on loopback and driven over
@@ -83,7 +91,7 @@ export const DEFAULT_BOOT_TIMEOUT_S = 600;
 async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: SutContext): Promise<SystemUnderTest> {
   const model = await resolveModel(arm.model);
   if (arm.sut === "stdio") {
-    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+    return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
   if (settings.promptOverflow !== "error") {
@@ -92,7 +100,7 @@ async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: Su
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
     threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize,
-    bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S,
+    bootTimeoutS: context.bootTimeoutS, onProcess: context.onProcess,
   });
   try {
     const sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
@@ -130,9 +138,11 @@ interface ResolvedRunOptions {
   readonly shutdownGraceS: number;
   readonly signal: AbortSignal;
   readonly openSut: OpenSut;
+  readonly box: BoxSession;
 }
 
-function resolveOptions(options: RunOptions): ResolvedRunOptions {
+function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunListener): ResolvedRunOptions {
+  const signal = options.signal ?? new AbortController().signal;
   return {
     suites: options.suites !== undefined && options.suites.length > 0 ? options.suites : DEFAULT_BATTERY,
     arms: options.arms !== undefined && options.arms.length > 0 ? options.arms : undefined,
@@ -146,8 +156,9 @@ function resolveOptions(options: RunOptions): ResolvedRunOptions {
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
     shutdownGraceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S,
-    signal: options.signal ?? new AbortController().signal,
+    signal,
     openSut: options.openSut ?? openArmSut,
+    box: new BoxSession(options.box ?? resolveBoxSettings(), recorder, emit, signal),
   };
 }
 
@@ -263,39 +274,55 @@ async function askTraceDemand(suite: Suite, arm: { readonly label: string; reado
   return captures;
 }
 
-/** Opens each arm's SUT in turn (with the per-case timeout), hands it to `runArm`, and always closes it. */
+/**
+ * Opens each arm's SUT in turn (with the per-case timeout), hands it to `runArm`, and always closes
+ * it. Around each arm, the box (harness/box/leg.ts): the device lock and a reset before a device
+ * arm, the leg timeout once the SUT is up, and after it the reset a killed process calls for and
+ * the arm's stderr tail and failure evidence.
+ */
 async function forEachArm<Arm extends { readonly label: string; readonly gate: GateLevel }, Sut extends SystemUnderTest>(
   suite: Suite,
   arms: readonly Arm[],
-  open: (arm: Arm) => Promise<Sut>,
+  open: (arm: Arm, context: SutContext) => Promise<Sut>,
   options: ResolvedRunOptions,
   recorder: RunDirectory,
   emit: RunListener,
-  runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut) => Promise<{ summaryLine: string | undefined }>,
+  runArm: (arm: Arm, sut: SystemUnderTest, opened: Sut, signal: AbortSignal) => Promise<{ summaryLine: string | undefined }>,
 ): Promise<void> {
   for (const arm of arms) {
     if (options.signal.aborted) return;
-    const opened = await open(arm);
-    const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, options.signal);
-    recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
-    await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
+    const leg = await options.box.beginLeg(suite.name, arm);
+    let summaryLine: string | undefined;
     try {
-      const { summaryLine } = await runArm(arm, sut, opened);
-      // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
-      for (const capture of options.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, armCommand(suite, arm, options), emit)) {
-        recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
+      // A board whose reset failed is in an unknown state: the arm does not run on it (leg.end() says why).
+      if (leg.failedReset === undefined) {
+        const opened = await open(arm, { ...sutContext(arm, options, emit), ...leg.sutHooks });
+        leg.startClock();
+        const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, leg.signal);
+        recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
+        await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
+        try {
+          ({ summaryLine } = await runArm(arm, sut, opened, leg.signal));
+          // Asked after the checks, so every graph the SUT captured while serving them is counted (not after a stop: the SUT is being shut down).
+          for (const capture of leg.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, armCommand(suite, arm, options), emit)) {
+            recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
+          }
+        } finally {
+          await sut.close();
+        }
       }
-      await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
     } finally {
-      await sut.close();
+      const verdict = await leg.end();
+      if (verdict !== undefined) await emit({ kind: "verdict", verdict });
     }
+    await emit({ kind: "arm-end", suite: suite.name, arm: arm.label, summaryLine });
   }
 }
 
 /** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot). */
 function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
   const show = (line: string) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
-  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS };
+  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS, bootTimeoutS: options.box.settings.bootTimeoutS };
 }
 
 function armCommand(suite: Suite, arm: { readonly label: string; readonly model?: string }, options: ResolvedRunOptions): string {
@@ -327,9 +354,9 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
       // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
       const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
       const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
-      const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), sutContext(arm, options, emit));
-      await forEachArm(suite, group, open, options, recorder, emit, (arm, sut) => runParityArm({
-        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+      const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), context);
+      await forEachArm(suite, group, open, options, recorder, emit, (arm, sut, _opened, signal) => runParityArm({
+        suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit, signal, reproduce: armCommand(suite, arm, options),
       }));
     } finally {
       await oracle.close();
@@ -341,41 +368,41 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
-  const open = (arm: SuiteArm) => options.openSut(arm, armSettings(arm, options.settings, 1), sutContext(arm, options, emit));
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut) => runNiahArm({
-    suiteName: suite.name, spec, cases, arm, sut, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+  const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, 1), context);
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut, _opened, signal) => runNiahArm({
+    suiteName: suite.name, spec, cases, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options),
   }));
 }
 
 /** A conformance arm's server: a running one at `base_url`, or ours started on loopback for the arm. */
-async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, options: ResolvedRunOptions, emit: RunListener) {
+async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, context: SutContext, emit: RunListener) {
   if (arm.base_url !== undefined) return openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
   if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
   const model = await resolveModel(arm.model);
   const managed = await startManagedServer({
     modelPath: model.path, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, contextSize: 1024, threads: 1, flashAttention: false,
-    bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
-    onProgress: (message) => void emit({ kind: "progress", message }),
+    bootTimeoutS: context.bootTimeoutS, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
+    onProgress: (message) => void emit({ kind: "progress", message }), onProcess: context.onProcess,
   });
-  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...sutContext(arm, options, emit) });
+  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
 }
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
 async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
   const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
-  const open = (arm: KernelArm) => arm.runner !== undefined
-    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, ...sutContext(arm, options, emit) })
-    : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, sutContext(arm, options, emit));
-  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut) => runKernelArm({
-    suiteName: suite.name, arm, sut, cases, emit, signal: options.signal, reproduce: armCommand(suite, arm, options),
+  const open = (arm: KernelArm, context: SutContext) => arm.runner !== undefined
+    ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, ...context })
+    : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, context);
+  await forEachArm(suite, arms, open, options, recorder, emit, (arm, sut, _opened, signal) => runKernelArm({
+    suiteName: suite.name, arm, sut, cases, emit, signal, reproduce: armCommand(suite, arm, options),
     timing: options.time || suite.time === true ? DEFAULT_TIMING_PLAN : undefined,
   }));
 }
 
 async function runConformanceSuite(suite: ConformanceSuite, arms: readonly ConformanceArm[], options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  await forEachArm(suite, arms, (arm) => openConformanceServer(suite, arm, options, emit), options, recorder, emit, (arm, sut, server) => runConformanceArm({
-    suiteName: suite.name, arm, sut, emit, signal: options.signal,
+  await forEachArm(suite, arms, (arm, context) => openConformanceServer(suite, arm, context, emit), options, recorder, emit, (arm, sut, server, signal) => runConformanceArm({
+    suiteName: suite.name, arm, sut, emit, signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
     target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },
   }));
@@ -387,7 +414,7 @@ async function runConformanceSuite(suite: ConformanceSuite, arms: readonly Confo
  * run its checks and close it. Emits events; never prints.
  */
 export async function runBattery(input: RunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  const options = resolveOptions(input);
+  const options = resolveOptions(input, recorder, emit);
   const suites = options.suites.map((name) => loadSuite(name));
   assertArmsExist(suites, options);
   const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string }>(suite, options);
@@ -395,12 +422,17 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   if (runnable.length === 0) {
     throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });
   }
-  for (const suite of runnable) {
-    recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
-    if (options.signal.aborted) return;
-    if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
-    else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
-    else if (suite.kind === "kernels") await runKernelSuite(suite, options, recorder, emit);
-    else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
+  recorder.provenance.box = boxProvenance(options.box.settings);
+  try {
+    for (const suite of runnable) {
+      recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
+      if (options.signal.aborted) return;
+      if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
+      else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
+      else if (suite.kind === "kernels") await runKernelSuite(suite, options, recorder, emit);
+      else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
+    }
+  } finally {
+    await options.box.close();
   }
 }

@@ -7,6 +7,19 @@ import { setTimeout as sleep } from "node:timers/promises";
  * here: no path leaves an orphan holding a device or a port.
  */
 const live = new Set<ChildProcess>();
+/** Children the harness had to signal (SIGTERM or SIGKILL after asking, or after a protocol breach): a device they held may be wedged. */
+const forced = new WeakSet<ChildProcess>();
+
+/** Signals a child the harness gives up on, and remembers it did: the box's reset runs after such an arm. */
+export function forceStop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): void {
+  forced.add(child);
+  child.kill(signal);
+}
+
+/** Whether the harness had to signal this child to end it (forceStop). */
+export function wasForced(child: ChildProcess): boolean {
+  return forced.has(child);
+}
 
 export function trackChild<Child extends ChildProcess>(child: Child): Child {
   live.add(child);
@@ -47,11 +60,11 @@ export async function stopChild(child: ChildProcess, options: { readonly ask: ()
   options.ask();
   if (await exitsWithin(child, options.graceS)) return;
   options.onWarning?.(`${options.what} did not exit ${options.graceS} s after it was asked to; sending SIGTERM`);
-  child.kill("SIGTERM");
+  forceStop(child, "SIGTERM");
   const termGraceS = Math.min(Math.max(options.graceS, 1), SIGTERM_GRACE_S);
   if (await exitsWithin(child, termGraceS)) return;
   options.onWarning?.(`${options.what} did not exit ${termGraceS} s after SIGTERM; sending SIGKILL`);
-  child.kill("SIGKILL");
+  forceStop(child, "SIGKILL");
   await exitsWithin(child, SIGTERM_GRACE_S);
 }
 

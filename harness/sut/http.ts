@@ -55,6 +55,8 @@ export interface ManagedServerOptions {
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
+  /** Told of the server process as soon as it is started (the box keeps its stderr tail per arm). */
+  readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
 }
 
 /** Starts `bench serve` on a free loopback port and waits for /health (boot can take minutes on real hardware). */
@@ -64,6 +66,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
   const child = trackChild(spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
+  options.onProcess?.(child, "bench serve");
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {

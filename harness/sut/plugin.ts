@@ -79,13 +79,13 @@ const PLUGIN_PROCESS = join(dirname(fileURLToPath(import.meta.url)), "plugin-pro
  * gets a fresh host, so the checks after it still run. Every host is a tracked child, stopped by
  * the shutdown ladder (harness/sut/child-process.ts) like a runner.
  */
-export async function openPluginSut(path: string, label: string, context: Pick<StdioSutOptions, "onLog" | "onWarning" | "shutdownGraceS"> = {}): Promise<SystemUnderTest> {
+export async function openPluginSut(path: string, label: string, context: Partial<Pick<StdioSutOptions, "onLog" | "onWarning" | "shutdownGraceS" | "onProcess" | "env" | "bootTimeoutS">> = {}): Promise<SystemUnderTest> {
   if (!existsSync(path)) throw new BenchError("no kernel plugin at this path", { file: path, fix: "build it (npm run build:native for the reference plugin) or fix the arm's plugin path" });
   pluginHostPath();
   let exited = false;
   const start = () => {
     exited = false;
-    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { label, bootTimeoutS: 60, ...context, onExit: () => { exited = true; } });
+    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { ...context, label, bootTimeoutS: context.bootTimeoutS ?? 60, onExit: () => { exited = true; } });
   };
   let host = await start();
   const live = async (): Promise<SystemUnderTest> => {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
-import { DEFAULT_SHUTDOWN_GRACE_S, stopChild, trackChild } from "./child-process.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./child-process.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
 import { UnsupportedRequestError } from "./unsupported.js";
@@ -55,6 +55,10 @@ export interface StdioSutOptions {
   readonly onLog?: (line: string) => void;
   /** Told when the runner process has ended (a crash, or a shutdown): the caller may start a fresh one. */
   readonly onExit?: () => void;
+  /** Told of the runner process as soon as it is started (the box keeps its stderr tail and exit status per arm). */
+  readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
+  /** Added to the runner's environment (bench.config.json `env`). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Keeps the last lines a runner wrote to stderr: the reason it died is usually there. */
@@ -159,7 +163,7 @@ class RunnerProcess {
     this.rejectHello(error);
     for (const waiting of this.pending.values()) waiting.reject(this.gone());
     this.pending.clear();
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+    if (this.child.exitCode === null && this.child.signalCode === null) forceStop(this.child, "SIGTERM");
   }
 
   /** The runner is stopped once it fails: requests then fail with why, as a SutGoneError. */
@@ -228,7 +232,8 @@ const checkedLater = <T>(_value: unknown): _value is T => true;
  */
 export async function openStdioSut(command: readonly string[], options: StdioSutOptions): Promise<SystemUnderTest> {
   const commandLine = command.join(" ");
-  const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"] }));
+  const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...options.env } }));
+  options.onProcess?.(child, commandLine);
   const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit);
   let hello: Hello;
   try {

@@ -8,8 +8,8 @@ export class SutTimeoutError extends Error {
 }
 
 export class SutStoppedError extends Error {
-  constructor(readonly label: string, readonly method: string) {
-    super(`${label}: ${method} abandoned: the run was stopped`);
+  constructor(readonly label: string, readonly method: string, why = "the run was stopped") {
+    super(`${label}: ${method} abandoned: ${why}`);
     this.name = "SutStoppedError";
   }
 }
@@ -30,6 +30,19 @@ function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefi
   });
 }
 
+/** The reason an arm's signal carries when the arm alone is stopped (its leg timed out), not the whole run. */
+export class ArmStopped extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ArmStopped";
+  }
+}
+
+/** Why the signal stopped the arm: its own reason (a leg timeout), else the run was stopped. */
+function stopReason(signal: AbortSignal | undefined): string | undefined {
+  return signal?.reason instanceof ArmStopped ? signal.reason.message : undefined;
+}
+
 /**
  * Wraps any SUT so every batch call fails with SutTimeoutError after `seconds`, or with
  * SutStoppedError as soon as `signal` aborts, instead of hanging the run. Capabilities are
@@ -37,7 +50,7 @@ function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefi
  */
 export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: AbortSignal): SystemUnderTest {
   const wrap = <A extends unknown[], R>(method: string, fn: ((...args: A) => Promise<R>) | undefined): ((...args: A) => Promise<R>) | undefined =>
-    fn === undefined ? undefined : (...args: A) => race(fn.apply(sut, args), seconds, signal, () => new SutTimeoutError(sut.label, method, seconds), () => new SutStoppedError(sut.label, method));
+    fn === undefined ? undefined : (...args: A) => race(fn.apply(sut, args), seconds, signal, () => new SutTimeoutError(sut.label, method, seconds), () => new SutStoppedError(sut.label, method, stopReason(signal)));
   return {
     label: sut.label,
     provenance: sut.provenance,

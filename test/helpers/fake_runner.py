@@ -3,6 +3,15 @@ in a way a real runner does not on demand. `partial` wraps the real reference fo
 tokenize and greedy, and reports a made-up trace-region demand (no CPU engine captures a graph).
 `hang` tokenizes, then never answers greedy and ignores SIGTERM (a wedged device call): only SIGKILL
 ends it. With FAKE_RUNNER_PID_FILE set it writes its pid there when it starts to hang.
+The evidence modes tokenize, then print on stderr in greedy what a tt-metal device prints when it
+fails that way (the line formats of tt-metal's allocator, mesh trace and TT_FATAL; numbers made up),
+and die as such a process does:
+
+  oom                  DRAM out of memory (critical log line, then the TT_FATAL it raises); exits 1
+  trace-overflow       trace buffers larger than the trace region (TT_FATAL @ mesh_trace.cpp); exits 1
+  abort                a C assert() in an op, then SIGABRT
+  team-oom             a team's own wording ("failing allocation ... free-at-failure ..."); exits 1
+
 The answer-fault modes wrap the whole reference forward and spoil one kind of answer:
 
   short-answers        greedy returns the first half of each continuation (8 of 16 ids)
@@ -117,5 +126,48 @@ class Faulty:
         return {"captures": [{"capture": "decode", "demand_bytes": 7340032, "region_bytes": 16777216, "region_semantics": semantics}]}
 
 
-modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy}
+EVIDENCE = {
+    "oom": [
+        "2026-11-30 14:02:11.482 | critical |          Always | TT_FATAL: Out of Memory: Not enough space to allocate 1073725440 B DRAM buffer across 12 banks, "
+        "where each bank needs to store 89477120 B, but bank size is 1071821792 B (allocated: 1059129440 B, free: 12692352 B, largest free block: 6266880 B) (assert.hpp:104)",
+        "Traceback (most recent call last):",
+        '  File "models/tt_transformers/tt/mlp.py", line 135, in forward',
+        "RuntimeError: TT_FATAL @ /project/tt_metal/impl/allocator/bank_manager.cpp:462: false",
+        "info:",
+        "Out of Memory: Not enough space to allocate 1073725440 B DRAM buffer across 12 banks, where each bank needs to store 89477120 B, "
+        "but bank size is 1071821792 B (allocated: 1059129440 B, free: 12692352 B, largest free block: 6266880 B)",
+        "backtrace:",
+        " --- tt::tt_metal::BankManager::allocate_buffer(unsigned long, unsigned long, bool)",
+    ],
+    "trace-overflow": [
+        "RuntimeError: TT_FATAL @ /project/tt_metal/distributed/mesh_trace.cpp:78: mesh_cq.device()->get_trace_buffers_size() <= trace_region_size",
+        "info:",
+        "Creating trace buffers of size 425754624B on MeshDevice 0, but only 52428800B is allocated for trace region.",
+        "backtrace:",
+        " --- tt::tt_metal::distributed::MeshTrace::populate_mesh_buffer(tt::tt_metal::distributed::MeshCommandQueue&)",
+    ],
+    "abort": [
+        "python3: ../ttnn/cpp/ttnn/operations/matmul/matmul.cpp:1187: void ttnn::operations::matmul::validate(): Assertion `a.padded_shape()[-1] == b.padded_shape()[-2]' failed.",
+    ],
+    "team-oom": [
+        "decode step 3: failing allocation 1,073,725,440 B (free-at-failure 12.7 MB/bank)",
+    ],
+}
+
+
+class PrintsEvidence:
+    """Tokenizes, then fails greedy as a device does: the mode's stderr lines, then its way of dying."""
+    tokenize = staticmethod(reference.tokenize)
+
+    @staticmethod
+    def greedy(params):
+        for line in EVIDENCE[mode]:
+            print(line, file=sys.stderr)
+        sys.stderr.flush()
+        if mode == "abort":
+            os.abort()
+        os._exit(1)
+
+
+modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, **{name: PrintsEvidence for name in EVIDENCE}}
 serve(modes.get(mode, Faulty), f"fake runner ({mode})")

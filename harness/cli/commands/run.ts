@@ -13,7 +13,9 @@ import { guardRun, setExitCode } from "../exit-code.js";
 import { annotate, appendStepSummary } from "../github.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { paint, progress, say } from "../output.js";
+import { notice, paint, progress, say } from "../output.js";
+import { resolveBoxSettings } from "../../box/config.js";
+import { legLines } from "../../box/leg-lines.js";
 
 interface RunCliOptions {
   suite: string[];
@@ -32,6 +34,12 @@ interface RunCliOptions {
   shutdownGrace: number;
   runsDir: string;
   runId?: string;
+  config?: string;
+  deviceLock?: string;
+  lockTimeout?: number;
+  resetCommand?: string;
+  bootTimeout?: number;
+  legTimeout?: number;
 }
 
 
@@ -68,6 +76,12 @@ export function registerRun(program: Command): void {
     .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
     .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
     .option("--shutdown-grace <seconds>", "seconds a runner or server gets to exit after it is asked to, before SIGTERM, then SIGKILL", wholeNumber, DEFAULT_SHUTDOWN_GRACE_S)
+    .option("--config <file>", "box configuration (default: bench.config.json in the working directory, if there is one): device lock, reset command, boot and leg timeouts, runner environment, extra failure signatures")
+    .option("--device-lock <file>", "take this flock before the first device arm (a runner or plugin) and hold it to the end of the run")
+    .option("--lock-timeout <seconds>", "give up waiting for the device lock after this long (exit 2)", wholeNumber)
+    .option("--reset-command <command>", "run before each device arm and after one whose process had to be killed (split on spaces, no shell), e.g. \"tt-smi -r 0,1,2,3\"")
+    .option("--boot-timeout <seconds>", "seconds a runner or server may take to come up", wholeNumber)
+    .option("--leg-timeout <seconds>", "wall-clock limit per arm once its SUT is up: then it is stopped (shutdown, SIGTERM, SIGKILL), the box reset, and the arm is ERROR", wholeNumber)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
@@ -77,6 +91,10 @@ export function registerRun(program: Command): void {
         ...(options.kvCacheType === undefined ? {} : { kvCacheType: options.kvCacheType }),
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       };
+      const box = resolveBoxSettings({
+        config: options.config, deviceLock: options.deviceLock, lockTimeoutS: options.lockTimeout, bootTimeoutS: options.bootTimeout, legTimeoutS: options.legTimeout,
+        resetCommand: options.resetCommand?.split(" ").filter((part) => part !== ""),
+      });
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
       recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase };
       await recorder.open();
@@ -92,9 +110,10 @@ export function registerRun(program: Command): void {
       const emit = async (event: RunEvent): Promise<void> => {
         await recorder.record(event);
         if (event.kind === "progress") progress(event.message);
+        if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal }, recorder, emit);
+      await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal, box }, recorder, emit);
       const verdicts = recorder.allVerdicts();
       if (controller.signal.aborted) {
         await recorder.flush("interrupted", EXIT.error, stopReason);
@@ -109,6 +128,11 @@ export function registerRun(program: Command): void {
       say("");
       for (const line of renderTable(verdicts)) say(line);
       say("");
+      const boxLines = legLines(recorder.provenance.legs);
+      if (boxLines.length > 0) {
+        for (const line of boxLines) say(line);
+        say("");
+      }
       const skippedRequired = verdicts.filter((v) => v.status === "skip" && v.gate === "required");
       for (const v of skippedRequired) say(paint(`SKIPPED — NOT A PASS: ${v.suite} / ${v.arm} / ${v.check}: ${"reason" in v ? v.reason : ""}`, "red"));
       const word = { [EXIT.pass]: paint("PASS", "green"), [EXIT.gateFailed]: paint("FAIL", "red"), [EXIT.error]: paint("ERROR", "red"), [EXIT.requiredSkipped]: paint("SKIPPED — NOT A PASS", "red") }[code];

@@ -1,0 +1,204 @@
+import type { ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { writeFileAtomic } from "../io/atomic-write.js";
+import type { RunDirectory } from "../results/run-directory.js";
+import type { GateVerdict, RunListener } from "../results/types.js";
+import type { GateLevel } from "../suites/parity-suite.js";
+import { wasForced } from "../sut/child-process.js";
+import { ArmStopped } from "../sut/with-timeout.js";
+import type { BoxSettings } from "./config.js";
+import { DeviceLock, formatDuration } from "./device-lock.js";
+import { findEvidence, type Evidence } from "./evidence.js";
+import { describeReset, runReset, type ResetRecord } from "./reset.js";
+
+/** One process a leg's SUT started (a runner, a plugin host, a server), as summary.json records it. */
+export interface LegProcess {
+  readonly command: string;
+  readonly pid: number | null;
+  readonly exit_code: number | null;
+  readonly signal: string | null;
+  /** The harness had to signal it (it did not exit when asked, or broke the protocol). */
+  readonly forced: boolean;
+}
+
+/** One arm's leg on the box: its resets, processes, kept stderr and the evidence found in it. */
+export interface LegRecord {
+  readonly suite: string;
+  readonly arm: string;
+  /** Its SUT is a runner command or a kernel plugin (a device stands behind it), not the embedded CPU default. */
+  readonly device: boolean;
+  readonly started: string;
+  readonly duration_ms: number;
+  readonly timed_out: boolean;
+  readonly resets: readonly ResetRecord[];
+  readonly processes: readonly LegProcess[];
+  /** The kept stderr tail, relative to the run directory (null: no process wrote to stderr). */
+  readonly stderr_file: string | null;
+  readonly evidence: readonly Evidence[];
+}
+
+/** Whether an arm's SUT is a device: a runner command or a kernel plugin (the harness cannot tell a CPU one from a board's). */
+export function isDeviceArm(arm: object): boolean {
+  const a = arm as { sut?: string; runner?: unknown; plugin?: unknown };
+  return a.sut === "stdio" || a.runner !== undefined || a.plugin !== undefined;
+}
+
+const MAX_LINE_CHARS = 2000;
+
+/** A process's stderr, the last `keep` lines of it. */
+class StderrTail {
+  readonly lines: string[] = [];
+  private partial = "";
+  constructor(private readonly keep: number) {}
+  add(chunk: string): void {
+    const parts = (this.partial + chunk).split("\n");
+    this.partial = parts.pop() ?? "";
+    for (const line of parts) this.push(line);
+  }
+  finish(): void {
+    if (this.partial !== "") this.push(this.partial);
+    this.partial = "";
+  }
+  private push(line: string): void {
+    this.lines.push(line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)} …` : line);
+    if (this.lines.length > this.keep) this.lines.shift();
+  }
+}
+
+/**
+ * The box around a run's arms: the device lock (taken before the first device leg, held to the end
+ * of the run), the reset before each device leg and after one whose process had to be killed, the
+ * leg timeout, and the evidence each leg leaves.
+ */
+export class BoxSession {
+  private lock: DeviceLock | undefined;
+  private legs = 0;
+
+  constructor(readonly settings: BoxSettings, private readonly recorder: RunDirectory, private readonly emit: RunListener, private readonly runSignal: AbortSignal) {}
+
+  /** Before an arm: the lock and a reset for a device arm. A failed reset is returned: the arm is not run on a board in an unknown state. */
+  async beginLeg(suite: string, arm: { readonly label: string; readonly gate: GateLevel }): Promise<Leg> {
+    const device = isDeviceArm(arm);
+    if (device) await this.takeLock();
+    const leg = new Leg(this, suite, arm, device, ++this.legs, this.runSignal);
+    if (device && this.settings.reset !== undefined) await leg.reset("before");
+    return leg;
+  }
+
+  private async takeLock(): Promise<void> {
+    const lock = this.settings.lock;
+    if (lock === undefined || this.lock !== undefined) return;
+    let lastLineS = -Infinity;
+    this.lock = await DeviceLock.acquire(lock.path, lock.timeoutS, process.argv.slice(1).join(" "), (wait) => {
+      const line = `waiting for the device lock ${lock.path}: held by ${wait.holder}; waited ${formatDuration(wait.waitedS)} of ${formatDuration(wait.timeoutS)}`;
+      void this.emit({ kind: "progress", message: line });
+      // CI logs are line-oriented: a line when the wait begins, then one a minute.
+      if (wait.waitedS - lastLineS >= 60) {
+        lastLineS = wait.waitedS;
+        void this.emit({ kind: "notice", message: line });
+      }
+    }, this.runSignal);
+    this.recorder.provenance.lock = { path: lock.path, waited_ms: this.lock.waitedMs };
+    if (this.lock.waitedMs >= 1000) await this.emit({ kind: "notice", message: `took the device lock ${lock.path} after ${formatDuration(this.lock.waitedMs / 1000)}` });
+  }
+
+  async close(): Promise<void> {
+    await this.lock?.release();
+    this.lock = undefined;
+  }
+
+  /** @internal Legs record themselves here. */
+  async record(leg: LegRecord, stderr: string | undefined, index: number): Promise<void> {
+    let stderrFile: string | null = null;
+    if (stderr !== undefined) {
+      stderrFile = join("legs", `${String(index).padStart(2, "0")}-${slug(leg.suite)}-${slug(leg.arm)}.stderr.log`);
+      await writeFileAtomic(join(this.recorder.directory, stderrFile), stderr);
+    }
+    this.recorder.provenance.legs.push({ ...leg, stderr_file: stderrFile });
+  }
+
+  emitEvent: RunListener = (event) => this.emit(event);
+}
+
+const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "arm";
+
+export class Leg {
+  private readonly controller = new AbortController();
+  /** The arm's signal: the run's stop, or this leg's timeout. */
+  readonly signal: AbortSignal;
+  private readonly processes: { child: ChildProcess; command: string; tail: StderrTail }[] = [];
+  private readonly resets: ResetRecord[] = [];
+  private readonly started = new Date();
+  private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
+  /** Set when the reset before the arm failed: the arm must not run. */
+  failedReset: ResetRecord | undefined;
+
+  constructor(private readonly box: BoxSession, readonly suite: string, readonly arm: { readonly label: string; readonly gate: GateLevel }, readonly device: boolean, private readonly index: number, runSignal: AbortSignal) {
+    this.signal = AbortSignal.any([runSignal, this.controller.signal]);
+  }
+
+  /** What the arm's SUT is opened with: where its processes are reported, and their environment. */
+  get sutHooks(): { readonly onProcess: (child: ChildProcess, command: string) => void; readonly env: Readonly<Record<string, string>>; readonly bootTimeoutS: number } {
+    return { onProcess: (child, command) => this.watch(child, command), env: this.box.settings.env, bootTimeoutS: this.box.settings.bootTimeoutS };
+  }
+
+  private watch(child: ChildProcess, command: string): void {
+    const tail = new StderrTail(this.box.settings.stderrLines);
+    child.stderr?.on("data", (chunk: Buffer) => tail.add(chunk.toString()));
+    child.stderr?.once("end", () => tail.finish());
+    this.processes.push({ child, command, tail });
+  }
+
+  async reset(when: ResetRecord["when"]): Promise<void> {
+    const reset = this.box.settings.reset!;
+    await this.box.emitEvent({ kind: "progress", message: `${this.arm.label}: resetting the box (${reset.command.join(" ")}) ${when} the arm` });
+    const record = await runReset(reset.command, reset.timeoutS, this.box.settings.env, when);
+    this.resets.push(record);
+    if (!record.ok) {
+      await this.box.emitEvent({ kind: "notice", message: `${this.arm.label}: the reset ${when} the arm failed: ${describeReset(record)}` });
+      if (when === "before") this.failedReset = record;
+    }
+  }
+
+  /** Starts the leg's wall-clock limit: once the SUT is up (booting has its own timeout). */
+  startClock(): void {
+    const limitS = this.box.settings.legTimeoutS;
+    if (limitS === undefined) return;
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      void this.box.emitEvent({ kind: "notice", message: `${this.arm.label}: timed out after ${limitS} s (leg timeout); stopping it` });
+      this.controller.abort(new ArmStopped(`timed out after ${limitS} s (leg timeout)`));
+    }, limitS * 1000);
+  }
+
+  /**
+   * After the SUT is closed: the reset if a process had to be killed (or died by a signal, or the
+   * leg timed out), the stderr tail and its evidence into the run directory, and the arm's own
+   * verdict when it timed out or could not start for a failed reset.
+   */
+  async end(): Promise<GateVerdict | undefined> {
+    clearTimeout(this.timer);
+    const processes: LegProcess[] = this.processes.map(({ child, command }) => ({ command, pid: child.pid ?? null, exit_code: child.exitCode, signal: child.signalCode, forced: wasForced(child) }));
+    const killed = processes.some((p) => p.forced || p.signal !== null);
+    if (this.device && this.box.settings.reset !== undefined && this.failedReset === undefined && (killed || this.timedOut)) await this.reset("after");
+    const evidence: Evidence[] = [];
+    for (const { tail } of this.processes) evidence.push(...findEvidence(tail.lines.join("\n"), this.box.settings.signatures));
+    for (const p of processes.filter((p) => p.signal !== null)) {
+      const by = p.forced ? "the harness (it did not exit when asked)" : "a signal it did not get from the harness";
+      evidence.push({ kind: "killed_by_signal", summary: `${p.command} was killed by ${p.signal}, sent by ${by}`, source: "process", fields: { signal: p.signal!, pid: p.pid ?? -1, by: p.forced ? "harness" : "other" } });
+    }
+    const limitS = this.box.settings.legTimeoutS;
+    if (this.timedOut && limitS !== undefined) evidence.unshift({ kind: "timed_out", summary: `timed out after ${limitS} s (leg timeout)`, source: "leg timeout", fields: { leg_timeout_s: limitS } });
+    const stderr = this.processes.filter(({ tail }) => tail.lines.length > 0).map(({ command, child, tail }) => [`== ${command} (pid ${child.pid ?? "?"}), last ${tail.lines.length} lines of stderr`, ...tail.lines].join("\n"));
+    await this.box.record({
+      suite: this.suite, arm: this.arm.label, device: this.device, started: this.started.toISOString(), duration_ms: Date.now() - this.started.getTime(),
+      timed_out: this.timedOut, resets: this.resets, processes, stderr_file: null, evidence,
+    }, stderr.length === 0 ? undefined : `${stderr.join("\n\n")}\n`, this.index);
+    const base = { suite: this.suite, arm: this.arm.label, check: "arm" as const, gate: this.arm.gate, status: "error" as const };
+    const found = evidence.filter((e) => e.kind !== "timed_out").map((e) => e.summary);
+    if (this.failedReset !== undefined) return { ...base, reason: `not run: the box reset before it failed: ${describeReset(this.failedReset)}` };
+    if (this.timedOut) return { ...base, reason: [`timed out after ${limitS} s (leg timeout)`, ...found].join("; ") };
+    return undefined;
+  }
+}
