@@ -45,6 +45,9 @@ export function isDeviceArm(arm: object): boolean {
 
 const MAX_LINE_CHARS = 2000;
 
+/** A command line short enough for a one-line reason (the kept processes list has it whole). */
+const shorten = (command: string) => (command.length > 100 ? `${command.slice(0, 99)}…` : command);
+
 /** A process's stderr, the last `keep` lines of it. */
 class StderrTail {
   readonly lines: string[] = [];
@@ -185,8 +188,8 @@ export class Leg {
     const evidence: Evidence[] = [];
     for (const { tail } of this.processes) evidence.push(...findEvidence(tail.lines.join("\n"), this.box.settings.signatures));
     for (const p of processes.filter((p) => p.signal !== null)) {
-      const by = p.forced ? "the harness (it did not exit when asked)" : "a signal it did not get from the harness";
-      evidence.push({ kind: "killed_by_signal", summary: `${p.command} was killed by ${p.signal}, sent by ${by}`, source: "process", fields: { signal: p.signal!, pid: p.pid ?? -1, by: p.forced ? "harness" : "other" } });
+      const how = p.forced ? `was killed by ${p.signal} from the harness (it did not exit when asked)` : `died of ${p.signal} (not sent by the harness)`;
+      evidence.push({ kind: "killed_by_signal", summary: `${shorten(p.command)} ${how}`, source: "process", fields: { signal: p.signal!, pid: p.pid ?? -1, by: p.forced ? "harness" : "other" } });
     }
     const limitS = this.box.settings.legTimeoutS;
     if (this.timedOut && limitS !== undefined) evidence.unshift({ kind: "timed_out", summary: `timed out after ${limitS} s (leg timeout)`, source: "leg timeout", fields: { leg_timeout_s: limitS } });

@@ -36,7 +36,7 @@ export function renderJunit(runId: string, verdicts: readonly GateVerdict[], leg
     lines.push(`  <testsuite name="${escape(suite)}" tests="${list.length}" failures="${failures}" errors="${errors}" skipped="${skipped}">`);
     for (const v of list) {
       const name = `${v.arm} :: ${v.check} [${v.gate}]`;
-      const detail = ("summary" in v ? v.summary : v.reason) + (v.status === "pass" ? "" : evidenceText(legs, v));
+      const detail = ("summary" in v ? v.summary : v.reason) + (v.status === "fail" || v.status === "error" ? evidenceText(legs, v) : "");
       lines.push(`    <testcase classname="${escape(`${suite}.${v.arm}`)}" name="${escape(name)}">`);
       if (v.gate === "informational") lines.push(`      <properties><property name="informational_status" value="${v.status}"/></properties>`);
       if (requiredSkip(v)) lines.push(`      <failure message="${escape(`SKIPPED — NOT A PASS: ${detail}`)}"/>`);

@@ -4,10 +4,9 @@ import { scoreKernelCase, type KernelOutcome } from "../kernels/score.js";
 import type { CellRecord, KernelCheckName } from "../results/types.js";
 import { distribution } from "../stats/distribution.js";
 import { checkKernelAnswer } from "../sut/answer-shape.js";
-import { SutGoneError } from "../sut/sut-gone.js";
 import { ACCUMULATION_UNIT_ROUNDOFF, type KernelTimingPlan } from "../sut/types.js";
 import { UnsupportedRequestError } from "../sut/unsupported.js";
-import { SutTimeoutError } from "../sut/with-timeout.js";
+import { endsTheSut } from "../sut/with-timeout.js";
 import { ErrorsInCells, makeCell, runCheck, type ArmScope } from "./check.js";
 
 /**
@@ -57,7 +56,7 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
           result = await runCase(context, spec, bandwidth);
         } catch (error) {
           // One case's trouble stays that case's; a SUT that is gone (a crashed plugin host) or stopped answering ends the check.
-          sutGone = error instanceof SutGoneError || error instanceof SutTimeoutError;
+          sutGone = endsTheSut(error);
           result = failedCase(caseName(spec), error);
         }
         mine.push(result);

@@ -8,8 +8,7 @@ import { ErrorsInCells, makeCell, runCheck, type ArmScope } from "./check.js";
 import { BenchError } from "../errors.js";
 import type { CellRecord } from "../results/types.js";
 import { askGreedy } from "../sut/answer-shape.js";
-import { SutGoneError } from "../sut/sut-gone.js";
-import { SutTimeoutError } from "../sut/with-timeout.js";
+import { endsTheSut } from "../sut/with-timeout.js";
 
 /** One needle case; `L:depth:trial` is also how `--niah-case` selects it. */
 export interface NeedleCase {
@@ -77,7 +76,7 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
         errored++;
         const reason = error instanceof Error ? error.message : String(error);
         await context.emit({ kind: "cells", cells: [caseCell({ status: "error", detail: reason })] });
-        if (error instanceof SutGoneError || error instanceof SutTimeoutError) {
+        if (endsTheSut(error)) {
           stoppedBy = reason;
           break;
         }

@@ -1,5 +1,4 @@
-import { SutTimeoutError } from "./with-timeout.js";
-import { SutGoneError } from "./sut-gone.js";
+import { endsTheSut } from "./with-timeout.js";
 import type { GreedyRequest, KernelRequest, SystemUnderTest, TeacherForcedRequest, TokenId, TopK } from "./types.js";
 
 /**
@@ -92,11 +91,6 @@ export function checkKernelAnswer(request: KernelRequest, answer: unknown): Chec
     outputs.push(got.data);
   }
   return { ok: true, value: outputs };
-}
-
-/** The error that stops asking one prompt at a time: the SUT is gone, or stopped answering. */
-function endsTheSut(error: unknown): boolean {
-  return error instanceof SutGoneError || error instanceof SutTimeoutError;
 }
 
 function reasonOf(error: unknown): string {

@@ -1,4 +1,5 @@
 import type { SystemUnderTest } from "./types.js";
+import { SutGoneError } from "./sut-gone.js";
 
 export class SutTimeoutError extends Error {
   constructor(readonly label: string, readonly method: string, readonly seconds: number) {
@@ -12,6 +13,11 @@ export class SutStoppedError extends Error {
     super(`${label}: ${method} abandoned: ${why}`);
     this.name = "SutStoppedError";
   }
+}
+
+/** An error after which a check stops asking case by case: the SUT is gone, stopped answering, or its arm was stopped. */
+export function endsTheSut(error: unknown): boolean {
+  return error instanceof SutGoneError || error instanceof SutTimeoutError || error instanceof SutStoppedError;
 }
 
 function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefined, onTimeout: () => Error, onStop: () => Error): Promise<T> {
