@@ -4,7 +4,8 @@ import { writeFileAtomic } from "../io/atomic-write.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { GateVerdict, RunListener } from "../results/types.js";
 import type { GateLevel } from "../suites/parity-suite.js";
-import { wasForced } from "../sut/child-process.js";
+import { hasExited, wasForced } from "../sut/child-process.js";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ArmStopped } from "../sut/with-timeout.js";
 import type { BoxSettings } from "./config.js";
 import { DeviceLock, formatDuration } from "./device-lock.js";
@@ -44,6 +45,8 @@ export function isDeviceArm(arm: object): boolean {
 }
 
 const MAX_LINE_CHARS = 2000;
+/** How long a leg waits for an exited process's stderr to drain. */
+const STDERR_DRAIN_MS = 2000;
 
 /** A command line short enough for a one-line reason (the kept processes list has it whole). */
 const shorten = (command: string) => (command.length > 100 ? `${command.slice(0, 99)}…` : command);
@@ -182,6 +185,9 @@ export class Leg {
    */
   async end(): Promise<GateVerdict | undefined> {
     clearTimeout(this.timer);
+    // A process that has exited may still have stderr in the pipe: its last words are the evidence.
+    await Promise.all(this.processes.filter(({ child }) => hasExited(child) && child.stderr?.readableEnded === false)
+      .map(({ child }) => Promise.race([new Promise((resolve) => child.stderr!.once("close", resolve)), sleep(STDERR_DRAIN_MS)])));
     const processes: LegProcess[] = this.processes.map(({ child, command }) => ({ command, pid: child.pid ?? null, exit_code: child.exitCode, signal: child.signalCode, forced: wasForced(child) }));
     const killed = processes.some((p) => p.forced || p.signal !== null);
     if (this.device && this.box.settings.reset !== undefined && this.failedReset === undefined && (killed || this.timedOut)) await this.reset("after");
