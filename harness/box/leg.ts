@@ -80,7 +80,7 @@ export class BoxSession {
   private lock: DeviceLock | undefined;
   private legs = 0;
 
-  constructor(readonly settings: BoxSettings, private readonly recorder: RunDirectory, private readonly emit: RunListener, private readonly runSignal: AbortSignal) {}
+  constructor(readonly settings: BoxSettings, private readonly recorder: RunDirectory, readonly emit: RunListener, private readonly runSignal: AbortSignal) {}
 
   /** Before an arm: the lock and a reset for a device arm. A failed reset is returned: the arm is not run on a board in an unknown state. */
   async beginLeg(suite: string, arm: { readonly label: string; readonly gate: GateLevel }): Promise<Leg> {
@@ -122,8 +122,6 @@ export class BoxSession {
     }
     this.recorder.provenance.legs.push({ ...leg, stderr_file: stderrFile });
   }
-
-  emitEvent: RunListener = (event) => this.emit(event);
 }
 
 const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "arm";
@@ -158,11 +156,11 @@ export class Leg {
 
   async reset(when: ResetRecord["when"]): Promise<void> {
     const reset = this.box.settings.reset!;
-    await this.box.emitEvent({ kind: "progress", message: `${this.arm.label}: resetting the box (${reset.command.join(" ")}) ${when} the arm` });
+    await this.box.emit({ kind: "progress", message: `${this.arm.label}: resetting the box (${reset.command.join(" ")}) ${when} the arm` });
     const record = await runReset(reset.command, reset.timeoutS, this.box.settings.env, when);
     this.resets.push(record);
     if (!record.ok) {
-      await this.box.emitEvent({ kind: "notice", message: `${this.arm.label}: the reset ${when} the arm failed: ${describeReset(record)}` });
+      await this.box.emit({ kind: "notice", message: `${this.arm.label}: the reset ${when} the arm failed: ${describeReset(record)}` });
       if (when === "before") this.failedReset = record;
     }
   }
@@ -173,7 +171,7 @@ export class Leg {
     if (limitS === undefined) return;
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      void this.box.emitEvent({ kind: "notice", message: `${this.arm.label}: timed out after ${limitS} s (leg timeout); stopping it` });
+      void this.box.emit({ kind: "notice", message: `${this.arm.label}: timed out after ${limitS} s (leg timeout); stopping it` });
       this.controller.abort(new ArmStopped(`timed out after ${limitS} s (leg timeout)`));
     }, limitS * 1000);
   }
