@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { BenchError } from "../errors.js";
 import { assertMatchesInlineSchema, assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
+import type { Evidence } from "../results/legs.js";
 
 export const SIGNATURES_FILE = join(PACKAGE_ROOT, "box", "signatures.json");
 const SIGNATURES_SCHEMA = join(PACKAGE_ROOT, "box", "signatures.schema.json");
@@ -20,20 +21,6 @@ export interface Signature {
 /** A compiled signature, its pattern checked once when it is loaded. */
 export interface CompiledSignature extends Signature {
   readonly regex: RegExp;
-}
-
-/**
- * One piece of failure evidence of an arm: a signature found in a process's stderr, the signal
- * that killed a process, or the leg timeout. `summary` is the one-line reason the report shows.
- */
-export interface Evidence {
-  readonly kind: string;
-  readonly summary: string;
-  /** The signature's name, or "process" / "leg timeout" for evidence the harness saw itself. */
-  readonly source: string;
-  readonly fields: Readonly<Record<string, number | string>>;
-  /** The stderr text the signature matched (absent for evidence not read from a log). */
-  readonly matched?: string;
 }
 
 /** Most evidence items kept per arm: a runner that loops on one error prints it thousands of times. */

@@ -9,34 +9,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ArmStopped } from "../sut/with-timeout.js";
 import type { BoxSettings } from "./config.js";
 import { DeviceLock, formatDuration } from "./device-lock.js";
-import { findEvidence, type Evidence } from "./evidence.js";
-import { describeReset, runReset, type ResetRecord } from "./reset.js";
-
-/** One process a leg's SUT started (a runner, a plugin host, a server), as summary.json records it. */
-export interface LegProcess {
-  readonly command: string;
-  readonly pid: number | null;
-  readonly exit_code: number | null;
-  readonly signal: string | null;
-  /** The harness had to signal it (it did not exit when asked, or broke the protocol). */
-  readonly forced: boolean;
-}
-
-/** One arm's leg on the box: its resets, processes, kept stderr and the evidence found in it. */
-export interface LegRecord {
-  readonly suite: string;
-  readonly arm: string;
-  /** Its SUT is a runner command or a kernel plugin (a device stands behind it), not the embedded CPU default. */
-  readonly device: boolean;
-  readonly started: string;
-  readonly duration_ms: number;
-  readonly timed_out: boolean;
-  readonly resets: readonly ResetRecord[];
-  readonly processes: readonly LegProcess[];
-  /** The kept stderr tail, relative to the run directory (null: no process wrote to stderr). */
-  readonly stderr_file: string | null;
-  readonly evidence: readonly Evidence[];
-}
+import { findEvidence } from "./evidence.js";
+import { runReset } from "./reset.js";
+import { describeReset, type Evidence, type LegProcess, type LegRecord, type ResetRecord } from "../results/legs.js";
 
 /** Whether an arm's SUT is a device: a runner command or a kernel plugin (the harness cannot tell a CPU one from a board's). */
 export function isDeviceArm(arm: object): boolean {

@@ -1,29 +1,9 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { forceStop, trackChild } from "../sut/child-process.js";
-
-/** One run of the box's reset command, as summary.json records it. */
-export interface ResetRecord {
-  /** Before the arm (every device arm), or after it (its process had to be killed, or the arm timed out). */
-  readonly when: "before" | "after";
-  readonly command: readonly string[];
-  readonly exit_code: number | null;
-  readonly signal: string | null;
-  readonly duration_ms: number;
-  readonly timed_out: boolean;
-  /** Its last lines of stdout and stderr, interleaved as they came. */
-  readonly output: readonly string[];
-  readonly ok: boolean;
-}
+import type { ResetRecord } from "../results/legs.js";
 
 const OUTPUT_LINES_KEPT = 50;
-
-/** "tt-smi -r 0,1,2,3 exited 1 after 2.3 s: <last line>" */
-export function describeReset(reset: ResetRecord): string {
-  const how = reset.timed_out ? "timed out" : reset.signal !== null ? `was killed by ${reset.signal}` : `exited ${reset.exit_code}`;
-  const last = reset.output[reset.output.length - 1];
-  return `${reset.command.join(" ")} ${how} after ${(reset.duration_ms / 1000).toFixed(1)} s${last === undefined ? "" : `: ${last}`}`;
-}
 
 /** Runs the reset command (argv, no shell) with the box's environment, bounded by `timeoutS`; never throws. */
 export async function runReset(command: readonly string[], timeoutS: number, env: Readonly<Record<string, string>>, when: ResetRecord["when"]): Promise<ResetRecord> {

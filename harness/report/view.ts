@@ -1,7 +1,7 @@
 import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
 import { isKernelCheck, type GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
-import { legLines } from "../box/leg-lines.js";
+import { legLines } from "../results/legs.js";
 
 /** What the report shows of one run, extracted once; the renderers only format it. */
 export interface ParityRow {

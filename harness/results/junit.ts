@@ -1,4 +1,4 @@
-import type { LegRecord } from "../box/leg.js";
+import type { LegRecord } from "./legs.js";
 import type { GateVerdict } from "./types.js";
 
 function escape(text: string): string {

@@ -1,7 +1,6 @@
 import type { VerdictCounts } from "./verdicts.js";
 import type { GateVerdict } from "./types.js";
-import type { LegRecord } from "../box/leg.js";
-import { legLines } from "../box/leg-lines.js";
+import { legLines, type LegRecord } from "./legs.js";
 
 export interface MarkdownSummaryInput {
   readonly runId: string;

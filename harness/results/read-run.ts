@@ -8,7 +8,7 @@ import { SUMMARY_SCHEMA, type RunSelection } from "./run-directory.js";
 import type { MachineInfo } from "./machine.js";
 import type { CellRecord, GateVerdict } from "./types.js";
 import type { VerdictCounts } from "./verdicts.js";
-import type { LegRecord } from "../box/leg.js";
+import type { LegRecord } from "./legs.js";
 
 /** summary.json as written by RunDirectory (schema: reports/summary.schema.json). */
 export interface RunSummary {

@@ -11,7 +11,7 @@ import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
 import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
 import type { TraceDemand } from "./read-run.js";
-import type { LegRecord } from "../box/leg.js";
+import type { LegRecord } from "./legs.js";
 import { countVerdicts } from "./verdicts.js";
 
 export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");

@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { notice, paint, progress, say } from "../output.js";
 import { resolveBoxSettings } from "../../box/config.js";
-import { legLines } from "../../box/leg-lines.js";
+import { legLines } from "../../results/legs.js";
 
 interface RunCliOptions {
   suite: string[];
