@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assertMatchesSchema } from "../harness/io/json-schema.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
@@ -129,6 +129,21 @@ test("bad input: --last that is not a count, and an unknown baseline file, are o
   const missing = bench(["report", "--runs-dir", runs, "--baseline", join(work.path, "nope.json")]);
   assert.is(missing.status, 2);
   assert.match(missing.stderr, /nope\.json: cannot read/);
+});
+
+test("inside a directory of runs, a run that cannot be read is listed with its reason and the rest are reported", () => {
+  const dir = join(work.path, "with-broken");
+  for (const i of [1, 2]) cpSync(join(runs, runId(i)), join(dir, runId(i)), { recursive: true });
+  mkdirSync(join(dir, "cut-off"));
+  writeFileSync(join(dir, "cut-off", "summary.json"), "{\"schema_version\": 1, \"run_");
+  const { runs: selected, unreadable } = selectRuns([dir], runs, undefined);
+  assert.equal(selected.map((r) => r.summary.run_id), [runId(1), runId(2)]);
+  assert.is(unreadable.length, 1);
+  assert.match(unreadable[0].reason, /cut-off\/summary\.json: malformed JSON/);
+  const out = join(work.path, "with-broken-report");
+  assert.is(bench(["report", dir, "--out", out]).status, 0);
+  assert.match(readFileSync(join(out, "report.md"), "utf8"), /Left out \(could not be read\):\n\n- `[^`]*cut-off`: [^\n]*malformed JSON/);
+  assert.is(bench(["report", join(dir, "cut-off"), "--out", out]).status, 2, "named explicitly, it stops the report");
 });
 
 const haveChromium = existsSync(CHROMIUM_PATH);

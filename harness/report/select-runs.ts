@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { BenchError } from "../errors.js";
 import { latestRunDirectory, readRun, runSummariesNewestFirst, type StoredRun } from "../results/read-run.js";
 import type { UnreadableRun } from "./history.js";
@@ -29,7 +29,8 @@ export function selectRuns(args: readonly string[], runsDir: string, last: numbe
   if (last !== undefined) for (const { directory } of runSummariesNewestFirst(runsDir).slice(0, last)) readFound(directory);
   if (args.length === 0 && last === undefined) runs.push(readRun(latestRunDirectory(runsDir), runsDir));
   if (runs.length === 0) throw new BenchError("no readable runs to report on", { file: args[0] ?? runsDir, fix: "pass run ids, run directories or a directory of runs (see `bench report --help`)" });
-  const unique = [...new Map(runs.map((run) => [run.directory, run])).values()];
+  // The same run named twice (by id and by path, or also inside a directory given) counts once.
+  const unique = [...new Map(runs.map((run) => [resolve(run.directory), run])).values()];
   unique.sort((a, b) => Date.parse(a.summary.started) - Date.parse(b.summary.started) || (a.directory < b.directory ? -1 : 1));
   return { runs: unique, unreadable };
 }

@@ -88,7 +88,7 @@ export function buildTrends(runs: readonly RunQuantities[], baseline?: Baseline)
   });
 
   const series: TrendSeries[] = [];
-  const changes: TrendChange[] = [];
+  const changes: { change: TrendChange; run: number }[] = [];
   for (const group of grouped.values()) {
     const key = quantityKey(group);
     const first = group.values[0];
@@ -100,15 +100,14 @@ export function buildTrends(runs: readonly RunQuantities[], baseline?: Baseline)
       if (point.state === (previous?.state ?? "within")) return;
       const direction = point.state === "within" ? "back within band" : isWorse(point.state, QUANTITY_KINDS[group.kind].better) ? "worse" : "better";
       const ongoing = points.slice(i).every((p) => p.state === point.state);
-      changes.push({
+      changes.push({ run: point.run, change: {
         key, kind: group.kind, machine: group.machine, direction, state: point.state, firstRun: runs[point.run].runId,
         previousRun: previous === undefined ? null : runs[previous.run].runId, before: previous?.value ?? null, after: point.value, ongoing,
-      });
+      } });
     });
   }
   const order = (kind: QuantityKind) => Object.keys(QUANTITY_KINDS).indexOf(kind);
   series.sort((a, b) => order(a.kind) - order(b.kind) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) || (a.machine < b.machine ? -1 : 1));
-  const runIndex = new Map(runs.map((r, i) => [r.runId, i]));
-  changes.sort((a, b) => runIndex.get(a.firstRun)! - runIndex.get(b.firstRun)! || order(a.kind) - order(b.kind) || (a.key < b.key ? -1 : 1));
-  return { runs: historyRuns, machines: [...machineIds].map(([fingerprint, id]) => ({ id, fingerprint })), series, changes };
+  changes.sort((a, b) => a.run - b.run || order(a.change.kind) - order(b.change.kind) || (a.change.key < b.change.key ? -1 : 1));
+  return { runs: historyRuns, machines: [...machineIds].map(([fingerprint, id]) => ({ id, fingerprint })), series, changes: changes.map((c) => c.change) };
 }
