@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from "../harness/paths.js";
 import { CHROMIUM_PATH, checkReportInBrowser } from "../harness/report/browser.js";
 import { HISTORY_SCHEMA, historyOfRuns, type History } from "../harness/report/history.js";
 import { selectRuns } from "../harness/report/select-runs.js";
+import { buildTrends } from "../harness/report/trends.js";
 import { readBaseline } from "../harness/gates/baseline.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { knownValues, runId, writeTenRuns } from "./helpers/history-runs.js";
@@ -78,6 +79,15 @@ test("the verdict of a history ending at run 6 names what moved since run 5; one
   assert.equal(upTo(8).verdict.previous, { runId: runId(7), machine: "machine 1", sameMachine: false });
 });
 
+test("a quantity that comes back: the regression is no longer ongoing, and its return is a change of its own", () => {
+  const machine = { hostname: "h", platform: "linux", arch: "x64", cpus: 2, cpu_model: "CPU", memory_bytes: 2 ** 30, node: "v20" };
+  const values = [10, 4, 4, 10];
+  const trends = buildTrends(values.map((value, i) => ({
+    runId: `run-${i}`, started: `2026-11-30T00:00:0${i}Z`, status: "complete", exitCode: 0, machine, quantities: [{ kind: "batch1_tokens_per_second" as const, subject: "s/a", value }],
+  })));
+  assert.equal(trends.changes.map((c) => [c.direction, c.firstRun, c.before, c.after, c.ongoing]), [["worse", "run-1", 10, 4, false], ["back within band", "run-3", 4, 10, true]]);
+});
+
 test("--baseline draws bench gate's bands: a series on the new machine that starts outside is a change with no previous run", () => {
   const file = join(work.path, "baseline.json");
   writeFileSync(file, JSON.stringify({
@@ -100,7 +110,7 @@ test("bench report over a directory of ten runs: verdict first, the change table
   const markdown = readFileSync(join(out, "report.md"), "utf8");
   assert.match(markdown, /^# bringup-bench report\n\n## Verdict: PASS \(exit 0\) — run r10-history on machine 2/);
   assert.match(markdown, /\*\*Did not pass:\*\*\n\n- informational SKIPPED — NOT A PASS parity16\/Q8_0\/teacher_forced: the goldens hold no log-probs/);
-  assert.match(markdown, /\*\*Moved beyond its band since the previous run r9-history:\*\* Nothing moved beyond its band\./);
+  assert.match(markdown, /\*\*Moved beyond \(or back within\) its band since the previous run r9-history:\*\* Nothing moved beyond its band\./);
   assert.match(markdown, /\| 8 \| r8-history \| [^|]+ \| machine 2 \(machine changed\) \| 0 \|/);
   assert.match(markdown, /\| parity16\/Q8_0\/tokens_per_second \| machine 1 \| worse \(below band\) \| r6-history \| 50 → 20 tok\/s \| yes \|/);
   assert.match(markdown, /### Batch-1 speed per SUT arm \(tok\/s, higher is better\)/);

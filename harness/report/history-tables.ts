@@ -79,7 +79,7 @@ export function verdictText(history: History): { headline: string; lists: { titl
     : !v.previous.sameMachine
       ? { title: `Since the previous run ${v.previous.runId}`, items: [], none: `${v.previous.runId} ran on ${v.previous.machine}, this run on ${v.machine}: not compared (each machine keeps its own series).` }
       : {
-        title: `Moved beyond its band since the previous run ${v.previous.runId}`,
+        title: `Moved beyond (or back within) its band since the previous run ${v.previous.runId}`,
         items: v.moved.map((c) => `${c.key}: ${c.direction}${c.direction === "back within band" ? "" : ` (${c.state} band)`}, ${c.before === null ? "–" : shownValue(c.before, c.kind)} → ${shownValue(c.after, c.kind)} ${QUANTITY_KINDS[c.kind].unit}`),
         none: "Nothing moved beyond its band.",
       };
