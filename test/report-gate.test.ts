@@ -131,16 +131,21 @@ test("under GitHub Actions: ::error:: annotations and a step summary", () => {
   assert.match(readFileSync(stepSummary, "utf8"), /### bench gate: strict-drop against .* — exit 1/);
 });
 
-test("bench report: Markdown tables and an offline HTML page from two real runs", () => {
+test("bench report: Markdown tables and an offline HTML page from real runs; two runs ordered by start time, whatever order they are named in", () => {
+  const single = join(work.path, "report-good");
+  assert.is(bench(["report", "good", "--runs-dir", runs, "--out", single]).status, 0);
+  const good = readFileSync(join(single, "report.md"), "utf8");
+  assert.match(good, /^# bringup-bench report\n\n## Verdict: PASS \(exit 0\) — run good on machine 1/);
+  assert.match(good, /\| model \| SUT arm \| ms\/token \| tok\/s \|/);
+  assert.match(good, /F32 correctness gate: 16\/16 prompts PASS/);
+  assert.match(good, /\| 4000 \| Y \| Y \|/);
   const out = join(work.path, "report");
   const result = bench(["report", "strict-drop", "good", "--runs-dir", runs, "--out", out]);
   assert.is(result.status, 0, result.stderr);
   const markdown = readFileSync(join(out, "report.md"), "utf8");
-  assert.match(markdown, /\| model \| SUT arm \| ms\/token \| tok\/s \|/);
-  assert.match(markdown, /F32 correctness gate: 16\/16 prompts PASS/);
-  assert.match(markdown, /\| 4000 \| Y \| Y \|/);
-  assert.match(markdown, /## `strict-drop` → `good`/);
-  assert.match(markdown, /\| F32 \| 0 → 16 \|/);
+  assert.match(markdown, /^# bringup-bench report\n\n## Verdict: SKIPPED — NOT A PASS \(exit 77\) — run strict-drop/);
+  assert.match(markdown, /\| 1 \| good \|[^\n]*\n\| 2 \| strict-drop \|/);
+  assert.match(markdown, /\| parity16\/F32\/strict \| machine 1 \| worse \(below band\) \| strict-drop \| 16 → 0 prompts \| yes \|/);
   const html = readFileSync(join(out, "report.html"), "utf8");
   assert.not.match(html, /<script[^>]+src=/, "no external scripts: the page opens offline");
   assert.match(html, /Chart\.js v4/);
@@ -151,10 +156,13 @@ const haveChromium = existsSync(CHROMIUM_PATH);
   mkdirSync(outputDir, { recursive: true });
   const screenshot = join(outputDir, "report.png");
   const check = await checkReportInBrowser(join(work.path, "report", "report.html"), screenshot);
+  const trends = JSON.parse(readFileSync(join(work.path, "report", "history.json"), "utf8")).series.map((s: { kind: string }) => s.kind);
+  const charts = new Set(trends).size + 2;
   assert.equal(check.consoleErrors, []);
-  assert.is(check.chartsRendered, 4, "speed, gaps, needle grid, run comparison");
-  assert.is(check.canvases, 4);
-  assert.is(check.paintedCanvases, 4);
+  assert.is(check.chartsRendered, charts, "a trend chart per tracked kind, then the latest run's speed and gap histogram");
+  assert.is(check.canvases, charts);
+  assert.is(check.paintedCanvases, charts);
+  assert.is(check.chartsWithData, charts);
   assert.ok(existsSync(screenshot));
   console.log(`  screenshot: ${screenshot}`);
 });
@@ -169,8 +177,9 @@ test("a bench load run reports throughput versus concurrency, latency percentile
   if (!haveChromium) return;
   const check = await checkReportInBrowser(join(out, "report.html"), join(outputDir, "load-report.png"));
   assert.equal(check.consoleErrors, []);
-  assert.is(check.chartsRendered, 3, "throughput versus concurrency, latency percentiles, TTFT CDF");
-  assert.is(check.paintedCanvases, 3);
+  assert.is(check.chartsRendered, 6, "trends of the load point's throughput, TTFT p99 and TPOT p99 (one run each), then throughput versus concurrency, latency percentiles, TTFT CDF");
+  assert.is(check.paintedCanvases, 6);
+  assert.is(check.chartsWithData, 6);
 });
 
 test("bench gate holds load points to their bands: throughput higher is better, TTFT and TPOT lower", () => {

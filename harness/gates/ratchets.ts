@@ -1,4 +1,5 @@
 import type { Baseline, Better, GatedMetrics, PerfBand } from "./baseline.js";
+import { perfBandEdges } from "./perf-band.js";
 
 /** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
 export type GateFinding =
@@ -79,18 +80,14 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
 }
 
 function perfFinding(key: string, value: number, better: Better, band: PerfBand): GateFinding {
-  const beyond = 1 + (band.update_beyond ?? 2 * band.tolerance);
+  const { worst, best } = perfBandEdges(band, better);
   const percent = `${(band.tolerance * 100).toFixed(0)}%`;
   const shown = (x: number) => Number(x.toPrecision(4)).toString();
   if (better === "higher") {
-    const worst = band.target * (1 - band.tolerance);
-    const best = band.target * beyond;
     if (value < worst) return { level: "fail", key, message: `${shown(value)} is below the band: target ${band.target} − ${percent} = ${shown(worst)}` };
     if (value > best) return { level: "warn", key, message: `${shown(value)} is far above the target ${band.target}`, hint: "update the target (bench gate --update)", strictFails: false };
     return { level: "ok", key, message: `${shown(value)} within [${shown(worst)}, ${shown(best)}]` };
   }
-  const worst = band.target * (1 + band.tolerance);
-  const best = band.target / beyond;
   if (value > worst) return { level: "fail", key, message: `${shown(value)} is above the band (lower is better): target ${band.target} + ${percent} = ${shown(worst)}` };
   if (value < best) return { level: "warn", key, message: `${shown(value)} is far below the target ${band.target} (lower is better)`, hint: "update the target (bench gate --update)", strictFails: false };
   return { level: "ok", key, message: `${shown(value)} within [${shown(best)}, ${shown(worst)}]` };

@@ -15,6 +15,8 @@ export interface RenderCheck {
   readonly canvases: number;
   /** Canvases with at least one non-blank pixel. */
   readonly paintedCanvases: number;
+  /** Charts with at least one data point (axes alone paint a canvas too). */
+  readonly chartsWithData: number;
   readonly consoleErrors: readonly string[];
 }
 
@@ -37,7 +39,10 @@ export async function checkReportInBrowser(htmlPath: string, screenshotPath: str
         for (let i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) return true;
         return false;
       });
-      return { chartsRendered: (window as unknown as { benchChartsRendered: number }).benchChartsRendered, canvases: canvases.length, paintedCanvases: painted.length };
+      type ChartOnPage = { data: { datasets: { data: unknown[] }[] } };
+      const chartOf = (window as unknown as { Chart: { getChart(canvas: HTMLCanvasElement): ChartOnPage | undefined } }).Chart.getChart;
+      const withData = canvases.filter((canvas) => chartOf(canvas)?.data.datasets.some((d) => d.data.some((point) => point !== null && point !== undefined)) === true);
+      return { chartsRendered: (window as unknown as { benchChartsRendered: number }).benchChartsRendered, canvases: canvases.length, paintedCanvases: painted.length, chartsWithData: withData.length };
     });
     await page.screenshot({ path: screenshotPath, fullPage: true });
     return { ...result, consoleErrors };

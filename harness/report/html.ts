@@ -1,3 +1,6 @@
+import type { History } from "./history.js";
+import { changesTable, runsTable, seriesByKind, shownBand, verdictText, type Table } from "./history-tables.js";
+import { QUANTITY_KINDS } from "./quantities.js";
 import { kernelTable, loadTable, type RunView } from "./view.js";
 
 function escape(text: string): string {
@@ -9,13 +12,47 @@ function htmlTable(header: readonly string[], rows: readonly (readonly string[])
     rows.map((row) => `<tr>${row.map((c) => `<td>${escape(c)}</td>`).join("")}</tr>`).join("")}</tbody></table>`;
 }
 
+interface TrendChart {
+  readonly title: string;
+  readonly unit: string;
+  readonly runs: string[];
+  /** Indices of runs whose machine differs from the run before (a dashed line is drawn there). */
+  readonly machineChanges: { index: number; machine: string }[];
+  readonly datasets: { label: string; colour: number; dashed: boolean; data: (number | null)[]; outside: boolean[]; band: { low: number | null; high: number | null; from: number; to: number } }[];
+}
+
+function trendCharts(history: History): TrendChart[] {
+  const runs = history.trends.runs;
+  const machineChanges = runs.flatMap((r, i) => (i > 0 && runs[i - 1].machine !== r.machine ? [{ index: i, machine: r.machine }] : []));
+  const severalMachines = history.trends.machines.length > 1;
+  return seriesByKind(history).map(({ kind, series }) => {
+    const subjects = [...new Set(series.map((s) => s.subject))];
+    return {
+      title: QUANTITY_KINDS[kind].title, unit: QUANTITY_KINDS[kind].unit, runs: runs.map((r) => r.runId), machineChanges,
+      datasets: series.map((s) => {
+        const data = runs.map((): number | null => null);
+        const outside = runs.map(() => false);
+        for (const p of s.points) {
+          data[p.run] = p.value;
+          outside[p.run] = p.state !== "within";
+        }
+        return {
+          label: severalMachines ? `${s.subject} (${s.machine})` : s.subject, colour: subjects.indexOf(s.subject), dashed: s.machine !== history.trends.machines[0].id,
+          data, outside, band: { low: s.band.low, high: s.band.high, from: s.points[0].run, to: s.points[s.points.length - 1].run },
+        };
+      }),
+    };
+  });
+}
+
 /** The data the page's charts are drawn from; embedded as JSON so the page needs nothing else. */
 interface ChartData {
   readonly speed: { labels: string[]; tokensPerSecond: (number | null)[] };
   readonly gaps: { binNats: number; bandNats: number; labels: string[]; series: { arm: string; counts: number[] }[] };
   readonly needles: { arm: string; points: { depth: number; length: number; score: string }[] }[];
   readonly load: { labels: string[]; x: number[]; kind: string; tps: number[]; ttft: (number | null)[][]; tpot: (number | null)[][]; cdf: { x: number; y: number }[][] } | null;
-  readonly compare: { before: string; after: string; labels: string[]; before_tps: (number | null)[]; after_tps: (number | null)[]; before_strict: (number | null)[]; after_strict: (number | null)[] } | null;
+  /** One chart per tracked kind across all runs; a series per subject and machine, null where it has no run. */
+  readonly trends: TrendChart[];
   /** Timed kernel cases as (flop/byte, GFLOP/s) under the memory roof the copy bandwidth draws. */
   readonly roofline: { copyGbps: number; points: { x: number; y: number; label: string }[]; roof: { x: number; y: number }[] } | null;
 }
@@ -30,8 +67,7 @@ function rooflineData(latest: RunView): ChartData["roofline"] {
   return { copyGbps: copy, points, roof: [{ x: low, y: copy * low }, { x: high, y: copy * high }] };
 }
 
-function chartData(runs: readonly RunView[]): ChartData {
-  const latest = runs[runs.length - 1];
+function chartData(history: History, latest: RunView): ChartData {
   const bandMnats = latest.parity.find((p) => p.bandMnats !== null)?.bandMnats ?? 500;
   const binMnats = bandMnats / 2;
   const maxGap = Math.max(bandMnats * 2, ...latest.parity.flatMap((p) => p.gapsMnats));
@@ -41,15 +77,13 @@ function chartData(runs: readonly RunView[]): ChartData {
     for (const gap of p.gapsMnats) counts[Math.min(bins - 1, Math.floor(gap / binMnats))]++;
     return { arm: p.arm, counts };
   });
-  const base = runs.length >= 2 ? runs[runs.length - 2] : undefined;
-  const before = (arm: string) => base?.parity.find((p) => p.arm === arm);
   return {
-    speed: { labels: latest.parity.map((p) => p.arm), tokensPerSecond: latest.parity.map((p) => p.tokensPerSecond) },
+    speed: { labels: latest.parity.filter((p) => p.tokensPerSecond !== null).map((p) => p.arm), tokensPerSecond: latest.parity.filter((p) => p.tokensPerSecond !== null).map((p) => p.tokensPerSecond) },
     gaps: {
       binNats: binMnats / 1000, bandNats: bandMnats / 1000, series,
       labels: Array.from({ length: bins }, (_, i) => `${((i * binMnats) / 1000).toFixed(2)}–${(((i + 1) * binMnats) / 1000).toFixed(2)}`),
     },
-    needles: latest.needles.map((n) => ({ arm: n.arm, points: n.grid.map(([length, depth, score]) => ({ length, depth, score })) })),
+    needles: latest.needles.filter((n) => n.grid.length > 0).map((n) => ({ arm: n.arm, points: n.grid.map(([length, depth, score]) => ({ length, depth, score })) })),
     load: latest.load.length === 0 ? null : {
       labels: latest.load.map((l) => l.label), x: latest.load.map((l) => l.x), kind: latest.load[0].kind, tps: latest.load.map((l) => l.outputTokensPerSecond),
       ttft: latest.load.map((l) => [l.ttft?.p50 ?? null, l.ttft?.p90 ?? null, l.ttft?.p99 ?? null]),
@@ -57,11 +91,7 @@ function chartData(runs: readonly RunView[]): ChartData {
       cdf: latest.load.map((l) => l.ttftSortedMs.map((ms, i) => ({ x: ms, y: (i + 1) / l.ttftSortedMs.length }))),
     },
     roofline: rooflineData(latest),
-    compare: base === undefined ? null : {
-      before: base.runId, after: latest.runId, labels: latest.parity.map((p) => p.arm),
-      before_tps: latest.parity.map((p) => before(p.arm)?.tokensPerSecond ?? null), after_tps: latest.parity.map((p) => p.tokensPerSecond),
-      before_strict: latest.parity.map((p) => before(p.arm)?.strict ?? null), after_strict: latest.parity.map((p) => p.strict),
-    },
+    trends: trendCharts(history),
   };
 }
 
@@ -73,7 +103,7 @@ const charts = [];
 if (document.getElementById("chart-speed")) charts.push(new Chart(document.getElementById("chart-speed"), {
   type: "bar",
   data: { labels: data.speed.labels, datasets: [{ label: "tok/s (batch 1)", data: data.speed.tokensPerSecond, backgroundColor: colours[0] }] },
-  options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "tokens / s" } } } },
+  options: { animation: false, scales: { x: { title: { display: true, text: "SUT arm" } }, y: { beginAtZero: true, title: { display: true, text: "tokens / s" } } } },
 }));
 const bandLine = {
   id: "bandLine",
@@ -100,7 +130,7 @@ data.needles.forEach((needle, i) => {
     type: "scatter",
     data: { datasets: [{ label: needle.arm + " (Y green, P amber, N red)", data: needle.points.map((p) => ({ x: p.depth, y: p.length, score: p.score })),
       pointStyle: "rect", pointRadius: 22, pointHoverRadius: 24, backgroundColor: needle.points.map((p) => scoreColour[p.score]) }] },
-    options: { animation: false, scales: { x: { min: 0, max: 1, title: { display: true, text: "depth" } }, y: { title: { display: true, text: "L (tokens)" } } },
+    options: { animation: false, scales: { x: { min: 0, max: 1, title: { display: true, text: "needle depth (fraction of the context)" } }, y: { title: { display: true, text: "L (tokens)" } } },
       plugins: { tooltip: { callbacks: { label: (c) => "L=" + c.raw.y + " depth=" + c.raw.x + ": " + c.raw.score } } } },
   }));
 });
@@ -110,12 +140,14 @@ if (data.load) {
     data: { labels: data.load.x, datasets: [{ label: "output tok/s", data: data.load.tps, borderColor: colours[0], backgroundColor: colours[0] }] },
     options: { animation: false, scales: { x: { title: { display: true, text: data.load.kind === "closed" ? "concurrency (clients)" : "arrival rate (req/s)" } }, y: { beginAtZero: true, title: { display: true, text: "tokens / s" } } } },
   }));
+}
+if (document.getElementById("chart-latency")) {
   charts.push(new Chart(document.getElementById("chart-latency"), {
     type: "bar",
     data: { labels: data.load.labels, datasets: ["p50", "p90", "p99"].flatMap((p, i) => [
       { label: "TTFT " + p, data: data.load.ttft.map((r) => r[i]), backgroundColor: colours[i] },
     ]).concat(["p50", "p90", "p99"].map((p, i) => ({ label: "TPOT " + p, data: data.load.tpot.map((r) => r[i]), backgroundColor: colours[i + 3] }))) },
-    options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: "ms" } } } },
+    options: { animation: false, scales: { x: { title: { display: true, text: "load point" } }, y: { beginAtZero: true, title: { display: true, text: "latency (ms)" } } } },
   }));
 }
 if (data.load && data.load.cdf.some((c) => c.length > 0)) {
@@ -125,16 +157,52 @@ if (data.load && data.load.cdf.some((c) => c.length > 0)) {
     options: { animation: false, parsing: false, scales: { x: { type: "linear", title: { display: true, text: "TTFT (ms)" } }, y: { min: 0, max: 1, title: { display: true, text: "fraction of requests" } } } },
   }));
 }
-if (data.compare) {
-  charts.push(new Chart(document.getElementById("chart-compare"), {
-    type: "bar",
-    data: { labels: data.compare.labels, datasets: [
-      { label: "tok/s " + data.compare.before, data: data.compare.before_tps, backgroundColor: colours[7] },
-      { label: "tok/s " + data.compare.after, data: data.compare.after_tps, backgroundColor: colours[0] },
-    ] },
-    options: { animation: false, scales: { y: { beginAtZero: true } } },
+/** Shades each series' band over the runs it spans; a missing edge reaches the chart's edge. */
+const bandShading = {
+  id: "bandShading",
+  beforeDatasetsDraw(chart) {
+    const { ctx, chartArea, scales } = chart;
+    const half = (scales.x.getPixelForValue(1) - scales.x.getPixelForValue(0)) / 2 || 10;
+    chart.data.datasets.forEach((dataset) => {
+      const band = dataset.band;
+      if (!band || (band.low === null && band.high === null)) return;
+      const left = scales.x.getPixelForValue(band.from) - half, right = scales.x.getPixelForValue(band.to) + half;
+      const top = band.high === null ? chartArea.top : Math.max(chartArea.top, scales.y.getPixelForValue(band.high));
+      const bottom = band.low === null ? chartArea.bottom : Math.min(chartArea.bottom, scales.y.getPixelForValue(band.low));
+      ctx.save(); ctx.globalAlpha = 0.12; ctx.fillStyle = dataset.borderColor;
+      ctx.fillRect(Math.max(left, chartArea.left), top, Math.min(right, chartArea.right) - Math.max(left, chartArea.left), Math.max(bottom - top, 1));
+      ctx.restore();
+    });
+  },
+  afterDraw(chart, args, options) {
+    const { ctx, chartArea, scales } = chart;
+    for (const change of options.machineChanges || []) {
+      const at = (scales.x.getPixelForValue(change.index - 1) + scales.x.getPixelForValue(change.index)) / 2;
+      ctx.save(); ctx.strokeStyle = "#444"; ctx.setLineDash([4, 4]);
+      ctx.beginPath(); ctx.moveTo(at, chartArea.top); ctx.lineTo(at, chartArea.bottom); ctx.stroke();
+      ctx.fillStyle = "#444"; ctx.fillText("→ " + change.machine, at + 4, chartArea.top + 12);
+      ctx.restore();
+    }
+  },
+};
+/** The y range takes in the bands' edges, so a shaded band is never cut off by the data's own range. */
+const edge = (trend, side, pick) => {
+  const edges = trend.datasets.map((d) => d.band[side]).filter((v) => v !== null);
+  return edges.length === 0 ? undefined : pick(...edges);
+};
+data.trends.forEach((trend, i) => {
+  charts.push(new Chart(document.getElementById("chart-trend-" + i), {
+    type: "line",
+    data: { labels: trend.runs, datasets: trend.datasets.map((d) => ({
+      label: d.label, data: d.data, band: d.band, spanGaps: false, borderColor: colours[d.colour % colours.length], backgroundColor: colours[d.colour % colours.length],
+      borderDash: d.dashed ? [6, 3] : [], pointRadius: d.outside.map((o) => (o ? 6 : 3)), pointStyle: d.outside.map((o) => (o ? "triangle" : "circle")),
+    })) },
+    options: { animation: false, maintainAspectRatio: false, plugins: { bandShading: { machineChanges: trend.machineChanges } },
+      scales: { x: { title: { display: true, text: "run (oldest → newest, by start time)" } },
+        y: { suggestedMin: edge(trend, "low", Math.min), suggestedMax: edge(trend, "high", Math.max), title: { display: true, text: trend.unit } } } },
+    plugins: [bandShading],
   }));
-}
+});
 if (data.roofline) {
   charts.push(new Chart(document.getElementById("chart-roofline"), {
     type: "scatter",
@@ -149,33 +217,66 @@ if (data.roofline) {
 window.benchChartsRendered = charts.length;
 `;
 
-/** A self-contained page: tables, and charts drawn by chart.js inlined from node_modules (opens offline). */
-export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string): string {
-  const latest = runs[runs.length - 1];
-  const data = chartData(runs);
+function listHtml(list: { title: string; items: string[]; none: string }): string {
+  return list.items.length === 0 ? `<p><strong>${escape(list.title)}:</strong> ${escape(list.none)}</p>`
+    : `<p><strong>${escape(list.title)}:</strong></p><ul>${list.items.map((item) => `<li>${escape(item)}</li>`).join("")}</ul>`;
+}
+
+const tableHtml = (t: Table) => htmlTable(t.headers, t.rows);
+
+/** The sections about the whole history: verdict first, the runs, the changes, a trend chart per tracked kind. */
+function historyHtml(history: History, data: ChartData): string {
+  const verdict = verdictText(history);
+  const runs = history.trends.runs;
+  const pass = history.verdict.exitCode === 0;
+  const bands = history.baseline === null ? "each kind's default band around the series' first run (no --baseline)" : `the bands of baseline ${history.baseline.name} (${history.baseline.file}), else each kind's default band`;
+  const changes = runs.length === 1 ? "<p>One run: no changes to list (pass more runs, a directory of runs, or <code>--last N</code>).</p>"
+    : history.trends.changes.length === 0 ? `<p>No tracked quantity left its band in these ${runs.length} runs.</p>` : tableHtml(changesTable(history.trends.changes));
+  const groups = seriesByKind(history);
+  return [
+    `<section class="verdict ${pass ? "pass" : "fail"}"><h2>Verdict: ${escape(verdict.headline)}</h2>${verdict.lists.map(listHtml).join("")}</section>`,
+    `<h2>Runs (${runs.length}, by start time)</h2>${tableHtml(runsTable(history))}`,
+    history.trends.machines.length > 1 ? `<ul>${history.trends.machines.map((m) => `<li>${escape(m.id)}: ${escape(m.fingerprint)}</li>`).join("")}</ul><p>Series are kept apart per machine: a line never joins runs on different machines (dashed: a later machine).</p>` : "",
+    history.unreadable.length === 0 ? "" : `<p>Left out (could not be read):</p><ul>${history.unreadable.map((u) => `<li><code>${escape(u.directory)}</code>: ${escape(u.reason)}</li>`).join("")}</ul>`,
+    `<h2>Changes beyond the band</h2><p>Bands: ${escape(bands)}. Each change is attributed to the first run where it appeared.</p>${changes}`,
+    `<h2>Trends</h2>${groups.length === 0 ? "<p>These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand).</p>"
+      : groups.map(({ kind, series }, i) => `<h3>${escape(data.trends[i].title)} (${escape(QUANTITY_KINDS[kind].unit)}, ${QUANTITY_KINDS[kind].better} is better)</h3><p class="bands">Bands (shaded): ${escape(
+        [...new Set(series.map((s) => `${s.subject}${history.trends.machines.length > 1 ? ` (${s.machine})` : ""} ${shownBand(s.band, kind)}`))].join("; "))}. Points outside their band are triangles.</p><div class="chart"><canvas id="chart-trend-${i}"></canvas></div>`).join("")}`,
+  ].join("\n");
+}
+
+/** A self-contained page: the verdict, the history's trends, the latest run's tables and charts; chart.js inlined from node_modules (opens offline). */
+export function renderHtmlReport(history: History, latest: RunView, chartJsSource: string): string {
+  const data = chartData(history, latest);
   const json = JSON.stringify(data).replace(/</g, "\\u003c");
   const fixed = (v: number | null, d: number) => (v === null ? "–" : v.toFixed(d));
   const load = loadTable(latest.load);
   const kernels = kernelTable(latest.kernels);
+  const timed = latest.parity.filter((p) => p.tokensPerSecond !== null);
+  const latencies = latest.load.some((l) => l.ttft !== null || l.tpot !== null);
+  const graded = latest.needles.filter((n) => n.grid.length > 0);
   const sections = [
-    `<h1>bringup-bench report</h1><p>Runs: ${runs.map((r) => `<code>${escape(r.runId)}</code> (exit ${r.exitCode ?? "–"})`).join(", ")}. Machine: ${escape(latest.machine)}.</p>`,
-    latest.parity.length === 0 ? "" : `<h2>Single sequence (batch 1)</h2>${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], latest.parity.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`,
+    `<h1>bringup-bench report</h1>`,
+    historyHtml(history, data),
+    `<h2>Latest run <code>${escape(latest.runId)}</code></h2><p>Machine: ${escape(latest.machine)}.</p>`,
+    `<h3>Single sequence (batch 1)</h3>${timed.length === 0 ? "<p>No parity arm in this run recorded a batch-1 speed.</p>"
+      : `${htmlTable(["model", "SUT arm", "ms/token", "tok/s"], timed.map((p) => [p.model, p.arm, fixed(p.msPerToken, 3), fixed(p.tokensPerSecond, 1)]))}<div class="chart"><canvas id="chart-speed"></canvas></div>`}`,
     latest.load.length === 0
-      ? `<h2>Aggregate throughput and latency</h2><p>No load points in this run (<code>bench load</code> writes them).</p>`
-      : `<h2>Aggregate throughput and latency</h2>${htmlTable(load.headers, load.rows)}<div class="chart"><canvas id="chart-throughput"></canvas></div><h3>Latency percentiles</h3><div class="chart"><canvas id="chart-latency"></canvas></div>${latest.load.some((l) => l.ttftSortedMs.length > 0) ? `<h3>TTFT CDF</h3><div class="chart"><canvas id="chart-ttft-cdf"></canvas></div>` : ""}`,
-    latest.parity.length === 0 ? "<h2>Parity</h2><p>No parity suites in this run.</p>" : `<h2>Parity</h2><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
+      ? `<h3>Aggregate throughput and latency</h3><p>No load points in this run (<code>bench load</code> writes them).</p>`
+      : `<h3>Aggregate throughput and latency</h3>${htmlTable(load.headers, load.rows)}<div class="chart"><canvas id="chart-throughput"></canvas></div>${latencies ? `<h4>Latency percentiles</h4><div class="chart"><canvas id="chart-latency"></canvas></div>` : "<p>No load point recorded TTFT or TPOT.</p>"}${latest.load.some((l) => l.ttftSortedMs.length > 0) ? `<h4>TTFT CDF</h4><div class="chart"><canvas id="chart-ttft-cdf"></canvas></div>` : "<p>No per-request TTFT samples in this run (samples.arrow), so no CDF.</p>"}`,
+    latest.parity.length === 0 ? "<h3>Parity</h3><p>No parity suites in this run.</p>" : `<h3>Parity</h3><pre>${escape(latest.parity.map((p) => p.summary).join("\n"))}</pre>${htmlTable(["SUT arm", "gate", "verdict", "STRICT", "NEAR-TIE", "FORWARD-DIVERGENT", "max gap (nats)"],
       latest.parity.map((p) => [p.arm, p.gate, p.status.toUpperCase(), fixed(p.strict, 0), fixed(p.nearTie, 0), fixed(p.forwardDivergent, 0), p.maxGapMnats === null ? "–" : (p.maxGapMnats / 1000).toFixed(3)]))}
-     <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,
-    `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h3>Roofline (memory roof measured in the same run)</h3><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
-    `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
-    `<h2>Trace-region demand</h2>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
-    latest.box.length === 0 ? "" : `<h2>Box: resets and failure evidence</h2><ul>${latest.box.map((line) => `<li>${escape(line)}</li>`).join("")}</ul>`,
-    data.compare === null ? "" : `<h2>${escape(data.compare.before)} → ${escape(data.compare.after)}</h2><div class="chart"><canvas id="chart-compare"></canvas></div>`,
+     <h4>Gaps of divergent cells</h4>${data.gaps.series.length === 0 ? "<p>No divergent cells: every greedy token matched the goldens, so there are no gaps to plot.</p>" : `<div class="chart"><canvas id="chart-gaps"></canvas></div>`}`,
+    `<h3>Kernels</h3>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h4>Roofline (memory roof measured in the same run)</h4><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
+    `<h3>Long context (needle in a haystack)</h3>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : graded.length === 0 ? "<p>No needle case was scored in this run.</p>" : graded.map((n, i) => `<h4>${escape(n.arm)} — ${n.status.toUpperCase()}</h4><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
+    `<h3>Trace-region demand</h3>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
+    latest.box.length === 0 ? "" : `<h3>Box: resets and failure evidence</h3><ul>${latest.box.map((line) => `<li>${escape(line)}</li>`).join("")}</ul>`,
   ];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>bringup-bench report ${escape(latest.runId)}</title>
 <style>body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
-pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}.chart{position:relative;height:320px}.chart.small{height:260px;max-width:520px}</style>
+pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}.chart{position:relative;height:320px}.chart.small{height:260px;max-width:520px}
+.verdict{border-left:6px solid;padding:.25rem 1rem;margin-bottom:1rem}.verdict.pass{border-color:#2ca02c}.verdict.fail{border-color:#d62728}.bands{font-size:.85rem;color:#555}</style>
 <script>${chartJsSource.replace(/<\/script/gi, "<\\/script")}</script></head>
 <body>${sections.join("\n")}
 <script type="application/json" id="bench-data">${json}</script>

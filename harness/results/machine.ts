@@ -26,3 +26,12 @@ export function machineInfo(): MachineInfo {
 export function describeMachine(machine: MachineInfo): string {
   return `${machine.cpus} × ${machine.cpu_model}, ${(machine.memory_bytes / 2 ** 30).toFixed(0)} GiB, ${machine.platform}-${machine.arch}, Node ${machine.node}`;
 }
+
+/**
+ * The hardware a run's numbers belong to: the same CPUs, memory and platform. The hostname and
+ * Node version are left out: CI runners get a new hostname per job, and neither moves the numbers
+ * the way a different machine does.
+ */
+export function machineFingerprint(machine: MachineInfo): string {
+  return `${machine.cpus} × ${machine.cpu_model}, ${(machine.memory_bytes / 2 ** 30).toFixed(0)} GiB, ${machine.platform}-${machine.arch}`;
+}
