@@ -272,7 +272,12 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     };
   });
 
-  await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate) => {
+  await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate): Promise<CheckOutcome> => {
+    if (context.prompts.length < 2) {
+      const reason = `one prompt selected: B=1 against B=1 cannot fail (select two or more prompts, e.g. --prompt ${context.prompts[0] ?? 0} --prompt ${context.prompts[0] === 0 ? 1 : 0})`;
+      await emit({ kind: "cells", cells: [cell(context, "batch_invariance", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
     const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
     const alone = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
     const { valid: batched, broken } = sortAnswers(context.prompts, await askGreedy(sut, "batchedGreedy", requests, context.vocabSize));

@@ -11,6 +11,7 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   nan-logprobs         teacher forcing returns NaN as the top log-prob of the first row
   bad-trace-demand     trace_demand answers region_semantics "bogus"
   trace-demand-error   trace_demand answers with an error
+  trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
@@ -114,6 +115,8 @@ class Faulty:
         if mode == "trace-demand-error":
             raise RuntimeError("the profiler is not attached")
         semantics = "bogus" if mode == "bad-trace-demand" else "fixed-per-bank"
+        if mode == "trace-over-region":
+            return {"captures": [{"capture": "decode", "demand_bytes": 80000000, "region_bytes": 67108864, "region_semantics": "fixed-total"}]}
         return {"captures": [{"capture": "decode", "demand_bytes": 7340032, "region_bytes": 16777216, "region_semantics": semantics}]}
 
 
