@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import { performance } from "node:perf_hooks";
 import { teacherForcedAccuracy, type OracleRow, type TeacherForcedAccuracy } from "../accuracy/teacher-forced.js";
 import { describeBound, holdToBounds } from "../accuracy/distribution-bounds.js";
@@ -54,6 +55,36 @@ async function classifyPaths(context: ParityArmContext, paths: ReadonlyMap<numbe
   const rows = await context.oracle.rows(divergent.map(([p, ids]) => ({ promptIds: goldens.promptIds[p], continuationIds: ids, k: Math.max(goldens.manifest.K, suite.top_k) })));
   const oracleRows = new Map(divergent.map(([p], i) => [p, rows[i]]));
   return [...paths.entries()].map(([p, ids]) => classifyPrompt(p, goldens.greedyIds[p], ids, suite.band_mnats, oracleRows.get(p)));
+}
+
+/**
+ * The SUT must run the artifact its goldens were made from: a mismatch is its own failure, named
+ * with both files and hashes, not a parity FAIL whose cause must be guessed. An informational arm
+ * that names another artifact on purpose (a quantization held to F32 goldens) must run the one it
+ * names. A SUT that cannot say what it loaded is unverified: SKIPPED, never passed.
+ */
+async function identityOutcome(context: ParityArmContext, gate: GateLevel): Promise<CheckOutcome> {
+  const { sut, arm, goldens, emit } = context;
+  const goldensModel = goldens.manifest.model;
+  const armModel = sut.provenance.modelSha256 === undefined ? undefined : { file: basename(sut.provenance.modelPath ?? "(unnamed)"), sha256: sut.provenance.modelSha256 };
+  const ownArtifact = arm.gate === "informational" && armModel !== undefined && armModel.sha256 !== goldensModel.sha256;
+  const expected = ownArtifact ? { ...armModel, what: "the model the arm names" } : { file: goldensModel.file, sha256: goldensModel.sha256, what: `the goldens' model (${goldensModel.id})` };
+  const loaded = sut.provenance.loadedModel;
+  const record = async (status: "pass" | "fail" | "skip", detail: string) => emit({ kind: "cells", cells: [cell(context, "identity", gate, { status, detail })] });
+  if (loaded === undefined) {
+    const reason = `unverified: ${sut.label} does not say which model file it loaded (a runner's hello carries it as model_sha256; ${expected.what} is ${expected.file}, sha256 ${expected.sha256})`;
+    await record("skip", reason);
+    return { status: "skip", reason };
+  }
+  const metrics = { loaded_sha256: loaded.sha256, loaded_file: loaded.file, expected_sha256: expected.sha256, expected_file: expected.file, reported_by: loaded.reportedBy };
+  if (loaded.sha256 !== expected.sha256) {
+    const summary = `${arm.label} identity: MISMATCH — ${loaded.reportedBy} says it runs ${loaded.file} (sha256 ${loaded.sha256}); ${expected.what} is ${expected.file} (sha256 ${expected.sha256}): this arm's verdicts are about another artifact`;
+    await record("fail", summary);
+    return { status: "fail", summary, metrics };
+  }
+  const summary = `${arm.label} identity: runs ${loaded.file} (sha256 ${loaded.sha256.slice(0, 16)}…, per ${loaded.reportedBy}), ${ownArtifact ? `the model the arm names, held to the goldens of ${goldensModel.id}` : "the goldens' artifact"}`;
+  await record("pass", summary);
+  return { status: "pass", summary, metrics };
 }
 
 /** A SUT's teacher-forced answers to every selected prompt, scored against the goldens' top-k. */
@@ -115,6 +146,9 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
 
   const check = (name: CheckName, level: GateLevel | undefined, needs: readonly Capability[], body: (gate: GateLevel) => Promise<CheckOutcome>) =>
     runCheck(context, name, level, needs, body);
+
+  // Always asked, and first: every other verdict of the arm is about the artifact this one names.
+  await check("identity", "required", [], async (gate) => identityOutcome(context, gate));
 
   await check("tokenizer", suite.checks.tokenizer, ["tokenize"], async (gate) => {
     const ids = await sut.tokenize!(context.prompts.map((p) => suite.prompts[p]));

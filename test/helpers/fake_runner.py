@@ -12,6 +12,7 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   bad-trace-demand     trace_demand answers region_semantics "bogus"
   trace-demand-error   trace_demand answers with an error
   trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
+  anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
@@ -121,4 +122,5 @@ class Faulty:
 
 
 modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy}
-serve(modes.get(mode, Faulty), f"fake runner ({mode})")
+# They answer from the reference forward on MODEL, so they report its file: a FAKE of the answers, not of the artifact.
+serve(modes.get(mode, Faulty), f"fake runner ({mode})", model_path=None if mode == "anonymous" else model_path)
