@@ -117,7 +117,7 @@ function rejectedClause(broken: readonly BrokenAnswer[], prompts: number): strin
 }
 
 /** The arm's distribution bounds: the suite's, each replaced by the arm's own where it sets one. */
-export function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribution">): DistributionBounds {
+function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribution">): DistributionBounds {
   const { gate: _level, ...suiteBounds } = suite.checks.distribution ?? { gate: "informational" };
   return { ...suiteBounds, ...arm.distribution };
 }
