@@ -21,6 +21,11 @@ export interface ServerOptions {
 }
 
 /** The settings that change the engine's numerics, in the suite files' spelling. */
+export interface ServedArtifact {
+  readonly file: string;
+  readonly sha256: string;
+}
+
 export interface ServerNumerics {
   readonly flash_attention: boolean;
   readonly kv_cache_type: "F32" | "F16";
@@ -92,6 +97,8 @@ export class CompletionServer {
   private stage = "starting";
   private vocabSize = 0;
   private draining = false;
+  /** The model file served, hashed while booting: /v1/models reports it so a client can tell which artifact answers it. */
+  private artifact: ServedArtifact | undefined;
 
   constructor(private readonly options: ServerOptions, private readonly metrics: ServerMetrics) {
     this.http = createServer((req, res) => {
@@ -111,7 +118,8 @@ export class CompletionServer {
     this.stage = stage;
   }
 
-  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number): void {
+  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number, artifact: ServedArtifact): void {
+    this.artifact = artifact;
     this.engine = engine;
     this.model = model;
     this.vocabSize = vocabSize;
@@ -185,6 +193,7 @@ export class CompletionServer {
         validated: validation.validated, validation_run: validation.run ?? null, validation_note: validation.note,
         capabilities: { token_ids: true, prompt_logprobs: true, tokenize: true, max_logprobs: 20 },
         settings: this.options.numerics,
+        model_file: this.artifact?.file ?? null, model_sha256: this.artifact?.sha256 ?? null,
       }],
     });
   }

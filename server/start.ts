@@ -1,4 +1,6 @@
+import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
@@ -50,6 +52,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       server.setStage("simulated device boot");
       await sleep(options.simulateBootSeconds * 1000);
     }
+    server.setStage("hashing the model file");
+    const artifact = { file: basename(options.modelPath), sha256: await sha256File(options.modelPath) };
     server.setStage("loading model");
     const llama = await llamaRuntime();
     const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
@@ -64,7 +68,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheValueType: options.kvCacheType,
     });
     const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer, options.fault);
-    server.attach(engine, model, vocabSize);
+    server.attach(engine, model, vocabSize, artifact);
     dispose = async () => {
       await context.dispose();
       await model.dispose();

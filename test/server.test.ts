@@ -60,7 +60,7 @@ async function servedModel(model: string) {
 }
 
 test("only a whole, unsubsetted battery run validates an artifact; a passing subset run does not", async () => {
-  const subset = bench(["run", "--suite", "parity16", "--model", "tiny-random", "--prompt", "2", "--runs-dir", runs, "--run-id", "subset"]);
+  const subset = bench(["run", "--suite", "parity16", "--model", "tiny-random", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "subset"]);
   assert.is(subset.status, 0, subset.stdout + subset.stderr);
   const refused = bench(["serve", "--model", "tiny-random", "--runs-dir", runs, "--port", "0"]);
   assert.is(refused.status, 2);

@@ -20,6 +20,21 @@ export interface PerfBand {
   readonly better?: Better;
 }
 
+/**
+ * How far a kernel case's worst ratio to its bound may grow: above
+ * max(worst_ratio × (1 + tolerance), KERNEL_RATIO_FLOOR) fails. A correct kernel's ratio moves by
+ * small factors when its summation order changes; half-precision accumulation moves it by 1,000×.
+ */
+export interface KernelRatioBand {
+  readonly worst_ratio: number;
+  readonly tolerance: number;
+}
+
+/** Default growth allowed before a ratio fails: ten times the baseline's. */
+export const DEFAULT_KERNEL_RATIO_TOLERANCE = 9;
+/** Below 1% of its bound, a ratio never fails the ratchet: a near-exact kernel's tiny ratio may grow by reordering alone. */
+export const KERNEL_RATIO_FLOOR = 0.01;
+
 /** reports/baselines/<name>.json (schema: reports/baselines/baseline.schema.json). */
 export interface Baseline {
   readonly schema_version: 1;
@@ -29,6 +44,8 @@ export interface Baseline {
   readonly needles: Readonly<Record<string, readonly string[]>>;
   /** Absent in baselines made before kernel suites existed. */
   readonly kernels?: Readonly<Record<string, readonly string[]>>;
+  /** Per suite/arm/check/case: the case's worst ratio to its bound (absent in older baselines). */
+  readonly kernel_ratios?: Readonly<Record<string, KernelRatioBand>>;
   readonly perf: Readonly<Record<string, PerfBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
 }
@@ -48,6 +65,8 @@ export interface GatedMetrics {
   readonly needles: Map<string, string[]>;
   /** Kernel cases that passed, by their reproducible name, per suite/arm/check. */
   readonly kernels: Map<string, string[]>;
+  /** Passing bounded kernel cases' worst ratio to their bound, per suite/arm/check/case. */
+  readonly kernelRatios: Map<string, number>;
   readonly perf: Map<string, { readonly value: number; readonly better: Better }>;
   readonly trace: Map<string, number>;
 }
@@ -60,7 +79,7 @@ const LOAD_GATED: readonly (readonly [string, Better])[] = [
 ];
 
 export function gatedMetrics(run: StoredRun): GatedMetrics {
-  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), kernels: new Map(), perf: new Map(), trace: new Map() };
+  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), trace: new Map() };
   for (const v of run.summary.verdicts) {
     if (v.status !== "pass" && v.status !== "fail") continue;
     const key = `${v.suite}/${v.arm}`;
@@ -71,6 +90,7 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
     if (isKernelCheck(v.check) && v.check !== "kernel_time") {
       const cells = run.cells.filter((c) => c.check === v.check && c.suite === v.suite && c.arm === v.arm && c.status === "pass");
       metrics.kernels.set(`${key}/${v.check}`, cells.map((c) => caseNameOfLine(c.detail)).sort());
+      for (const c of cells) if (c.kernel_ratio !== null && Number.isFinite(c.kernel_ratio)) metrics.kernelRatios.set(`${key}/${v.check}/${caseNameOfLine(c.detail)}`, c.kernel_ratio);
       // Timed cases (--time): µs per call, gated by a perf band like any latency.
       for (const c of cells) if (c.kernel_us_median != null && c.kernel_us_median > 0) metrics.perf.set(`${key}/${caseNameOfLine(c.detail)}/us_per_call`, { value: c.kernel_us_median, better: "lower" });
     }
@@ -99,6 +119,9 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
     parity: Object.fromEntries([...m.parity].map(([key, p]) => [key, { strict: p.strict, forward_divergent: p.forwardDivergent }])),
     needles: Object.fromEntries(m.needles),
     kernels: Object.fromEntries(m.kernels),
+    kernel_ratios: Object.fromEntries([...m.kernelRatios].map(([key, ratio]) => [key, {
+      worst_ratio: Number(ratio.toPrecision(3)), tolerance: previous?.kernel_ratios?.[key]?.tolerance ?? DEFAULT_KERNEL_RATIO_TOLERANCE,
+    }])),
     perf: Object.fromEntries([...m.perf].map(([key, { value, better }]) => {
       const old = previous?.perf[key];
       const band: PerfBand = {

@@ -1,4 +1,4 @@
-import type { Baseline, Better, GatedMetrics, PerfBand } from "./baseline.js";
+import { KERNEL_RATIO_FLOOR, type Baseline, type Better, type GatedMetrics, type PerfBand } from "./baseline.js";
 import { perfBandEdges } from "./perf-band.js";
 
 /** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
@@ -14,8 +14,11 @@ export type GateFinding =
  * - perf: worse than the target by more than the tolerance fails (below target × (1 − tolerance) when
  *   higher is better, above target × (1 + tolerance) when lower is); better by more than
  *   update_beyond (default 2 × tolerance) warns "update the target";
+ * - kernel ratios: a passing case's worst ratio to its bound above max(baseline × (1 + tolerance), 1%) fails;
  * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
- * - a gated metric with no baseline entry warns (fails under --strict).
+ * - a gated metric with no baseline entry warns (fails under --strict);
+ * - a baseline entry the run does not have warns (fails under --strict): a run that leaves out an
+ *   arm, a needle grid, a kernel check, a perf band or a trace capture cannot pass by omission.
  */
 export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFinding[] {
   const findings: GateFinding[] = [];
@@ -57,6 +60,18 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `${passed.length} cases pass (baseline ${base.length})` });
   }
 
+  for (const [key, ratio] of metrics.kernelRatios) {
+    const base = baseline.kernel_ratios?.[key];
+    if (base === undefined) {
+      findings.push(missing(key, "this kernel case's ratio to its bound"));
+      continue;
+    }
+    const limit = Math.max(base.worst_ratio * (1 + base.tolerance), KERNEL_RATIO_FLOOR);
+    const shown = (r: number) => `${(100 * r).toPrecision(3)}%`;
+    if (ratio > limit) findings.push({ level: "fail", key, message: `worst ratio to its bound grew ${shown(base.worst_ratio)} → ${shown(ratio)} (limit ${shown(limit)}): ${base.worst_ratio > 0 ? `the kernel's error is ${(ratio / base.worst_ratio).toPrecision(3)}× the baseline's` : "the baseline's was 0"}` });
+    else findings.push({ level: "ok", key, message: `worst ratio ${shown(ratio)} of its bound (baseline ${shown(base.worst_ratio)}, limit ${shown(limit)})` });
+  }
+
   for (const [key, { value, better }] of metrics.perf) {
     const band = baseline.perf[key];
     if (band === undefined) {
@@ -76,6 +91,18 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     if (bytes > limit) findings.push({ level: "fail", key, message: `trace-region demand rose ${base.demand_bytes} → ${bytes} B: stop and report` });
     else findings.push({ level: "ok", key, message: `demand ${bytes} B (baseline ${base.demand_bytes} B)` });
   }
+
+  const absent = (what: string, keys: readonly string[], present: ReadonlyMap<string, unknown>) => {
+    for (const key of keys.filter((k) => !present.has(k))) {
+      findings.push({ level: "warn", key, message: `the baseline has ${what}, the run does not`, hint: "run what the baseline holds, or drop the entry with `bench gate --update`", strictFails: true });
+    }
+  };
+  absent("a parity arm", Object.keys(baseline.parity), metrics.parity);
+  absent("a needle grid", Object.keys(baseline.needles), metrics.needles);
+  absent("a kernel check", Object.keys(baseline.kernels ?? {}), metrics.kernels);
+  absent("a kernel case's ratio", Object.keys(baseline.kernel_ratios ?? {}), metrics.kernelRatios);
+  absent("a perf band", Object.keys(baseline.perf), metrics.perf);
+  absent("a trace capture", Object.keys(baseline.trace), metrics.trace);
   return findings;
 }
 

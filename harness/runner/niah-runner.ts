@@ -4,7 +4,7 @@ import { assertNeedleRepresentable, buildHaystack } from "../niah/haystack.js";
 import { needleFromSeed, needleSeed } from "../niah/needle.js";
 import { scoreNeedle } from "../niah/score.js";
 import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
-import { ErrorsInCells, makeCell, runCheck, type ArmScope } from "./check.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 import { BenchError } from "../errors.js";
 import type { CellRecord } from "../results/types.js";
 import { askGreedy } from "../sut/answer-shape.js";
@@ -37,7 +37,12 @@ function gridLabel(context: NiahArmContext): string {
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
   const { spec, sut } = context;
   const grid: GridCase[] = [];
-  await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate) => {
+  await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate): Promise<CheckOutcome> => {
+    if (context.cases.length === 0) {
+      const reason = `no needle case to run in ${spec.suite.name}: an empty grid cannot fail`;
+      await context.emit({ kind: "cells", cells: [makeCell(context, "niah", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
     const started = performance.now();
     let errored = 0;
     let stoppedBy: string | undefined;
@@ -85,9 +90,11 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
     if (errored > 0) {
       throw new ErrorsInCells(`${errored} needle case(s) errored${stoppedBy === undefined ? "" : `; the others did not run: ${stoppedBy}`} (see their cells)`);
     }
+    // Stopped before its first case: nothing was scored, so nothing passed or failed.
+    if (grid.length === 0) return { status: "skip", reason: "the run was stopped before the first needle case" };
     const count = (s: string) => grid.filter((c) => c.score === s).length;
     return {
-      status: grid.length > 0 && count("Y") === grid.length ? "pass" : "fail",
+      status: count("Y") === grid.length ? "pass" : "fail",
       summary: renderNeedleGrid(gridLabel(context), grid).split("\n")[0],
       metrics: {
         cases: grid.length, y: count("Y"), p: count("P"), n: count("N"),

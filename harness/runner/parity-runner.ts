@@ -1,13 +1,15 @@
+import { basename } from "node:path";
 import { performance } from "node:perf_hooks";
-import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
+import { teacherForcedAccuracy, type OracleRow, type TeacherForcedAccuracy } from "../accuracy/teacher-forced.js";
+import { describeBound, holdToBounds } from "../accuracy/distribution-bounds.js";
 import { classifyPrompt, paritySummaryLine, tallyParity, type PromptParity } from "../parity/classify.js";
 import { modelConfigDifferences } from "../parity/model-config-diff.js";
 import { resolveModel } from "../fixtures/registry.js";
 import type { Goldens } from "../goldens/goldens.js";
 import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import type { CellRecord, CheckName } from "../results/types.js";
-import type { GateLevel, ParitySuite } from "../suites/parity-suite.js";
-import { hasCapability, type Capability, type TokenId } from "../sut/types.js";
+import type { DistributionBounds, GateLevel, ParitySuite, SuiteArm } from "../suites/parity-suite.js";
+import { hasCapability, type Capability, type TokenId, type TopK } from "../sut/types.js";
 import { askGreedy, askTeacherForced, type Checked } from "../sut/answer-shape.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 
@@ -16,6 +18,7 @@ export const DEFAULT_MIN_TOP1 = 0.9;
 
 export interface ParityArmContext extends ArmScope {
   readonly suite: ParitySuite;
+  readonly arm: Pick<SuiteArm, "label" | "gate" | "distribution">;
   readonly goldens: Goldens;
   readonly oracle: TeacherForcedCache;
   /** Prompt indices to run (all by default). */
@@ -54,6 +57,71 @@ async function classifyPaths(context: ParityArmContext, paths: ReadonlyMap<numbe
   return [...paths.entries()].map(([p, ids]) => classifyPrompt(p, goldens.greedyIds[p], ids, suite.band_mnats, oracleRows.get(p)));
 }
 
+/**
+ * The SUT must run the artifact its goldens were made from: a mismatch is its own failure, named
+ * with both files and hashes, not a parity FAIL whose cause must be guessed. An informational arm
+ * that names another artifact on purpose (a quantization held to F32 goldens) must run the one it
+ * names. A SUT that cannot say what it loaded is unverified: SKIPPED, never passed.
+ */
+async function identityOutcome(context: ParityArmContext, gate: GateLevel): Promise<CheckOutcome> {
+  const { sut, arm, goldens, emit } = context;
+  const goldensModel = goldens.manifest.model;
+  const armModel = sut.provenance.modelSha256 === undefined ? undefined : { file: basename(sut.provenance.modelPath ?? "(unnamed)"), sha256: sut.provenance.modelSha256 };
+  const ownArtifact = arm.gate === "informational" && armModel !== undefined && armModel.sha256 !== goldensModel.sha256;
+  const expected = ownArtifact ? { ...armModel, what: "the model the arm names" } : { file: goldensModel.file, sha256: goldensModel.sha256, what: `the goldens' model (${goldensModel.id})` };
+  const loaded = sut.provenance.loadedModel;
+  const record = async (status: "pass" | "fail" | "skip", detail: string) => emit({ kind: "cells", cells: [cell(context, "identity", gate, { status, detail })] });
+  if (loaded === undefined) {
+    const reason = `unverified: ${sut.label} does not say which model file it loaded (a runner's hello carries it as model_sha256; ${expected.what} is ${expected.file}, sha256 ${expected.sha256})`;
+    await record("skip", reason);
+    return { status: "skip", reason };
+  }
+  const metrics = { loaded_sha256: loaded.sha256, loaded_file: loaded.file, expected_sha256: expected.sha256, expected_file: expected.file, reported_by: loaded.reportedBy };
+  if (loaded.sha256 !== expected.sha256) {
+    const summary = `${arm.label} identity: MISMATCH — ${loaded.reportedBy} says it runs ${loaded.file} (sha256 ${loaded.sha256}); ${expected.what} is ${expected.file} (sha256 ${expected.sha256}): this arm's verdicts are about another artifact`;
+    await record("fail", summary);
+    return { status: "fail", summary, metrics };
+  }
+  const summary = `${arm.label} identity: runs ${loaded.file} (sha256 ${loaded.sha256.slice(0, 16)}…, per ${loaded.reportedBy}), ${ownArtifact ? `the model the arm names, held to the goldens of ${goldensModel.id}` : "the goldens' artifact"}`;
+  await record("pass", summary);
+  return { status: "pass", summary, metrics };
+}
+
+/** A SUT's teacher-forced answers to every selected prompt, scored against the goldens' top-k. */
+interface TeacherForcedScores {
+  readonly scored: readonly number[];
+  readonly rows: readonly (readonly TopK[])[];
+  readonly oracle: readonly (readonly OracleRow[])[];
+  readonly accuracy: TeacherForcedAccuracy;
+  readonly broken: readonly BrokenAnswer[];
+}
+
+/** Why these goldens cannot score teacher forcing, if they cannot. */
+function goldensLackLogprobs(goldens: Goldens): string | undefined {
+  if (goldens.topkIds !== undefined && goldens.topkLogprobs !== undefined) return undefined;
+  return `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k`;
+}
+
+async function scoreTeacherForced(context: ParityArmContext): Promise<TeacherForcedScores> {
+  const { goldens, sut } = context;
+  const answers = await askTeacherForced(sut, context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: goldens.manifest.K })), context.vocabSize);
+  const { valid, broken } = sortAnswers(context.prompts, answers);
+  const scored = context.prompts.filter((p) => valid.has(p));
+  const rows = scored.map((p) => valid.get(p)!);
+  const oracle = scored.map((p) => goldens.topkIds![p].map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
+  return { scored, rows, oracle, accuracy: teacherForcedAccuracy(scored.map((p) => goldens.greedyIds[p]), oracle, rows), broken };
+}
+
+function rejectedClause(broken: readonly BrokenAnswer[], prompts: number): string {
+  return broken.length === 0 ? "" : `; ${broken.length}/${prompts} prompts' answers rejected (prompt ${broken[0].prompt}: ${broken[0].reason})`;
+}
+
+/** The arm's distribution bounds: the suite's, each replaced by the arm's own where it sets one. */
+function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribution">): DistributionBounds {
+  const { gate: _level, ...suiteBounds } = suite.checks.distribution ?? { gate: "informational" };
+  return { ...suiteBounds, ...arm.distribution };
+}
+
 function brokenCells(context: ParityArmContext, check: CheckName, gate: GateLevel, method: string, broken: readonly BrokenAnswer[]): CellRecord[] {
   return broken.map(({ prompt, reason }) => cell(context, check, gate, { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
 }
@@ -78,6 +146,9 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
 
   const check = (name: CheckName, level: GateLevel | undefined, needs: readonly Capability[], body: (gate: GateLevel) => Promise<CheckOutcome>) =>
     runCheck(context, name, level, needs, body);
+
+  // Always asked, and first: every other verdict of the arm is about the artifact this one names.
+  await check("identity", "required", [], async (gate) => identityOutcome(context, gate));
 
   await check("tokenizer", suite.checks.tokenizer, ["tokenize"], async (gate) => {
     const ids = await sut.tokenize!(context.prompts.map((p) => suite.prompts[p]));
@@ -133,18 +204,17 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     };
   });
 
+  // One teacher-forced pass serves both checks that score it: the distribution gate costs no SUT time.
+  let teacherForced: Promise<TeacherForcedScores> | undefined;
+  const scoreTeacherForcedOnce = () => (teacherForced ??= scoreTeacherForced(context));
+
   await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
-    if (goldens.topkIds === undefined || goldens.topkLogprobs === undefined) {
-      const reason = `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k`;
-      await emit({ kind: "cells", cells: [cell(context, "teacher_forced", gate, { status: "skip", detail: reason })] });
-      return { status: "skip", reason };
+    const missing = goldensLackLogprobs(goldens);
+    if (missing !== undefined) {
+      await emit({ kind: "cells", cells: [cell(context, "teacher_forced", gate, { status: "skip", detail: missing })] });
+      return { status: "skip", reason: missing };
     }
-    const answers = await askTeacherForced(sut, context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], continuationIds: goldens.greedyIds[p], k: goldens.manifest.K })), context.vocabSize);
-    const { valid, broken } = sortAnswers(context.prompts, answers);
-    const scored = context.prompts.filter((p) => valid.has(p));
-    const rows = scored.map((p) => valid.get(p)!);
-    const oracle = scored.map((p) => goldens.topkIds![p].map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
-    const accuracy = teacherForcedAccuracy(scored.map((p) => goldens.greedyIds[p]), oracle, rows);
+    const { scored, rows, oracle, accuracy, broken } = await scoreTeacherForcedOnce();
     await emit({
       kind: "cells",
       cells: [...scored.flatMap((p, i) => rows[i].map((row, t) => cell(context, "teacher_forced", gate, {
@@ -153,7 +223,7 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
         detail: oracle[i][t].ids.slice(0, 5).includes(row.ids[0]) ? "in reference top-5" : "outside reference top-5",
       }))), ...brokenCells(context, "teacher_forced", gate, "teacher-forced top-k", broken)],
     });
-    const rejected = broken.length === 0 ? "" : `; ${broken.length}/${context.prompts.length} prompts' answers rejected (prompt ${broken[0].prompt}: ${broken[0].reason})`;
+    const rejected = rejectedClause(broken, context.prompts.length);
     if (scored.length === 0) {
       return { status: "fail", summary: `${arm.label} teacher-forced: no prompt could be scored${rejected}`, metrics: { positions: 0, rejected: broken.length, min_top1: DEFAULT_MIN_TOP1 } };
     }
@@ -169,6 +239,30 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
         kld_topk_p99: kld?.p99 ?? null, kld_topk_median: kld?.median ?? null, kld_floored_terms: accuracy.kldFlooredTerms,
         delta_p_mean: accuracy.deltaP?.mean ?? null, delta_p_stderr: accuracy.deltaP?.stderr ?? null, rms_delta_p: Number.isNaN(accuracy.rmsDeltaP) ? null : accuracy.rmsDeltaP,
         min_top1: DEFAULT_MIN_TOP1, rejected: broken.length,
+      },
+    };
+  });
+
+  await check("distribution", suite.checks.distribution?.gate, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
+    const bounds = armDistributionBounds(suite, arm);
+    const cannot = goldensLackLogprobs(goldens) ?? (Object.keys(bounds).length === 0 ? "no distribution bound is set for this arm (checks.distribution in the suite, or the arm's distribution)" : undefined);
+    if (cannot !== undefined) {
+      await emit({ kind: "cells", cells: [cell(context, "distribution", gate, { status: "skip", detail: cannot })] });
+      return { status: "skip", reason: cannot };
+    }
+    const { scored, accuracy, broken } = await scoreTeacherForcedOnce();
+    const results = holdToBounds(accuracy, bounds);
+    await emit({
+      kind: "cells",
+      cells: [...results.map((r) => cell(context, "distribution", gate, { status: r.ok ? "pass" : "fail", detail: describeBound(r) })), ...brokenCells(context, "distribution", gate, "teacher-forced top-k", broken)],
+    });
+    const failed = results.filter((r) => !r.ok);
+    return {
+      status: failed.length === 0 && broken.length === 0 && scored.length > 0 ? "pass" : "fail",
+      summary: `${arm.label} distribution over ${accuracy.positions} teacher-forced positions: ${results.map(describeBound).join("; ")}${rejectedClause(broken, context.prompts.length)}`,
+      metrics: {
+        positions: accuracy.positions, failed_bounds: failed.length, rejected: broken.length,
+        ...Object.fromEntries(results.flatMap((r) => [[r.bound, r.limit], [`${r.bound}_measured`, r.value]])),
       },
     };
   });
@@ -212,7 +306,12 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     };
   });
 
-  await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate) => {
+  await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate): Promise<CheckOutcome> => {
+    if (context.prompts.length < 2) {
+      const reason = `one prompt selected: B=1 against B=1 cannot fail (select two or more prompts, e.g. --prompt ${context.prompts[0] ?? 0} --prompt ${context.prompts[0] === 0 ? 1 : 0})`;
+      await emit({ kind: "cells", cells: [cell(context, "batch_invariance", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
     const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
     const alone = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
     const { valid: batched, broken } = sortAnswers(context.prompts, await askGreedy(sut, "batchedGreedy", requests, context.vocabSize));

@@ -269,9 +269,20 @@ async function askTraceDemand(suite: Suite, arm: { readonly label: string; reado
   let captures: TraceCapture[] = [];
   await runCheck({ suiteName: suite.name, arm, sut, emit, signal: new AbortController().signal, reproduce }, "trace_demand", "required", ["traceDemand"], async () => {
     captures = await sut.traceDemand!();
-    return { status: "pass", summary: `${arm.label} trace demand: ${captures.length} captured graphs reported`, metrics: { captures: captures.length } };
+    const over = captures.filter(exceedsFixedRegion);
+    const overflowing = over.map((c) => `${c.capture} demands ${c.demandBytes} B, its ${c.regionSemantics} region holds ${c.regionBytes} B`).join("; ");
+    return {
+      status: over.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} trace demand: ${captures.length} captured graphs reported${over.length === 0 ? "" : `; FAIL: ${overflowing}: the capture does not fit its trace region`}`,
+      metrics: { captures: captures.length, over_region: over.length },
+    };
   });
   return captures;
+}
+
+/** A capture that needs more than a fixed trace region holds cannot replay on the device (a dynamic region has no fixed size). */
+function exceedsFixedRegion(capture: TraceCapture): boolean {
+  return capture.regionSemantics !== "dynamic" && capture.demandBytes > capture.regionBytes;
 }
 
 /**

@@ -10,6 +10,19 @@ export interface ArmSettingsFile {
 
 export type GateLevel = "required" | "informational";
 
+/**
+ * Bounds on a SUT's teacher-forced distribution against its oracle (docs/metrics.md), in the suite
+ * file's spelling. Each bound present is one test; a bound absent is not tested. Greedy ids hide
+ * what keeps the argmax (an output head scaled by 0.5 keeps top-1 at 100%); these do not.
+ */
+export interface DistributionBounds {
+  readonly max_kld_mean?: number;
+  readonly max_kld_p99?: number;
+  readonly max_rms_delta_p?: number;
+  readonly min_same_top?: number;
+  readonly min_top1?: number;
+}
+
 /** One system under test in a suite: a model, its settings, and whether its gates are required. */
 export interface SuiteArm {
   readonly label: string;
@@ -22,6 +35,8 @@ export interface SuiteArm {
   readonly settings?: ArmSettingsFile;
   readonly gate: GateLevel;
   readonly why?: string;
+  /** Parity suites: this arm's own distribution bounds, each replacing the suite's (flash attention reorders sums: its floor is higher). */
+  readonly distribution?: DistributionBounds;
 }
 
 /** What every suite file has, whatever its kind, and where it was loaded from. */
@@ -51,6 +66,8 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly teacher_forced?: GateLevel;
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
+    /** Teacher-forced KLD, RMS Δp, same-top and top-1 held to bounds (arms may replace any bound). */
+    readonly distribution?: { readonly gate: GateLevel } & DistributionBounds;
   };
 }
 

@@ -136,7 +136,7 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
     return JSON.parse(response.text) as T;
   };
-  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown> }[] }>("/v1/models");
+  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown>; model_sha256?: unknown; model_file?: unknown }[] }>("/v1/models");
   const model = models.data[0];
   if (model === undefined) throw new BenchError("the server lists no model", { field: "/v1/models", fix: "check the server" });
   const capabilities: HttpCapabilities = {
@@ -159,6 +159,9 @@ export async function openHttpSut(baseUrl: string, options: { label: string; api
     settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities, ...numericsProvenance(model.settings) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
+    // Only a well-formed digest counts as the server's word; anything else leaves the identity unverified.
+    ...(typeof model.model_sha256 === "string" && /^[0-9a-f]{64}$/.test(model.model_sha256)
+      ? { loadedModel: { sha256: model.model_sha256, file: typeof model.model_file === "string" ? model.model_file : "(unnamed)", reportedBy: "the server's /v1/models" } } : {}),
   };
   return {
     label: options.label,

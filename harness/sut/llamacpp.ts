@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { createRequire } from "node:module";
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { BenchError } from "../errors.js";
@@ -102,10 +102,12 @@ export class LlamaCppSut implements SystemUnderTest {
       experimentalKvCacheKeyType: settings.kvCacheType,
       experimentalKvCacheValueType: settings.kvCacheType,
     });
+    const modelSha256 = await sha256File(modelPath);
     const provenance: SutProvenance = {
       kind: "llamacpp",
       modelPath,
-      modelSha256: await sha256File(modelPath),
+      modelSha256,
+      loadedModel: { sha256: modelSha256, file: basename(modelPath), reportedBy: "the harness (it loaded this file itself)" },
       modelBytes: statSync(modelPath).size,
       engine: await llamaCppEngineVersion(),
       settings: { ...settings },

@@ -41,6 +41,9 @@ interface Hello {
   readonly settings?: Readonly<Record<string, string | number | boolean>>;
   /** With the `kernel` capability: the (op, encoding) pairs the runner registers. */
   readonly kernel_ops?: unknown;
+  /** The sha256 of the model file the runner loaded, and its name: what the identity check compares with the goldens'. */
+  readonly model_sha256?: unknown;
+  readonly model_file?: unknown;
 }
 
 export interface StdioSutOptions {
@@ -138,6 +141,9 @@ class RunnerProcess {
       } catch (error) {
         throw new BenchError((error as Error).message, { field: "hello.kernel_ops", fix: `list what the kernel method answers, e.g. [{"op": "rms_norm", "encoding": "F32:F32"}]` });
       }
+    }
+    if (hello.model_sha256 !== undefined && (typeof hello.model_sha256 !== "string" || !/^[0-9a-f]{64}$/.test(hello.model_sha256))) {
+      throw new BenchError(`the runner's hello has model_sha256 ${JSON.stringify(hello.model_sha256).slice(0, 80)}, not 64 lowercase hex digits`, { field: "hello.model_sha256", fix: "send the sha256 hex digest of the model file the runner loaded, or leave the field out" });
     }
     return hello;
   }
@@ -251,6 +257,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
     settings: { command: commandLine, ...(hello.settings ?? {}) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
+    ...(typeof hello.model_sha256 === "string" ? { loadedModel: { sha256: hello.model_sha256, file: typeof hello.model_file === "string" ? hello.model_file : "(unnamed)", reportedBy: "the runner's hello" } } : {}),
   };
   return {
     label: options.label,

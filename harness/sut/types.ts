@@ -38,6 +38,12 @@ export interface SutProvenance {
   readonly modelPath?: string;
   readonly modelSha256?: string;
   readonly modelBytes?: number;
+  /**
+   * The artifact the SUT itself says it loaded (our server's /v1/models, a runner's hello), or the
+   * file the harness loaded itself (the embedded SUT). Absent: the SUT cannot say, and its identity
+   * is unverified.
+   */
+  readonly loadedModel?: LoadedModel;
   /** Engine name and version, e.g. node-llama-cpp 3.21.1 / llama.cpp b6xxx. */
   readonly engine: string;
   /** Settings that change numerics (flash attention, KV cache type, threads, batch size …). */
@@ -45,6 +51,14 @@ export interface SutProvenance {
 }
 
 /** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */
+export interface LoadedModel {
+  readonly sha256: string;
+  /** The file name as the SUT reports it (no directories). */
+  readonly file: string;
+  /** Who says so: the SUT, or the harness that loaded the file itself. */
+  readonly reportedBy: string;
+}
+
 export type TokenKind = "text" | "byte" | "unknown" | "control";
 
 /** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that captures graphs reports it. */

@@ -2,7 +2,8 @@
 lines over stdio (README, "Runner protocol"). Copy this file next to your forward pass and hand
 `serve` an object with the methods you have; the harness skips the checks whose methods are missing.
 
-  hello     runner -> harness  {"protocol": "bringup-bench-runner", "version": 1, "engine": ..., "capabilities": [...]}
+  hello     runner -> harness  {"protocol": "bringup-bench-runner", "version": 1, "engine": ..., "capabilities": [...],
+                               "model_sha256": ..., "model_file": ...}  (the model file it loaded; optional, else "unverified")
             or, when it cannot start, {"protocol": "bringup-bench-runner", "version": 1, "error": "..."}
   request   harness -> runner  {"id": 7, "method": "greedy", "params": {...}}
   response  runner -> harness  {"id": 7, "result": {...}}  or  {"id": 7, "error": {"message": ...}}
@@ -10,7 +11,9 @@ lines over stdio (README, "Runner protocol"). Copy this file next to your forwar
 stdout carries protocol lines only: print logs to stderr. Raise `Unsupported` when the runner has no
 implementation for what was asked (a kernel for that encoding or shape): the harness skips that one case.
 """
+import hashlib
 import json
+import os
 import sys
 import traceback
 
@@ -25,11 +28,16 @@ class Unsupported(Exception):
 METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "kernel", "kernel_time")
 
 
-def serve(model, engine, settings=None, kernel_ops=None):
+def serve(model, engine, settings=None, kernel_ops=None, model_path=None):
     """Answers requests until `shutdown` or the end of stdin. `model` has any of METHODS, each taking the params dict.
-    A model with `kernel` lists the (op, encoding) pairs it answers in `kernel_ops`: [{"op": ..., "encoding": ...}]."""
+    A model with `kernel` lists the (op, encoding) pairs it answers in `kernel_ops`: [{"op": ..., "encoding": ...}].
+    `model_path`: the model file the forward pass loaded; its sha256 goes into the hello, so the harness can check
+    that this is the artifact the goldens were made from (without it the arm's identity is "unverified")."""
     capabilities = [m for m in METHODS if callable(getattr(model, m, None))]
     hello = {"protocol": PROTOCOL, "version": VERSION, "engine": engine, "capabilities": capabilities, "settings": settings or {}}
+    if model_path is not None:
+        hello["model_sha256"] = file_sha256(model_path)
+        hello["model_file"] = os.path.basename(model_path)
     if "kernel" in capabilities:
         hello["kernel_ops"] = kernel_ops or []
     send(hello)
@@ -51,6 +59,14 @@ def serve(model, engine, settings=None, kernel_ops=None):
         except Exception as error:  # the harness records the failure; the runner keeps serving
             traceback.print_exc(file=sys.stderr)
             send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def refuse(reason):

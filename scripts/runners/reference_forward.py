@@ -46,7 +46,7 @@ def main(argv):
     settings = {"precision": "float64", "architecture": arch, "faults": args.fault}
     if arch == "gemma4":
         settings["gelu"] = args.gelu
-    serve(ReferenceRunner(gguf, family, args.fault), engine, settings)
+    serve(ReferenceRunner(gguf, family, args.fault), engine, settings, model_path=args.model)
 
 
 if __name__ == "__main__":

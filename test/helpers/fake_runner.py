@@ -20,6 +20,8 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   nan-logprobs         teacher forcing returns NaN as the top log-prob of the first row
   bad-trace-demand     trace_demand answers region_semantics "bogus"
   trace-demand-error   trace_demand answers with an error
+  trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
+  anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
@@ -123,6 +125,8 @@ class Faulty:
         if mode == "trace-demand-error":
             raise RuntimeError("the profiler is not attached")
         semantics = "bogus" if mode == "bad-trace-demand" else "fixed-per-bank"
+        if mode == "trace-over-region":
+            return {"captures": [{"capture": "decode", "demand_bytes": 80000000, "region_bytes": 67108864, "region_semantics": "fixed-total"}]}
         return {"captures": [{"capture": "decode", "demand_bytes": 7340032, "region_bytes": 16777216, "region_semantics": semantics}]}
 
 
@@ -170,4 +174,5 @@ class PrintsEvidence:
 
 
 modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, **{name: PrintsEvidence for name in EVIDENCE}}
-serve(modes.get(mode, Faulty), f"fake runner ({mode})")
+# They answer from the reference forward on MODEL, so they report its file: a FAKE of the answers, not of the artifact.
+serve(modes.get(mode, Faulty), f"fake runner ({mode})", model_path=None if mode == "anonymous" else model_path)

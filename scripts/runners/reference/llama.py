@@ -5,7 +5,10 @@ import numpy as np
 
 from .ops import AttentionState, attend, rms_norm, rope_angles, rope_norm, silu
 
-FAULTS = set()
+# Faults of the output end, which keep the argmax on most positions and move the distribution: what
+# the distribution gates exist for.
+FAULTS = {"final-norm-skipped", "output-head-x0.5", "output-head-x1.01"}
+HEAD_SCALE = {"output-head-x0.5": 0.5, "output-head-x1.01": 1.01}
 
 
 def faults_for(architecture):
@@ -30,6 +33,8 @@ class Llama:
             self.layers.append({name: t(name) for name in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")})
         self.output_norm = gguf.tensor("output_norm.weight")
         self.output = gguf.output_projection(self.embedding)
+        self.final_norm = "final-norm-skipped" not in faults
+        self.head_scale = next((HEAD_SCALE[f] for f in faults if f in HEAD_SCALE), 1.0)
 
     def new_state(self, carried):
         return AttentionState(self.n_layer)
@@ -47,7 +52,8 @@ class Llama:
             h = rms_norm(x, layer["ffn_norm"], self.eps)
             x = x + layer["ffn_down"] @ (silu(layer["ffn_gate"] @ h) * (layer["ffn_up"] @ h))
         state.pos += 1
-        return self.output @ rms_norm(x, self.output_norm, self.eps)
+        h = rms_norm(x, self.output_norm, self.eps) if self.final_norm else x
+        return self.head_scale * (self.output @ h)
 
 
 Family = Llama

@@ -20,6 +20,9 @@ FAULTS = {
     "moe-topk-minus-one": "FAULT: one expert fewer than expert_used_count",
     "moe-no-renorm": "FAULT: routed expert weights not renormalised",
     "swa-off-by-one": "FAULT: sliding window one position too wide (p1 - p0 <= window)",
+    "final-norm-skipped": "FAULT: the output head reads the residual stream without the final RMSNorm",
+    "output-head-x0.5": "FAULT: the output head's weights scaled by 0.5 (logits halved)",
+    "output-head-x1.01": "FAULT: the output head's weights scaled by 1.01 (logits 1% too large)",
 }
 
 

@@ -1,0 +1,50 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { sha256File } from "../harness/io/sha256.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("identity");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+const TWO_PROMPTS = ["--prompt", "0", "--prompt", "1"];
+
+interface Verdict { arm: string; check: string; gate: string; status: string; summary?: string; reason?: string }
+const verdictsOf = (runId: string): Verdict[] => JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")).verdicts;
+
+test("the server arm pointed at another model (Q8_0, goldens from F32): identity fails on its own, naming both files and hashes", async () => {
+  const result = bench(["run", "--suite", "parity16", "--arm", "server F32", "--model", "tiny-random:Q8_0", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "server-q8"]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const [f32, q8] = await Promise.all([sha256File((await resolveModel("tiny-random:F32")).path), sha256File((await resolveModel("tiny-random:Q8_0")).path)]);
+  const identity = verdictsOf("server-q8").find((v) => v.check === "identity")!;
+  assert.is(identity.gate, "required");
+  assert.is(identity.status, "fail");
+  assert.is(identity.summary, `server F32 on tiny-random:Q8_0 identity: MISMATCH — the server's /v1/models says it runs tiny-random.v1.Q8_0.gguf (sha256 ${q8}); ` +
+    `the goldens' model (tiny-random:F32) is tiny-random.v1.F32.gguf (sha256 ${f32}): this arm's verdicts are about another artifact`);
+});
+
+test("clean arms verify their artifact: embedded (the harness loaded it), server (/v1/models), runner (its hello); a quantized informational arm runs the model it names", () => {
+  const result = bench(["run", "--suite", "parity16", "--arm", "F32", "--arm", "server F32", "--arm", "Q8_0", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "clean"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  const identities = verdictsOf("clean").filter((v) => v.check === "identity");
+  assert.equal(identities.map((v) => [v.arm, v.gate, v.status]), [["F32", "required", "pass"], ["server F32", "required", "pass"], ["Q8_0", "informational", "pass"]]);
+  assert.match(identities[1].summary!, /per the server's \/v1\/models\), the goldens' artifact$/);
+  assert.match(identities[2].summary!, /runs tiny-random\.v1\.Q8_0\.gguf .*the model the arm names, held to the goldens of tiny-random:F32$/);
+  const runner = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "runner"]);
+  assert.is(runner.status, 0, runner.stdout + runner.stderr);
+  assert.match(verdictsOf("runner").find((v) => v.check === "identity")!.summary!, /runs tiny-random\.v1\.F32\.gguf \(sha256 [0-9a-f]{16}…, per the runner's hello\), the goldens' artifact/);
+});
+
+test("a runner that does not say which model it loaded: identity is SKIPPED as unverified, never passed; exit 77", () => {
+  const result = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/test/helpers/fake_runner.py anonymous {model}", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "anonymous"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  const verdicts = verdictsOf("anonymous");
+  const identity = verdicts.find((v) => v.check === "identity")!;
+  assert.is(identity.status, "skip");
+  assert.match(identity.reason!, /^unverified: runner does not say which model file it loaded \(a runner's hello carries it as model_sha256; the goldens' model \(tiny-random:F32\) is tiny-random\.v1\.F32\.gguf, sha256 [0-9a-f]{64}\)$/);
+  assert.ok(verdicts.filter((v) => v.check !== "identity").every((v) => v.status === "pass"), "every other gate ran and passed");
+});
+
+test.run();

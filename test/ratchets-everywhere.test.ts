@@ -1,0 +1,68 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { encodeCellsArrow } from "../harness/results/cells-arrow.js";
+import { readRun } from "../harness/results/read-run.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("ratchets-everywhere");
+test.after(() => work.remove());
+const runs = join(work.path, "runs");
+const gate = (run: string, baseline: string, ...extra: string[]) => bench(["gate", run, "--runs-dir", runs, "--baseline", baseline, ...extra]);
+const Q8_0_MATVEC = "quant-kernels/reference plugin/matvec/MATVEC(type=Q8_0,rows=64,cols=1024,seed=11)";
+
+test("real runs: two parity prompts on F32, and the reference kernel plugin on a Q8_0 matvec", () => {
+  const parity = bench(["run", "--suite", "parity16", "--arm", "F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "parity"]);
+  assert.is(parity.status, 0, parity.stdout + parity.stderr);
+  const kernels = bench(["run", "--suite", "quant-kernels", "--case", "5", "--runs-dir", runs, "--run-id", "kernels"]);
+  assert.is(kernels.status, 0, kernels.stdout + kernels.stderr);
+});
+
+test("a baseline entry the run lacks (parity arm, needle grid, kernel check, perf band, trace capture) warns, and fails under --strict", () => {
+  const baseline = join(work.path, "lacks.json");
+  assert.is(gate("parity", baseline, "--update").status, 0);
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  data.parity["parity16/Q8_0"] = { strict: 8, forward_divergent: 0 };
+  data.needles["niah/copy-4k"] = ["4000:0.5:0"];
+  data.kernels = { "quant-kernels/reference plugin/matvec": ["MATVEC(type=Q8_0,rows=64,cols=1024,seed=11)"] };
+  data.kernel_ratios = { [Q8_0_MATVEC]: { worst_ratio: 3e-4, tolerance: 9 } };
+  data.perf["parity16/Q8_0/tokens_per_second"] = { target: 500, tolerance: 0.5 };
+  data.trace["parity16/F32/decode"] = { demand_bytes: 7340032, tolerance: 0 };
+  writeFileSync(baseline, JSON.stringify(data));
+  const lenient = gate("parity", baseline);
+  assert.is(lenient.status, 0, lenient.stdout + lenient.stderr);
+  for (const [key, what] of [["parity16/Q8_0", "a parity arm"], ["niah/copy-4k", "a needle grid"], ["quant-kernels/reference plugin/matvec", "a kernel check"], [Q8_0_MATVEC, "a kernel case's ratio"], ["parity16/Q8_0/tokens_per_second", "a perf band"], ["parity16/F32/decode", "a trace capture"]]) {
+    assert.ok(lenient.stdout.includes(`WARN  ${key}: the baseline has ${what}, the run does not`), `${key}\n${lenient.stdout}`);
+  }
+  const strict = gate("parity", baseline, "--strict");
+  assert.is(strict.status, 1, strict.stdout);
+  assert.is(strict.stdout.match(/^FAIL {2}.*the run does not/gm)?.length, 6, strict.stdout);
+});
+
+test("each kernel case's worst ratio to its bound is in the baseline; a ratio grown beyond its band fails the ratchet", () => {
+  const baseline = join(work.path, "kernels.json");
+  assert.is(gate("kernels", baseline, "--update").status, 0);
+  const band = JSON.parse(readFileSync(baseline, "utf8")).kernel_ratios[Q8_0_MATVEC];
+  assert.ok(band.worst_ratio > 0 && band.worst_ratio < 0.01, `a correct float32 kernel sits far inside its bound: ${JSON.stringify(band)}`);
+  assert.is(band.tolerance, 9);
+  assert.is(gate("kernels", baseline).status, 0);
+  // FAKE injection: the measured 38.8% of an fp16-accumulating Q8_0 kernel, written into a copy of the real run; it still passes its bound.
+  const grown = join(runs, "grown");
+  cpSync(join(runs, "kernels"), grown, { recursive: true });
+  const run = readRun(grown);
+  writeFileSync(join(grown, "cells.arrow"), encodeCellsArrow(run.cells.map((c) => (c.check === "matvec" ? { ...c, kernel_ratio: 0.388 } : c))));
+  const result = gate("grown", baseline);
+  assert.is(result.status, 1, result.stdout);
+  assert.match(result.stdout, /^FAIL {2}quant-kernels\/reference plugin\/matvec\/MATVEC\(type=Q8_0,rows=64,cols=1024,seed=11\): worst ratio to its bound grew [\d.e-]+% → 38\.8% \(limit [\d.e-]+%\): the kernel's error is [\d.e+]+× the baseline's$/m);
+});
+
+test("a trace capture that needs more than its fixed region fails in the run itself, with both numbers", () => {
+  const result = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/test/helpers/fake_runner.py trace-over-region {model}", "--prompt", "4", "--prompt", "5", "--runs-dir", runs, "--run-id", "over-region"]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const verdict = JSON.parse(readFileSync(join(runs, "over-region", "summary.json"), "utf8")).verdicts.find((v: { check: string }) => v.check === "trace_demand");
+  assert.is(verdict.status, "fail");
+  assert.match(verdict.summary, /FAIL: decode demands 80000000 B, its fixed-total region holds 67108864 B: the capture does not fit its trace region/);
+});
+
+test.run();
