@@ -59,6 +59,8 @@ export type GateVerdict =
 export type RunEvent =
   | { readonly kind: "arm-start"; readonly suite: string; readonly arm: string; readonly sut: Readonly<Record<string, unknown>> }
   | { readonly kind: "progress"; readonly message: string }
+  /** Something the user must see even in CI logs (progress is silent there), e.g. arms left out and why. */
+  | { readonly kind: "note"; readonly message: string }
   | { readonly kind: "cells"; readonly cells: readonly CellRecord[] }
   | { readonly kind: "verdict"; readonly verdict: GateVerdict }
   | { readonly kind: "arm-end"; readonly suite: string; readonly arm: string; readonly summaryLine: string | undefined };

@@ -92,6 +92,7 @@ export function registerRun(program: Command): void {
       const emit = async (event: RunEvent): Promise<void> => {
         await recorder.record(event);
         if (event.kind === "progress") progress(event.message);
+        if (event.kind === "note") say(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
       await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal }, recorder, emit);
