@@ -1,4 +1,5 @@
 import { kernelTable, loadTable, type RunView } from "./view.js";
+import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -168,6 +169,7 @@ export function renderHtmlReport(runs: readonly RunView[], chartJsSource: string
      <h3>Gaps of divergent cells</h3><div class="chart"><canvas id="chart-gaps"></canvas></div>`,
     `<h2>Kernels</h2>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h3>Roofline (memory roof measured in the same run)</h3><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
     `<h2>Long context (needle in a haystack)</h2>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : latest.needles.map((n, i) => `<h3>${escape(n.arm)} — ${n.status.toUpperCase()}</h3><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
+    latest.dialects.length === 0 && latest.conformance.arms.length === 0 ? "" : `<h2>Servers</h2>${latest.dialects.length === 0 ? "" : `<h3>Dialects found by probing</h3>${htmlTable(["SUT arm", "dialect", ...DIALECT_CAPABILITIES], latest.dialects.map((d) => [d.arm, d.dialect, ...DIALECT_CAPABILITIES.map((c) => d.byCapability[c])]))}`}${latest.conformance.arms.length === 0 ? "" : `<h3>Conformance, side by side</h3>${htmlTable(["check", ...latest.conformance.arms], latest.conformance.rows.map((row) => [row.check, ...row.cells.map((c) => c?.status.toUpperCase() ?? "–")]))}<ul>${conformanceDifferences(latest.conformance).map((row) => `<li><b>${escape(row.check)}</b>: ${escape(row.cells.map((c, i) => `${latest.conformance.arms[i]} ${c?.status.toUpperCase() ?? "not run"}${c === undefined ? "" : ` (${c.detail})`}`).join("; "))}</li>`).join("")}</ul>`}`,
     `<h2>Trace-region demand</h2>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
     data.compare === null ? "" : `<h2>${escape(data.compare.before)} → ${escape(data.compare.after)}</h2><div class="chart"><canvas id="chart-compare"></canvas></div>`,
   ];

@@ -1,4 +1,5 @@
 import { kernelTable, loadTable, type NeedleRow, type RunView } from "./view.js";
+import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
 const nats = (mnats: number | null): string => (mnats === null ? "–" : (mnats / 1000).toFixed(3));
@@ -17,7 +18,7 @@ export function needleGridTable(row: NeedleRow): string[] {
 
 /**
  * The Markdown report: perf tables in the users' own shape, the parity lines, the needle grids,
- * trace-region demand, and run-versus-run deltas when two runs are given.
+ * the servers (dialects found, conformance side by side), trace-region demand, and run-versus-run deltas when two runs are given.
  */
 export function renderMarkdownReport(runs: readonly RunView[]): string {
   const latest = runs[runs.length - 1];
@@ -48,6 +49,18 @@ export function renderMarkdownReport(runs: readonly RunView[]): string {
   out.push("## Long context (needle in a haystack)", "");
   if (latest.needles.length === 0) out.push("No needle suites in this run.", "");
   for (const needle of latest.needles) out.push(`**${needle.arm}** (${needle.suite}, ${needle.gate}): ${needle.status.toUpperCase()}`, "", ...needleGridTable(needle), "");
+
+  out.push("## Servers", "");
+  if (latest.dialects.length === 0) out.push("No HTTP arms in this run.", "");
+  else out.push("Dialects found by probing (a capability none serves is SKIPPED, never passed):", "",
+    ...table(["suite", "SUT arm", "dialect", ...DIALECT_CAPABILITIES], latest.dialects.map((d) => [d.suite, d.arm, d.dialect, ...DIALECT_CAPABILITIES.map((c) => d.byCapability[c])])), "");
+  if (latest.conformance.arms.length > 0) {
+    out.push("Conformance, side by side:", "", ...table(["check", ...latest.conformance.arms], latest.conformance.rows.map((row) => [row.check, ...row.cells.map((c) => c?.status.toUpperCase() ?? "–")])), "");
+    const differences = conformanceDifferences(latest.conformance);
+    if (differences.length > 0) out.push("Where the servers differ, in their own answers:", "");
+    for (const row of differences) out.push(`- **${row.check}**: ${row.cells.map((c, i) => `${latest.conformance.arms[i]} ${c?.status.toUpperCase() ?? "not run"}${c === undefined ? "" : ` (${c.detail})`}`).join("; ")}`);
+    if (differences.length > 0) out.push("");
+  }
 
   out.push("## Trace-region demand", "");
   if (latest.trace.length === 0) out.push("No SUT in this run reports trace-region demand (the embedded llama.cpp SUT has no captured graph).", "");
