@@ -78,7 +78,9 @@ test("a parity arm at the url of someone else's server: the key comes from the n
     assert.is(result.status, 1, result.stdout + result.stderr);
     const summary = JSON.parse(readFileSync(join(runs, "url", "summary.json"), "utf8"));
     const sut = summary.provenance?.suts?.[0] ?? summary.suts?.[0];
-    assert.is(sut.provenance.settings.dialect, "vllm");
+    // Token kinds come from the GGUF the arm names: the FAKE has no word for them.
+    assert.is(sut.provenance.settings.dialect, "vllm+gguf");
+    assert.is(sut.provenance.settings.dialect_greedy, "vllm");
     for (const file of readdirSync(join(runs, "url"))) assert.not.match(readFileSync(join(runs, "url", file), "utf8"), /sk-secret-456/, file);
   } finally {
     await fake.close();

@@ -7,8 +7,8 @@ const KIND_OF_TYPE: Readonly<Record<number, TokenKind>> = { 1: "text", 2: "unkno
 
 /**
  * The kind of each id, read from a GGUF's `tokenizer.ggml.token_type`: what a server serving that
- * file would say if it had a word for it (llama.cpp's server has none). Only for a server the
- * harness started on that very file.
+ * file would say if it had a word for it (llama.cpp's server has none). Only for a server
+ * started on that very file, or one the arm says serves it.
  */
 export function tokenKindsFromGguf(path: string): (ids: readonly TokenId[]) => TokenKind[] {
   const types = readGguf(path).metadata.get("tokenizer.ggml.token_type");

@@ -88,7 +88,8 @@ async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: Su
     return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
-  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), ...context });
+  // The arm's model is the GGUF that server serves (its goldens, its token kinds when no dialect has them); it was not started here, so not hashed as served.
+  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), modelPath: model.path, ...context });
   if (arm.command !== undefined) {
     const server = await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path, settings)), { label: arm.label, bootTimeoutS: DEFAULT_BOOT_TIMEOUT_S, onProgress: context.onLog });
     try {

@@ -8,7 +8,7 @@ import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
-import type { Capability, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId } from "./types.js";
+import type { Capability, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
 import { probeDialects } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
@@ -147,7 +147,7 @@ export interface HttpSutOptions {
   readonly apiKey?: string;
   readonly managed?: ManagedServer;
   readonly modelSha256?: string;
-  /** The GGUF the server was started on, when the harness started it: token kinds can be read from it when no dialect serves them. */
+  /** The GGUF the server serves (it was started on it, or the arm names it): token kinds are read from it when no dialect serves them. */
   readonly modelPath?: string;
   /** Provenance of a server started by a command: its argv (what set its numerics). */
   readonly command?: readonly string[];
@@ -171,8 +171,9 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
   const model = models.data?.[0];
   if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
   const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
-  const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.managed !== undefined && options.modelPath !== undefined
-    ? { ...probed.offer, inspectTokens: async (ids) => tokenKindsFromGguf(options.modelPath!)(ids) } : probed.offer;
+  let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
+  const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
+    ? { ...probed.offer, inspectTokens: async (ids) => (kindsOf ??= tokenKindsFromGguf(options.modelPath!))(ids) } : probed.offer;
   const found: Partial<Record<DialectCapability, string>> = { ...probed.found, ...(offer.inspectTokens !== probed.offer.inspectTokens ? { inspectTokens: "gguf" } : {}) };
   const missing = Object.fromEntries(Object.entries(probed.missing).filter(([capability]) => found[capability as DialectCapability] === undefined)) as Partial<Record<DialectCapability, string>>;
   const unsupported: Partial<Record<Capability, string>> = {};
