@@ -43,7 +43,8 @@ trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
 jobs="${BENCH_BUILD_JOBS:-$(nproc)}"
 echo "build-llama-server: building llama-server from $bundle with $jobs jobs (a few minutes; once per machine)" >&2
-git clone --quiet "$bundle" "$work/src"
+# advice.detachedHead: the bundle's HEAD is a tag, and git's advice about it is noise in CI logs.
+git -c advice.detachedHead=false clone --quiet "$bundle" "$work/src"
 # GGML_NATIVE: the oracle's prebuilt picks the best CPU variant of this machine at run time; a
 # native build compiles for the same instruction set. No curl, tests or examples: offline, and
 # only the server target is needed.

@@ -96,20 +96,28 @@ test("an error on one prompt stays that prompt's: the batch is re-asked one prom
   assert.equal((await askTeacherForced(short, [{ promptIds: [1], continuationIds: [5], k: 3 }], 300)).map(reason), ["ok"]);
 });
 
-test("over HTTP, a completion without token_ids is a rejected answer, not an empty list", async () => {
+test("over HTTP, a completion without token_ids is a rejected answer, not an empty list (and a server that never sends them offers no greedy)", async () => {
+  let withIds = true;
   const server = createServer((req, res) => {
-    req.resume();
+    let raw = "";
+    req.on("data", (chunk: Buffer) => { raw += chunk.toString(); });
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json" });
-      if (req.url === "/v1/models") return void res.end(JSON.stringify({ data: [{ id: "fake", capabilities: { token_ids: true } }] }));
-      res.end(JSON.stringify({ choices: [{ text: "abc" }] }));
+      if (req.url === "/v1/models") return void res.end(JSON.stringify({ data: [{ id: "fake" }] }));
+      // FAKE: ids while the harness probes (max_tokens 2), none once it relies on them.
+      const maxTokens = raw === "" ? 0 : (JSON.parse(raw) as { max_tokens?: number }).max_tokens;
+      res.end(JSON.stringify({ choices: [{ text: "abc", ...(withIds && req.url === "/v1/completions" && maxTokens === 2 ? { token_ids: [7, 8] } : {}) }] }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   try {
     const sut = await openHttpSut(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { label: "fake http" });
     const answers = await askGreedy(sut, "greedy", [request, request], 300);
-    assert.equal(answers.map(reason), Array(2).fill('/v1/completions answered without token_ids: {"text":"abc"}'));
+    assert.equal(answers.map(reason), Array(2).fill('choices[0].token_ids is missing, not a list of token ids'));
+    withIds = false;
+    const never = await openHttpSut(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { label: "fake http" });
+    assert.is(never.greedy, undefined);
+    assert.match(never.unsupported?.greedy ?? "", /openai: choices\[0\]\.token_ids is missing, not a list of token ids/);
   } finally {
     server.close();
   }

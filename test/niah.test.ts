@@ -79,7 +79,8 @@ test("haystacks hit the target length exactly with the SUT's tokenizer, needle a
 });
 
 test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y on the embedded SUT and through the server, exit 0", () => {
-  const result = bench(["run", "--suite", "niah", "--runs-dir", runs, "--run-id", "clean"]);
+  // The llama-server arm (where built) runs in the whole-battery run of server.test.ts: once is enough.
+  const result = bench(["run", "--suite", "niah", "--arm", "copy-4k", "--arm", "server copy-4k", "--runs-dir", runs, "--run-id", "clean"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /^copy-4k needle grid: 3\/3 Y\n {2}L \\ depth 0\.25 0\.50 0\.75 \n {2}4000 {6}Y {4}Y {4}Y/m);
   assert.match(result.stdout, /^server copy-4k needle grid: 3\/3 Y$/m);

@@ -126,7 +126,7 @@ test("SIGTERM drains: the in-flight request completes, new ones get 503, then th
 
 test("the conformance suite passes against our server: every check a cell with a verdict", () => {
   // The battery run above included it.
-  const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance");
+  const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance" && c.arm === "server");
   const byCheck = Object.fromEntries(cells.map((c) => [c.prompt_class, c.status]));
   assert.equal(Object.keys(byCheck).sort(), ["bad_requests_400", "booting_503", "disconnect_frees_slot", "endpoints", "finish_reason", "metrics_prometheus", "overload_429", "sampling_honoured", "seed_determinism", "sse_framing", "usage"]);
   assert.ok(Object.values(byCheck).every((status) => status === "pass"), JSON.stringify(byCheck));

@@ -2,6 +2,7 @@ import type { History } from "./history.js";
 import { changesTable, runsTable, seriesByKind, shownBand, verdictText, type Table } from "./history-tables.js";
 import { QUANTITY_KINDS } from "./quantities.js";
 import { kernelTable, loadTable, type RunView } from "./view.js";
+import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 function escape(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -269,6 +270,7 @@ export function renderHtmlReport(history: History, latest: RunView, chartJsSourc
      <h4>Gaps of divergent cells</h4>${data.gaps.series.length === 0 ? "<p>No divergent cells: every greedy token matched the goldens, so there are no gaps to plot.</p>" : `<div class="chart"><canvas id="chart-gaps"></canvas></div>`}`,
     `<h3>Kernels</h3>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h4>Roofline (memory roof measured in the same run)</h4><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
     `<h3>Long context (needle in a haystack)</h3>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : graded.length === 0 ? "<p>No needle case was scored in this run.</p>" : graded.map((n, i) => `<h4>${escape(n.arm)} — ${n.status.toUpperCase()}</h4><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
+    latest.dialects.length === 0 && latest.conformance.arms.length === 0 ? "" : `<h3>Servers</h3>${latest.dialects.length === 0 ? "" : `<h4>Dialects found by probing</h4>${htmlTable(["SUT arm", "dialect", ...DIALECT_CAPABILITIES], latest.dialects.map((d) => [d.arm, d.dialect, ...DIALECT_CAPABILITIES.map((c) => d.byCapability[c])]))}`}${latest.conformance.arms.length === 0 ? "" : `<h4>Conformance, side by side</h4>${htmlTable(["check", ...latest.conformance.arms], latest.conformance.rows.map((row) => [row.check, ...row.cells.map((c) => c?.status.toUpperCase() ?? "–")]))}<ul>${conformanceDifferences(latest.conformance).map((row) => `<li><b>${escape(row.check)}</b>: ${escape(row.cells.map((c, i) => `${latest.conformance.arms[i]} ${c?.status.toUpperCase() ?? "not run"}${c === undefined ? "" : ` (${c.detail})`}`).join("; "))}</li>`).join("")}</ul>`}`,
     `<h3>Trace-region demand</h3>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
     latest.box.length === 0 ? "" : `<h3>Box: resets and failure evidence</h3><ul>${latest.box.map((line) => `<li>${escape(line)}</li>`).join("")}</ul>`,
   ];

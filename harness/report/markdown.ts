@@ -2,6 +2,7 @@ import type { History } from "./history.js";
 import { changesTable, runsTable, seriesByKind, trendTable, verdictText } from "./history-tables.js";
 import { QUANTITY_KINDS } from "./quantities.js";
 import { kernelTable, loadTable, type NeedleRow, type RunView } from "./view.js";
+import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
 const nats = (mnats: number | null): string => (mnats === null ? "–" : (mnats / 1000).toFixed(3));
@@ -50,9 +51,8 @@ function historySections(history: History): string[] {
 }
 
 /**
- * The Markdown report: the latest run's verdict first, the history's changes and trends, then the
- * latest run's own tables (perf in the users' shape, parity, kernels, needle grids, trace demand).
- * A section without data says so rather than showing an empty table.
+ * The Markdown report: perf tables in the users' own shape, the parity lines, the needle grids,
+ * the servers (dialects found, conformance side by side), trace-region demand, and run-versus-run deltas when two runs are given.
  */
 export function renderMarkdownReport(history: History, latest: RunView): string {
   const out = [`# bringup-bench report`, "", ...historySections(history), `## Latest run \`${latest.runId}\``, "", `Machine: ${latest.machine}.`, ""];
@@ -91,6 +91,18 @@ export function renderMarkdownReport(history: History, latest: RunView): string 
   for (const needle of latest.needles) {
     out.push(`**${needle.arm}** (${needle.suite}, ${needle.gate}): ${needle.status.toUpperCase()}`, "");
     out.push(...(needle.grid.length === 0 ? ["No needle case of this arm was scored.", ""] : [...needleGridTable(needle), ""]));
+  }
+
+  out.push("### Servers", "");
+  if (latest.dialects.length === 0) out.push("No HTTP arms in this run.", "");
+  else out.push("Dialects found by probing (a capability none serves is SKIPPED, never passed):", "",
+    ...table(["suite", "SUT arm", "dialect", ...DIALECT_CAPABILITIES], latest.dialects.map((d) => [d.suite, d.arm, d.dialect, ...DIALECT_CAPABILITIES.map((c) => d.byCapability[c])])), "");
+  if (latest.conformance.arms.length > 0) {
+    out.push("Conformance, side by side:", "", ...table(["check", ...latest.conformance.arms], latest.conformance.rows.map((row) => [row.check, ...row.cells.map((c) => c?.status.toUpperCase() ?? "–")])), "");
+    const differences = conformanceDifferences(latest.conformance);
+    if (differences.length > 0) out.push("Where the servers differ, in their own answers:", "");
+    for (const row of differences) out.push(`- **${row.check}**: ${row.cells.map((c, i) => `${latest.conformance.arms[i]} ${c?.status.toUpperCase() ?? "not run"}${c === undefined ? "" : ` (${c.detail})`}`).join("; ")}`);
+    if (differences.length > 0) out.push("");
   }
 
   out.push("### Trace-region demand", "");

@@ -2,6 +2,7 @@ import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-ru
 import { isKernelCheck, type GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
 import { legLines } from "../results/legs.js";
+import { conformanceMatrix, dialectRows, type ConformanceMatrix, type DialectRow } from "./servers.js";
 
 /** What the report shows of one run, extracted once; the renderers only format it. */
 export interface ParityRow {
@@ -64,6 +65,10 @@ export interface RunView {
   readonly copyBandwidth: readonly { readonly arm: string; readonly gbps: number }[];
   /** Box resets and failure evidence, one line each (README, "Running on a QuietBox"). */
   readonly box: readonly string[];
+  /** Conformance checks × server arms. */
+  readonly conformance: ConformanceMatrix;
+  /** HTTP arms and the dialect probing found for each capability. */
+  readonly dialects: readonly DialectRow[];
 }
 
 export interface KernelRow {
@@ -134,6 +139,8 @@ export function viewOfRun(run: StoredRun): RunView {
       const gbps = number(v, "copy_bandwidth_gbps");
       return gbps === null ? [] : [{ arm: v.arm, gbps }];
     }),
+    conformance: conformanceMatrix(run),
+    dialects: dialectRows(run),
     load: (summary.load ?? []).map((point) => loadRow(point, run.samples.filter((s) => s.point === point.label && s.ttft_ms !== null).map((s) => s.ttft_ms!).sort((a, b) => a - b))),
   };
 }

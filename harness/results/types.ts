@@ -59,7 +59,7 @@ export type GateVerdict =
 export type RunEvent =
   | { readonly kind: "arm-start"; readonly suite: string; readonly arm: string; readonly sut: Readonly<Record<string, unknown>> }
   | { readonly kind: "progress"; readonly message: string }
-  /** A line worth keeping in a CI log (progress is redrawn on a terminal and silent in CI): a wait for the device lock, a failed reset. */
+  /** A line worth keeping in a CI log (progress is redrawn on a terminal and silent in CI): a wait for the device lock, a failed reset, arms left out and why. */
   | { readonly kind: "notice"; readonly message: string }
   | { readonly kind: "cells"; readonly cells: readonly CellRecord[] }
   | { readonly kind: "verdict"; readonly verdict: GateVerdict }

@@ -92,7 +92,7 @@ export async function runCheck(
   const missing = needs.filter((capability) => !hasCapability(scope.sut, capability));
   let verdict: GateVerdict;
   if (missing.length > 0) {
-    verdict = { ...base, status: "skip", reason: `${scope.sut.label} lacks ${missing.join(", ")}` };
+    verdict = { ...base, status: "skip", reason: `${scope.sut.label} lacks ${missing.map((c) => scope.sut.unsupported?.[c] === undefined ? c : `${c}: ${scope.sut.unsupported[c]}`).join(", ")}` };
     await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "skip", detail: verdict.reason })] });
   } else {
     try {

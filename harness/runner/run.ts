@@ -20,6 +20,8 @@ import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
 import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
+import { startServerCommand } from "../sut/server-command.js";
+import { builtLlamaServer, LLAMA_SERVER_PLACEHOLDER, llamaServerPath, needsLlamaServer } from "../sut/llama-server-binary.js";
 import { openStdioSut } from "../sut/stdio.js";
 import { DEFAULT_SHUTDOWN_GRACE_S } from "../sut/child-process.js";
 import { openPluginSut } from "../sut/plugin.js";
@@ -94,6 +96,17 @@ async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, context: Su
     return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
   if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
+  // The arm's model is the GGUF that server serves (its goldens, its token kinds when no dialect has them); it was not started here, so not hashed as served.
+  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), modelPath: model.path, ...context });
+  if (arm.command !== undefined) {
+    const server = await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path, settings)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
+    try {
+      return await openHttpSut(server.baseUrl, { label: arm.label, managed: server, command: server.argv, modelPath: model.path, modelSha256: await sha256File(model.path), apiKey: apiKeyOf(arm), ...context });
+    } catch (error) {
+      await stopManagedServer(server, context.shutdownGraceS, context.onWarning);
+      throw error;
+    }
+  }
   if (settings.promptOverflow !== "error") {
     throw new BenchError(`arm "${arm.label}": our server refuses prompts that do not fit, it cannot ${settings.promptOverflow}`, { field: "settings.prompt_overflow", fix: "drop prompt_overflow from the server arm, or run that arm on the embedded SUT" });
   }
@@ -139,6 +152,7 @@ interface ResolvedRunOptions {
   readonly signal: AbortSignal;
   readonly openSut: OpenSut;
   readonly box: BoxSession;
+  readonly llamaServerBuilt: boolean;
 }
 
 function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunListener): ResolvedRunOptions {
@@ -159,6 +173,7 @@ function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunLi
     signal,
     openSut: options.openSut ?? openArmSut,
     box: new BoxSession(options.box ?? resolveBoxSettings(), recorder, emit, signal),
+    llamaServerBuilt: builtLlamaServer() !== undefined,
   };
 }
 
@@ -187,8 +202,9 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
   };
 }
 
-function selectArms<Arm extends { readonly label: string }>(suite: { readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
-  const byLabel = () => (options.arms === undefined ? [...suite.arms] : suite.arms.filter((arm) => options.arms!.includes(arm.label)));
+function selectArms<Arm extends { readonly label: string; readonly command?: readonly string[] }>(suite: { readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
+  // Arms on llama-server run where it is built; unnamed and unbuilt, they are left out with a note (runBattery), named, they fail loudly.
+  const byLabel = () => (options.arms === undefined ? suite.arms.filter((arm) => options.llamaServerBuilt || !needsLlamaServer(arm)) : suite.arms.filter((arm) => options.arms!.includes(arm.label)));
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
   if (suite.kind === "kernels") return byLabel();
   if (options.runner !== undefined && suite.kind === "conformance") return [];
@@ -234,9 +250,32 @@ function selectIndices(count: number, requested: readonly number[] | undefined, 
   return [...requested];
 }
 
-/** A suite's command word or library path with its placeholders filled: `{bench}` the harness's directory, `{model}` the arm's model. */
-function fillPlaceholders(text: string, modelPath = ""): string {
-  return text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
+/**
+ * A suite's command word or library path with its placeholders filled: `{bench}` the harness's
+ * directory, `{model}` the arm's model, `{llama-server}` the built llama-server, and for a server
+ * command the arm's numerics (`{threads}`, `{context_size}`, `{batch_size}`, `{sequences}`), so the
+ * argv and the recorded settings cannot disagree.
+ */
+function fillPlaceholders(text: string, modelPath = "", settings?: LlamaCppSettings): string {
+  let filled = text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
+  if (filled.includes(LLAMA_SERVER_PLACEHOLDER)) filled = filled.replaceAll(LLAMA_SERVER_PLACEHOLDER, requireLlamaServer());
+  if (settings === undefined) return filled;
+  return filled.replaceAll("{threads}", String(settings.threads)).replaceAll("{context_size}", String(settings.contextSize))
+    .replaceAll("{batch_size}", String(settings.batchSize)).replaceAll("{sequences}", String(settings.sequences));
+}
+
+function requireLlamaServer(): string {
+  const binary = builtLlamaServer();
+  if (binary === undefined) throw new BenchError(`llama-server is not built (${llamaServerPath()} is missing)`, { field: "command", fix: "build it once: scripts/build-llama-server.sh (needs git, cmake, g++; a few minutes)" });
+  return binary;
+}
+
+/** The API key an arm names by environment variable: read at run time, never written to results. */
+function apiKeyOf(arm: { readonly label: string; readonly api_key_env?: string }): string | undefined {
+  if (arm.api_key_env === undefined) return undefined;
+  const key = process.env[arm.api_key_env];
+  if (key === undefined || key === "") throw new BenchError(`arm "${arm.label}": the environment variable ${arm.api_key_env} is not set`, { field: "api_key_env", fix: `export ${arm.api_key_env}=<the server's API key>` });
+  return key;
 }
 
 /** Loads a suite's goldens on one of its oracle models (default: the suite's) and proves they belong to that model and the prompts. */
@@ -385,17 +424,24 @@ async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recor
   }));
 }
 
-/** A conformance arm's server: a running one at `base_url`, or ours started on loopback for the arm. */
+/** A conformance arm's server: a running one at `url`, one its command starts, or ours started on loopback for the arm. */
 async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, context: SutContext, emit: RunListener) {
-  if (arm.base_url !== undefined) return openHttpSut(arm.base_url, { label: arm.label, apiKey: arm.api_key });
-  if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a base_url`, { file: suite.path, field: "arms", fix: "give it a model (our server is started on it) or the base_url of a running server" });
+  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm) });
+  if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a url`, { file: suite.path, field: "arms", fix: "give it a model (our server, or its command's, is started on it) or the url of a running server" });
   const model = await resolveModel(arm.model);
-  const managed = await startManagedServer({
+  const onProgress = (message: string) => void emit({ kind: "progress", message });
+  const started = arm.command === undefined ? undefined
+    : await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress, onProcess: context.onProcess });
+  const managed = started ?? await startManagedServer({
     modelPath: model.path, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, contextSize: 1024, threads: 1, flashAttention: false,
-    bootTimeoutS: context.bootTimeoutS, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0,
-    onProgress: (message) => void emit({ kind: "progress", message }), onProcess: context.onProcess,
+    bootTimeoutS: context.bootTimeoutS, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0, onProgress, onProcess: context.onProcess,
   });
-  return openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+  try {
+    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), apiKey: apiKeyOf(arm), command: started?.argv, ...context });
+  } catch (error) {
+    await stopManagedServer(managed, context.shutdownGraceS, context.onWarning);
+    throw error;
+  }
 }
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
@@ -415,8 +461,26 @@ async function runConformanceSuite(suite: ConformanceSuite, arms: readonly Confo
   await forEachArm(suite, arms, (arm, context) => openConformanceServer(suite, arm, context, emit), options, recorder, emit, (arm, sut, server, signal) => runConformanceArm({
     suiteName: suite.name, arm, sut, emit, signal,
     reproduce: armCommand(suite, arm, options), checks: suite.checks,
-    target: { baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: arm.api_key, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, managed: server.managed },
+    target: {
+      baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: apiKeyOf(arm), managed: server.managed,
+      ...(arm.server === undefined ? {} : { slots: arm.server.slots ?? 2, queue: arm.server.queue ?? 1 }), expectMetrics: arm.expect_metrics ?? [],
+    },
   }));
+}
+
+/**
+ * Arms on llama.cpp's own server need it built (scripts/build-llama-server.sh). Where it is not,
+ * the run leaves them out and says so, so `bench run` on a fresh clone still runs everything else;
+ * with BENCH_REQUIRE_LLAMA_SERVER=1 (CI, which builds it) their absence is an error instead.
+ */
+async function noteArmsWithoutLlamaServer(suites: readonly Suite[], options: ResolvedRunOptions, emit: RunListener): Promise<void> {
+  if (options.llamaServerBuilt || options.arms !== undefined) return;
+  const left = suites.flatMap((suite) => (suite.arms as readonly { label: string; command?: readonly string[] }[]).filter(needsLlamaServer).map((arm) => `${suite.name} / ${arm.label}`));
+  if (left.length === 0) return;
+  if (process.env.BENCH_REQUIRE_LLAMA_SERVER === "1") {
+    throw new BenchError(`BENCH_REQUIRE_LLAMA_SERVER=1 but llama-server is not built (${llamaServerPath()}); ${left.length} arm(s) need it`, { field: "BENCH_REQUIRE_LLAMA_SERVER", fix: "run scripts/build-llama-server.sh first" });
+  }
+  await emit({ kind: "notice", message: `note: ${left.length} arm(s) on llama.cpp's llama-server left out, it is not built (${left.join(", ")}): scripts/build-llama-server.sh builds it once (a few minutes)` });
 }
 
 /**
@@ -428,7 +492,8 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   const options = resolveOptions(input, recorder, emit);
   const suites = options.suites.map((name) => loadSuite(name));
   assertArmsExist(suites, options);
-  const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string }>(suite, options);
+  await noteArmsWithoutLlamaServer(suites, options, emit);
+  const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string; readonly command?: readonly string[] }>(suite, options);
   const runnable = suites.filter((s) => selected(s).length > 0);
   if (runnable.length === 0) {
     throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });

@@ -3,10 +3,16 @@ import type { GateLevel, SuiteFile } from "./parity-suite.js";
 export interface ConformanceArm {
   readonly label: string;
   readonly model?: string;
-  readonly base_url?: string;
-  readonly api_key?: string;
+  readonly url?: string;
+  /** The environment variable holding the server's API key (read at run time, never recorded). */
+  readonly api_key_env?: string;
+  /** A server to start instead of ours (see SuiteArm.command). */
+  readonly command?: readonly string[];
+  /** Prometheus series this server promises in /metrics (ours: its bench_* names); none: any valid exposition passes. */
+  readonly expect_metrics?: readonly string[];
   readonly model_id?: string;
   readonly sut?: "http";
+  /** Our server's bounds: a declared queue promises 429 beyond slots + queue; without it, queueing (OpenAI allows it) passes too. */
   readonly server?: { readonly slots?: number; readonly queue?: number; readonly simulate_boot_s?: number };
   readonly gate: GateLevel;
   readonly why?: string;

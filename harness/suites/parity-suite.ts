@@ -30,8 +30,16 @@ export interface SuiteArm {
   /** Parity suites: the model whose goldens this arm is held to, when not the suite's oracle (a suite spanning model families). */
   readonly oracle?: string;
   readonly sut?: "llamacpp" | "http" | "stdio";
-  /** stdio: the runner's argv; `{model}` becomes the model's path, `{bench}` the harness's directory. */
+  /**
+   * stdio: the runner's argv; http: the argv of a server to start (default: ours), `{port}` a free
+   * loopback port, `{llama-server}` the built llama-server, `{threads}` … the arm's numerics.
+   * `{model}` becomes the model's path, `{bench}` the harness's directory.
+   */
   readonly command?: readonly string[];
+  /** http: a server someone else started; the arm's `model` names the GGUF it serves (its goldens, its tokenizer). */
+  readonly url?: string;
+  /** http: the environment variable holding the server's API key (read at run time, never recorded). */
+  readonly api_key_env?: string;
   readonly settings?: ArmSettingsFile;
   readonly gate: GateLevel;
   readonly why?: string;

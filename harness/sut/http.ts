@@ -8,14 +8,14 @@ import { PACKAGE_ROOT } from "../paths.js";
 import { join } from "node:path";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
-import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
-
-/** What an OpenAI-compatible server says it can do (our server advertises it in /v1/models). */
-export interface HttpCapabilities {
-  readonly tokenIds: boolean;
-  readonly promptLogprobs: boolean;
-  readonly tokenize: boolean;
-}
+import type { Capability, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
+import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
+import { probeDialects } from "./dialects/probe.js";
+import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
+import { VLLM_DIALECT } from "./dialects/vllm.js";
+import { OPENAI_DIALECT } from "./dialects/openai.js";
+import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
+import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
 
 export interface HttpResponse {
   readonly status: number;
@@ -77,15 +77,24 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     });
     child.once("exit", (code) => reject(new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" })));
   });
+  const bootObservations = await waitHealthy(child, baseUrl, { bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
+  return { child, baseUrl, bootObservations };
+}
+
+/**
+ * Polls /health until it answers 200, recording each distinct answer on the way (the boot stages a
+ * conformance check reads). A child that dies, or a boot past the timeout, is a clear error.
+ */
+export async function waitHealthy(child: ChildProcess, baseUrl: string, options: { bootTimeoutS: number; onProgress?: (message: string) => void; stderrTail: () => string; fix: string }): Promise<ManagedServer["bootObservations"]> {
   const bootObservations: { status: number; stage: string | undefined }[] = [];
   const deadline = Date.now() + options.bootTimeoutS * 1000;
   for (;;) {
     const health = await httpCall(`${baseUrl}/health`).catch(() => ({ status: 0, text: "{}", headers: {} }));
-    const stage = (JSON.parse(health.text || "{}") as { stage?: string }).stage;
+    const stage = healthStage(health.text);
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
-    if (health.status === 200) break;
-    if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" });
+    if (health.status === 200) return bootObservations;
+    if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${options.stderrTail()}`, { fix: options.fix });
     options.onProgress?.(`waiting for the server to boot: ${stage ?? health.status}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
@@ -93,7 +102,17 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     }
     await sleep(50);
   }
-  return { child, baseUrl, bootObservations };
+}
+
+/** The boot stage a /health body names: ours says `stage`, llama.cpp's server an error message while it loads. */
+function healthStage(text: string): string | undefined {
+  try {
+    const body = JSON.parse(text || "{}") as { stage?: unknown; error?: { message?: unknown } };
+    if (typeof body.stage === "string") return body.stage;
+    return typeof body.error?.message === "string" ? body.error.message : undefined;
+  } catch {
+    return text.slice(0, 60);
+  }
 }
 
 /**
@@ -118,89 +137,97 @@ function numericsProvenance(settings: Record<string, unknown> | undefined): Reco
   return out;
 }
 
-interface CompletionChoice {
-  readonly token_ids?: number[];
-  readonly logprobs?: { top_token_ids?: (number[] | null)[]; top_token_logprobs?: (number[] | null)[] } | null;
+/** Preference order when several dialects answer a probe: the specific ones first, plain OpenAI last. */
+const DIALECTS: readonly Dialect[] = [LLAMA_CPP_DIALECT, VLLM_DIALECT, OPENAI_DIALECT, BRINGUP_BENCH_DIALECT];
+
+/** Where each SUT capability comes from in a dialect's offer. */
+const SUT_CAPABILITIES: Readonly<Record<DialectCapability, readonly Capability[]>> = {
+  tokenize: ["tokenize"], detokenize: ["detokenize"], inspectTokens: ["inspectTokens"], greedy: ["greedy", "batchedGreedy"], teacherForced: ["teacherForcedTopK"],
+};
+
+export interface HttpSutOptions {
+  readonly label: string;
+  readonly apiKey?: string;
+  readonly managed?: ManagedServer;
+  readonly modelSha256?: string;
+  /** The GGUF the server serves (it was started on it, or the arm names it): token kinds are read from it when no dialect serves them. */
+  readonly modelPath?: string;
+  /** Provenance of a server started by a command: its argv (what set its numerics). */
+  readonly command?: readonly string[];
+  readonly shutdownGraceS?: number;
+  readonly onWarning?: (message: string) => void;
 }
 
 /**
- * A system under test behind an OpenAI-compatible HTTP API. Capabilities come from what the server
- * advertises: ids-level greedy needs token ids in responses, teacher forcing needs prompt
- * log-probs through `echo`, and tokenization needs /tokenize. What it lacks stays absent, so the
- * suites skip those checks with the reason.
+ * A system under test behind an HTTP API. Capabilities come from probing (dialects/probe.ts), not
+ * from what the server advertises: each is served by the first dialect whose probe answered well,
+ * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: { label: string; apiKey?: string; managed?: ManagedServer; modelSha256?: string; modelPath?: string; shutdownGraceS?: number; onWarning?: (message: string) => void }): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
+export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
   const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
     return JSON.parse(response.text) as T;
   };
-  const models = await json<{ data: { id: string; owned_by?: string; capabilities?: { token_ids?: boolean; prompt_logprobs?: boolean; tokenize?: boolean }; settings?: Record<string, unknown>; model_sha256?: unknown; model_file?: unknown }[] }>("/v1/models");
-  const model = models.data[0];
-  if (model === undefined) throw new BenchError("the server lists no model", { field: "/v1/models", fix: "check the server" });
-  const capabilities: HttpCapabilities = {
-    tokenIds: model.capabilities?.token_ids === true,
-    promptLogprobs: model.capabilities?.prompt_logprobs === true,
-    tokenize: model.capabilities?.tokenize === true,
-  };
-  const completion = async (body: Record<string, unknown>): Promise<CompletionChoice> =>
-    (await json<{ choices: CompletionChoice[] }>("/v1/completions", { model: model.id, ...body })).choices[0];
-  const greedyOne = async (r: GreedyRequest): Promise<TokenId[]> => {
-    const choice = await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: true });
-    // Absent ids are a broken answer, not an empty one (an empty list would read as "generated nothing").
-    if (!Array.isArray(choice.token_ids)) throw new Error(`/v1/completions answered without token_ids: ${JSON.stringify(choice).slice(0, 120)}`);
-    return choice.token_ids;
-  };
+  const models = await json<{ data?: { id: string; owned_by?: string; settings?: Record<string, unknown>; model_sha256?: unknown; model_file?: unknown }[] }>("/v1/models");
+  const model = models.data?.[0];
+  if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
+  const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
+  let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
+  const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
+    ? { ...probed.offer, inspectTokens: async (ids) => (kindsOf ??= tokenKindsFromGguf(options.modelPath!))(ids) } : probed.offer;
+  const found: Partial<Record<DialectCapability, string>> = { ...probed.found, ...(offer.inspectTokens !== probed.offer.inspectTokens ? { inspectTokens: "gguf" } : {}) };
+  const missing = Object.fromEntries(Object.entries(probed.missing).filter(([capability]) => found[capability as DialectCapability] === undefined)) as Partial<Record<DialectCapability, string>>;
+  const unsupported: Partial<Record<Capability, string>> = {};
+  for (const [capability, reason] of Object.entries(missing)) {
+    for (const sutCapability of SUT_CAPABILITIES[capability as DialectCapability]) unsupported[sutCapability] = `no dialect serves it (${reason})`;
+  }
   const provenance: SutProvenance = {
     kind: "http",
-    engine: `${model.owned_by ?? "unknown"} at ${baseUrl} (model ${model.id})`,
+    engine: `${model.owned_by ?? "unknown"} at ${baseUrl} (model ${model.id}; dialect ${dialectSummary(found)})`,
     // The numerics as the server reports them, not as the harness asked: a server that ignored a setting shows it here.
-    settings: { baseUrl, model: model.id, managed: options.managed !== undefined, ...capabilities, ...numericsProvenance(model.settings) },
+    settings: {
+      baseUrl, model: model.id, managed: options.managed !== undefined, dialect: dialectSummary(found),
+      ...Object.fromEntries(Object.entries(found).map(([capability, name]) => [`dialect_${capability}`, name])),
+      ...(options.command === undefined ? {} : { command: options.command.join(" ") }),
+      ...numericsProvenance(model.settings),
+    },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
     // Only a well-formed digest counts as the server's word; anything else leaves the identity unverified.
     ...(typeof model.model_sha256 === "string" && /^[0-9a-f]{64}$/.test(model.model_sha256)
       ? { loadedModel: { sha256: model.model_sha256, file: typeof model.model_file === "string" ? model.model_file : "(unnamed)", reportedBy: "the server's /v1/models" } } : {}),
   };
+  const { tokenize, detokenize, inspectTokens, greedy, teacherForced } = offer;
+  const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
+    const out: A[] = [];
+    for (const r of requests) out.push(await one(r));
+    return out;
+  };
   return {
     label: options.label,
     provenance,
     baseUrl,
     managed: options.managed,
-    ...(capabilities.tokenize ? {
-      tokenize: async (texts: readonly string[]) => Promise.all(texts.map(async (content) => (await json<{ tokens: number[] }>("/tokenize", { content })).tokens)),
-      detokenize: async (sequences: readonly (readonly TokenId[])[]) => Promise.all(sequences.map(async (tokens) => (await json<{ content: string }>("/detokenize", { tokens })).content)),
-      inspectTokens: async (ids: readonly TokenId[]) => (await json<{ kinds: TokenKind[] }>("/token_kinds", { tokens: ids })).kinds,
-    } : {}),
-    ...(capabilities.tokenIds ? {
-      greedy: async (requests: readonly GreedyRequest[]) => {
-        const out: TokenId[][] = [];
-        for (const r of requests) out.push(await greedyOne(r));
-        return out;
-      },
+    unsupported,
+    ...(tokenize === undefined ? {} : { tokenize: async (texts: readonly string[]) => Promise.all(texts.map(tokenize)) }),
+    ...(detokenize === undefined ? {} : { detokenize: async (sequences: readonly (readonly TokenId[])[]) => Promise.all(sequences.map(detokenize)) }),
+    ...(inspectTokens === undefined ? {} : { inspectTokens }),
+    ...(greedy === undefined ? {} : {
+      greedy: async (requests: readonly GreedyRequest[]) => inOrder(requests, greedy),
       // All at once: the server batches them into its slots (B = slots), the continuous-batching path.
-      batchedGreedy: async (requests: readonly GreedyRequest[]) => Promise.all(requests.map(greedyOne)),
-    } : {}),
-    ...(capabilities.promptLogprobs ? {
-      teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => {
-        const out: TopK[][] = [];
-        for (const r of requests) {
-          const ids = [...r.promptIds, ...r.continuationIds];
-          const choice = await completion({ prompt: ids, max_tokens: 0, echo: true, logprobs: r.k, temperature: 0 });
-          const topIds = choice.logprobs?.top_token_ids ?? [];
-          const topLogprobs = choice.logprobs?.top_token_logprobs ?? [];
-          // Entry i holds the distribution that predicted token i; the continuation starts at promptIds.length.
-          out.push(r.continuationIds.map((_, j) => {
-            const at = r.promptIds.length + j;
-            return { ids: topIds[at] ?? [], logprobs: topLogprobs[at] ?? [] };
-          }));
-        }
-        return out;
-      },
-    } : {}),
+      batchedGreedy: async (requests: readonly GreedyRequest[]) => Promise.all(requests.map(greedy)),
+    }),
+    ...(teacherForced === undefined ? {} : { teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => inOrder(requests, teacherForced) }),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },
   };
+}
+
+/** One word when one dialect serves everything, else which serves what (e.g. "llama.cpp+gguf"). */
+function dialectSummary(found: Partial<Record<DialectCapability, string>>): string {
+  const names = [...new Set(Object.values(found))];
+  return names.length === 0 ? "none" : names.join("+");
 }

@@ -135,6 +135,9 @@ export interface SystemUnderTest {
   /** Times one registered kernel (docs/kernel-ops.md): per-call nanoseconds. */
   kernelTime?(request: KernelRequest, plan: KernelTimingPlan): Promise<KernelTiming>;
 
+  /** Why a capability is absent, where the SUT found out (an HTTP server's dialect probes): the skip reason names it. */
+  readonly unsupported?: Readonly<Partial<Record<Capability, string>>>;
+
   /** Releases the SUT (engine, processes); safe to call twice. */
   close(): Promise<void>;
 }

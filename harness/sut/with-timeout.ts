@@ -60,6 +60,7 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
   return {
     label: sut.label,
     provenance: sut.provenance,
+    unsupported: sut.unsupported,
     tokenize: wrap("tokenize", sut.tokenize),
     detokenize: wrap("detokenize", sut.detokenize),
     inspectTokens: wrap("inspectTokens", sut.inspectTokens),

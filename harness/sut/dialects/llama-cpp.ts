@@ -1,0 +1,46 @@
+import { idList, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import type { GreedyRequest, TopK } from "../types.js";
+
+interface CompletionAnswer {
+  readonly tokens?: unknown;
+  readonly completion_probabilities?: { readonly top_logprobs?: { id: unknown; logprob: unknown }[] }[];
+}
+
+/**
+ * llama.cpp's own server (tools/server): /tokenize and /detokenize, and /completion, which takes a
+ * prompt of ids and answers with the generated ids (`return_tokens`) and, with `n_probs`, the
+ * top-k of each next-token distribution before sampling. It has no prompt log-probs (`echo` is
+ * refused), so teacher forcing asks for one token after each prefix of the continuation; the
+ * server's prompt cache makes each of those a one-token decode. Greedy turns the cache off: a
+ * rerun must evaluate its prompt as the first run did, not reuse cells another request left.
+ */
+export const LLAMA_CPP_DIALECT: Dialect = {
+  name: "llama.cpp",
+  offer(client: DialectClient): DialectOffer {
+    const complete = (body: Record<string, unknown>) => client.json<CompletionAnswer>("/completion", { temperature: 0, cache_prompt: true, return_tokens: true, ...body });
+    const greedy = async (r: GreedyRequest) => idList((await complete({ prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, cache_prompt: false })).tokens, "tokens");
+    return {
+      // add_special: BOS included, as the SUT interface promises (llama-server leaves it out by default).
+      tokenize: async (text) => idList((await client.json<{ tokens?: unknown }>("/tokenize", { content: text, add_special: true })).tokens, "tokens"),
+      detokenize: async (ids) => {
+        const { content } = await client.json<{ content?: unknown }>("/detokenize", { tokens: ids });
+        if (typeof content !== "string") throw new Error("/detokenize answered without content");
+        return content;
+      },
+      greedy,
+      teacherForced: async (r) => {
+        const rows: TopK[] = [];
+        for (let j = 0; j < r.continuationIds.length; j++) {
+          const answer = await complete({ prompt: [...r.promptIds, ...r.continuationIds.slice(0, j)], n_predict: 1, n_probs: r.k, post_sampling_probs: false });
+          const top = answer.completion_probabilities?.[0]?.top_logprobs;
+          if (!Array.isArray(top)) throw new Error("/completion with n_probs answered without completion_probabilities[0].top_logprobs");
+          rows.push(sortedTopK(top.map((entry, i) => {
+            if (!Number.isInteger(entry.id) || typeof entry.logprob !== "number") throw new Error(`top_logprobs[${i}] is ${JSON.stringify(entry)}, not {id, logprob}`);
+            return { id: entry.id as number, logprob: entry.logprob };
+          }), r.k));
+        }
+        return rows;
+      },
+    };
+  },
+};

@@ -1,0 +1,43 @@
+import { idList, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import type { TopK } from "../types.js";
+
+interface Choice {
+  readonly token_ids?: unknown;
+  readonly logprobs?: { readonly top_token_ids?: unknown[]; readonly top_token_logprobs?: unknown[] } | null;
+}
+
+/**
+ * Plain OpenAI /v1/completions: a prompt of token ids, `temperature: 0` for greedy, `echo` with
+ * `logprobs` for teacher forcing. OpenAI's own answers carry text only; ids are read where the
+ * server adds them (`choices[].token_ids`, as vLLM's `return_token_ids` and our server do;
+ * `logprobs.top_token_ids` beside the top log-probs, as our server does). A server that answers
+ * text only offers neither: text re-tokenized is not ids-level parity.
+ */
+export const OPENAI_DIALECT: Dialect = {
+  name: "openai",
+  offer(client: DialectClient): DialectOffer {
+    const completion = async (body: Record<string, unknown>): Promise<Choice> => {
+      const answer = await client.json<{ choices?: Choice[] }>("/v1/completions", { model: client.model, ...body });
+      const choice = answer.choices?.[0];
+      if (choice === undefined) throw new Error("/v1/completions answered without choices");
+      return choice;
+    };
+    return {
+      greedy: async (r) => idList((await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined })).token_ids, "choices[0].token_ids"),
+      teacherForced: async (r) => {
+        const choice = await completion({ prompt: [...r.promptIds, ...r.continuationIds], max_tokens: 0, echo: true, logprobs: r.k, temperature: 0 });
+        const topIds = choice.logprobs?.top_token_ids;
+        const topLogprobs = choice.logprobs?.top_token_logprobs;
+        if (!Array.isArray(topIds) || !Array.isArray(topLogprobs)) throw new Error("echo with logprobs answered without logprobs.top_token_ids");
+        // Entry i holds the distribution that predicted token i; the continuation starts at promptIds.length.
+        return r.continuationIds.map((_, j): TopK => {
+          const at = r.promptIds.length + j;
+          const ids = idList(topIds[at], `logprobs.top_token_ids[${at}]`);
+          const logprobs = topLogprobs[at];
+          if (!Array.isArray(logprobs) || logprobs.length !== ids.length) throw new Error(`logprobs.top_token_logprobs[${at}] does not match its ids`);
+          return sortedTopK(ids.map((id, i) => ({ id, logprob: logprobs[i] as number })), r.k);
+        });
+      },
+    };
+  },
+};

@@ -1,0 +1,75 @@
+import { checkGreedyAnswer, checkTeacherForcedAnswer } from "../answer-shape.js";
+import type { Dialect, DialectCapability, DialectClient, DialectOffer } from "./dialect.js";
+import type { TokenId } from "../types.js";
+
+/** What probing found: for each capability the dialect that answered its probe well, and why every other one did not. */
+export interface ProbeResult {
+  readonly offer: DialectOffer;
+  /** Capability → the dialect that serves it. */
+  readonly found: Partial<Record<DialectCapability, string>>;
+  /** Capability no dialect serves → each dialect's refusal, in one line. */
+  readonly missing: Partial<Record<DialectCapability, string>>;
+}
+
+/** Ids for probes when the server cannot tokenize: small ids exist in every vocabulary. */
+const FALLBACK_PROBE_IDS: readonly TokenId[] = [1, 2, 3];
+const PROBE_TEXT = "Hello";
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0].slice(0, 160);
+}
+
+/**
+ * Asks each capability of each dialect one small real request, in preference order, and keeps the
+ * first whose answer has the request's shape. Nothing is taken from what a server advertises: a
+ * capability is offered because the server just served it.
+ */
+export async function probeDialects(client: DialectClient, dialects: readonly Dialect[]): Promise<ProbeResult> {
+  const offers = dialects.map((dialect) => ({ name: dialect.name, offer: dialect.offer(client) }));
+  const offer: { -readonly [C in DialectCapability]?: DialectOffer[C] } = {};
+  const found: Partial<Record<DialectCapability, string>> = {};
+  const missing: Partial<Record<DialectCapability, string>> = {};
+  let probeIds = FALLBACK_PROBE_IDS;
+  const probes: { readonly [C in DialectCapability]: (candidate: NonNullable<DialectOffer[C]>) => Promise<void> } = {
+    tokenize: async (tokenize) => {
+      const ids = await tokenize(PROBE_TEXT);
+      if (ids.length < 2) throw new Error(`"${PROBE_TEXT}" tokenized to ${JSON.stringify(ids)}: no BOS, or no text`);
+      probeIds = ids;
+    },
+    detokenize: async (detokenize) => {
+      const text = await detokenize(probeIds);
+      if (found.tokenize !== undefined && !text.includes(PROBE_TEXT)) throw new Error(`${JSON.stringify(probeIds)} detokenized to ${JSON.stringify(text)}, not "${PROBE_TEXT}"`);
+    },
+    inspectTokens: async (inspect) => {
+      const kinds = await inspect(probeIds);
+      if (kinds.length !== probeIds.length) throw new Error(`${kinds.length} kinds for ${probeIds.length} ids`);
+    },
+    greedy: async (greedy) => {
+      const request = { promptIds: probeIds, maxTokens: 2 };
+      const checked = checkGreedyAnswer(request, await greedy(request));
+      if (!checked.ok) throw new Error(checked.reason);
+    },
+    teacherForced: async (teacherForced) => {
+      const request = { promptIds: probeIds.slice(0, -1), continuationIds: probeIds.slice(-1), k: 2 };
+      const checked = checkTeacherForcedAnswer(request, await teacherForced(request));
+      if (!checked.ok) throw new Error(checked.reason);
+    },
+  };
+  for (const capability of Object.keys(probes) as DialectCapability[]) {
+    const refusals: string[] = [];
+    for (const { name, offer: candidates } of offers) {
+      const candidate = candidates[capability];
+      if (candidate === undefined) continue;
+      try {
+        await (probes[capability] as (c: typeof candidate) => Promise<void>)(candidate);
+        (offer as Record<DialectCapability, unknown>)[capability] = candidate;
+        found[capability] = name;
+        break;
+      } catch (error) {
+        refusals.push(`${name}: ${oneLine(error)}`);
+      }
+    }
+    if (found[capability] === undefined) missing[capability] = refusals.length === 0 ? "no dialect has a word for it" : refusals.join("; ");
+  }
+  return { offer, found, missing };
+}
