@@ -5,10 +5,12 @@ import { request } from "undici";
 import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { existsSync } from "node:fs";
+import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
-import type { Capability, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
+import type { Capability, GreedyRequest, LoadedModel, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
 import { probeDialects } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
@@ -159,6 +161,22 @@ export interface HttpSutOptions {
 }
 
 /**
+ * Which file the server says it loaded: a sha256 it reports itself (ours, in /v1/models), else the
+ * path llama-server reports in /props, hashed here when that file is on this machine (a server
+ * started by the harness, or one on loopback). Only a well-formed digest or a readable path counts;
+ * anything else leaves the identity unverified.
+ */
+async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unknown }, json: <T>(path: string) => Promise<T>): Promise<{ loadedModel?: LoadedModel }> {
+  if (typeof model.model_sha256 === "string" && /^[0-9a-f]{64}$/.test(model.model_sha256)) {
+    return { loadedModel: { sha256: model.model_sha256, file: typeof model.model_file === "string" ? model.model_file : "(unnamed)", reportedBy: "the server's /v1/models" } };
+  }
+  const props = await json<{ model_path?: unknown }>("/props").catch(() => undefined);
+  const path = props?.model_path;
+  if (typeof path !== "string" || !existsSync(path)) return {};
+  return { loadedModel: { sha256: await sha256File(path), file: basename(path), reportedBy: "the server's /props model_path (that file hashed by the harness)" } };
+}
+
+/**
  * A system under test behind an HTTP API. Capabilities come from probing (dialects/probe.ts), not
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
@@ -195,9 +213,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
-    // Only a well-formed digest counts as the server's word; anything else leaves the identity unverified.
-    ...(typeof model.model_sha256 === "string" && /^[0-9a-f]{64}$/.test(model.model_sha256)
-      ? { loadedModel: { sha256: model.model_sha256, file: typeof model.model_file === "string" ? model.model_file : "(unnamed)", reportedBy: "the server's /v1/models" } } : {}),
+    ...await loadedModelOf(model, json),
   };
   const { tokenize, detokenize, inspectTokens, greedy, teacherForced } = offer;
   const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
