@@ -6,7 +6,7 @@
 #   scripts/build-llama-server.sh            build if missing, print the binary's path
 #   scripts/build-llama-server.sh --path     print where the binary is/would be; never build
 #
-# Cache root: $BENCH_CACHE_DIR, else $XDG_CACHE_HOME/bringup-bench, else ~/.cache/bringup-bench.
+# Cache root: $BENCH_BUILD_CACHE_DIR, else $XDG_CACHE_HOME/bringup-bench, else ~/.cache/bringup-bench.
 # Needs git, cmake (>= 3.14), make/g++; no network. Two builds racing for the same key are
 # serialised with flock; the result is moved into place only once complete.
 set -euo pipefail
@@ -16,7 +16,7 @@ if [ ! -f "$bundle" ]; then
   echo "build-llama-server: $bundle not found — run \`npm install\` first (node-llama-cpp ships the llama.cpp source)" >&2
   exit 2
 fi
-cache_root="${BENCH_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/bringup-bench}"
+cache_root="${BENCH_BUILD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/bringup-bench}"
 key="$(sha256sum "$bundle" | cut -c1-16)"
 dest="$cache_root/llama-server/$key"
 binary="$dest/bin/llama-server"
