@@ -51,6 +51,10 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly teacher_forced?: GateLevel;
     readonly determinism?: { readonly gate: GateLevel; readonly reruns: number };
     readonly batch_invariance?: GateLevel;
+    /** A runner that declares a traced mode: its traced greedy ids must equal its eager ones (a difference is classified against the oracle). */
+    readonly capture_parity?: GateLevel;
+    /** Two captures of the traced decode graph must report the same demand bytes. */
+    readonly capture_stable?: GateLevel;
   };
 }
 

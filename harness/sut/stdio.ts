@@ -41,7 +41,12 @@ interface Hello {
   readonly settings?: Readonly<Record<string, string | number | boolean>>;
   /** With the `kernel` capability: the (op, encoding) pairs the runner registers. */
   readonly kernel_ops?: unknown;
+  /** How its decode can run (absent: eager only); with `traced`, greedy takes `"mode": "traced"`. */
+  readonly modes?: unknown;
 }
+
+/** Decode modes a runner may declare: eager, and a traced (captured, replayed) decode graph. */
+const DECODE_MODES = ["eager", "traced"] as const;
 
 export interface StdioSutOptions {
   readonly label: string;
@@ -134,6 +139,9 @@ class RunnerProcess {
       } catch (error) {
         throw new BenchError((error as Error).message, { field: "hello.kernel_ops", fix: `list what the kernel method answers, e.g. [{"op": "rms_norm", "encoding": "F32:F32"}]` });
       }
+    }
+    if (hello.modes !== undefined && (!Array.isArray(hello.modes) || !hello.modes.every((mode) => (DECODE_MODES as readonly unknown[]).includes(mode)))) {
+      throw new BenchError(`the runner's hello declares modes ${JSON.stringify(hello.modes).slice(0, 80)}`, { field: "hello.modes", fix: `list some of ${DECODE_MODES.map((m) => JSON.stringify(m)).join(", ")}, or leave modes out (eager only)` });
     }
     return hello;
   }
@@ -239,11 +247,12 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   }
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
-  const wireGreedy = (requests: readonly GreedyRequest[]) => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })) });
+  const wireGreedy = (requests: readonly GreedyRequest[], mode?: "traced") => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })), ...(mode === undefined ? {} : { mode }) });
+  const traced = has("greedy") && Array.isArray(hello.modes) && hello.modes.includes("traced");
   const provenance: SutProvenance = {
     kind: "stdio",
     engine: `${hello.engine ?? "unnamed runner"} (runner protocol v${hello.version})`,
-    settings: { command: commandLine, ...(hello.settings ?? {}) },
+    settings: { command: commandLine, ...(hello.settings ?? {}), ...(Array.isArray(hello.modes) ? { modes: hello.modes.join(",") } : {}) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
   };
@@ -260,6 +269,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         field("inspect_tokens", await call("inspectTokens", { ids }), "kinds", ids.length, (k): k is TokenKind => ["text", "byte", "unknown", "control"].includes(k as string)),
     } : {}),
     ...(has("greedy") ? { greedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>) } : {}),
+    ...(traced ? { tracedGreedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests, "traced")), "ids", requests.length, checkedLater<TokenId[]>) } : {}),
     ...(has("batchedGreedy") ? {
       batchedGreedy: async (requests: readonly GreedyRequest[]) => field("batched_greedy", await call("batchedGreedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>),
     } : {}),
