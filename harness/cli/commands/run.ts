@@ -14,6 +14,8 @@ import { annotate, appendStepSummary } from "../github.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { paint, progress, say } from "../output.js";
+import { parseShard, shardLabel, type Shard } from "../../runner/shard.js";
+import { sourceCommit } from "../../results/source-commit.js";
 
 interface RunCliOptions {
   suite: string[];
@@ -32,6 +34,7 @@ interface RunCliOptions {
   shutdownGrace: number;
   runsDir: string;
   runId?: string;
+  shard?: Shard;
 }
 
 
@@ -68,6 +71,7 @@ export function registerRun(program: Command): void {
     .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
     .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
     .option("--shutdown-grace <seconds>", "seconds a runner or server gets to exit after it is asked to, before SIGTERM, then SIGKILL", wholeNumber, DEFAULT_SHUTDOWN_GRACE_S)
+    .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
@@ -78,7 +82,8 @@ export function registerRun(program: Command): void {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
       };
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
-      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase };
+      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase, ...(options.shard === undefined ? {} : { shard: options.shard }) };
+      recorder.provenance.commit = sourceCommit();
       await recorder.open();
       const controller = new AbortController();
       // Until the run is finalised below, every other way out (an error, a signal, a stall) is
@@ -94,7 +99,9 @@ export function registerRun(program: Command): void {
         if (event.kind === "progress") progress(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal }, recorder, emit);
+      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal }, recorder, emit);
+      // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
+      if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();
       if (controller.signal.aborted) {
         await recorder.flush("interrupted", EXIT.error, stopReason);
