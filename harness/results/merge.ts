@@ -112,7 +112,8 @@ export async function writeMergedRun(shards: readonly ShardRun[], out: string, c
   try {
     const recorder = new RunDirectory(basename(target), staging, command, { started: earliest, machine: shards[0].run.summary.machine });
     const { shard: _shard, ...selection } = shards[0].run.summary.selection!;
-    Object.assign(recorder.provenance, { selection, commit: shards[0].run.summary.commit ?? null });
+    recorder.provenance.selection = selection;
+    recorder.provenance.commit = shards[0].run.summary.commit ?? null;
     recorder.provenance.mergedFrom = shards.map(({ run, shard }) => ({ run_id: run.summary.run_id, shard: shardLabel(shard), status: run.summary.status, exit_code: run.summary.exit_code, machine: run.summary.machine }));
     recorder.provenance.suites.push(...shards[0].run.summary.suites);
     const oracles = new Map(all((run) => run.summary.oracles).map((o) => [JSON.stringify(o), o]));
