@@ -68,4 +68,10 @@ test("a runner that declares no traced mode: capture checks are SKIPPED — NOT 
   assert.match(verdict("eager-only", "capture_parity").reason, /lacks tracedGreedy/);
 });
 
+test("a hello declaring a mode the protocol does not know is refused: exit 2, one line naming hello.modes", () => {
+  const run = tracedRun("unknown-mode", "python3 {bench}/test/helpers/fake_runner.py unknown-mode {model}");
+  assert.is(run.status, 2, run.stdout + run.stderr);
+  assert.match(run.stderr, /hello\.modes: the runner's hello declares modes \["eager","graph"\] \(fix: list some of "eager", "traced", or leave modes out \(eager only\)\)/);
+});
+
 test.run();
