@@ -168,7 +168,7 @@ test("a failing battery: the merged run fails as the unsharded one does (exit 1)
   assert.equal(verdictKeys(readRun(join(gateCheckout, "reports", "runs", "merged"))), verdictKeys(whole.run));
 });
 
-test("bench merge refuses, in one line, shards of another commit, a missing or repeated shard, a run that is no shard, other goldens, an arm in two shards", () => {
+test("bench merge refuses, in one line, shards of another commit, a missing or repeated shard, a run that is no shard, other options, suites or goldens, an arm in two shards", () => {
   const box = (n: number) => join(work.path, "passing", `box-${n}`, "reports", "runs", `shard-${n}`);
   const merge = (...args: string[]) => shell(`npx bench merge ${args.join(" ")} --out ${join(work.path, "refused")}`, work.path, {});
   // Shard 2 again, on another commit.
@@ -190,10 +190,14 @@ test("bench merge refuses, in one line, shards of another commit, a missing or r
   }
   assert.not.ok(existsSync(join(work.path, "refused")), "a refused merge writes nothing");
 
-  // What the real runs cannot give on demand, made in memory from them: FAKE goldens, a FAKE second claim on an arm.
+  // What the real runs cannot give on demand, made in memory from them: FAKE options, suite hashes and goldens, a FAKE second claim on an arm.
   const [one, two] = [readRun(box(1)), readRun(box(2))];
   const withOracle = (run: StoredRun, created: string): StoredRun => ({ ...run, summary: { ...run.summary, oracles: [{ suite: "traced-reference", goldens: "/x/goldens/tiny-random.F32/parity16", model: {}, oracle: { created } }] } });
   assert.throws(() => checkShardsJoin([withOracle(one, "a"), withOracle(two, "b")]), /hold traced-reference tiny-random\.F32\/parity16 to different goldens/);
+  const otherOptions = { ...two, summary: { ...two.summary, selection: { ...two.summary.selection!, prompts: [1] } } };
+  assert.throws(() => checkShardsJoin([one, otherOptions]), /run shard-1 and run shard-2 were made with different options \(.*"prompts":\[0\].* vs .*"prompts":\[1\]/);
+  const otherSuite = { ...two, summary: { ...two.summary, suites: two.summary.suites.map((suite, i) => (i === 0 ? { ...suite, sha256: "0".repeat(64) } : suite)) } };
+  assert.throws(() => checkShardsJoin([one, otherSuite]), /run shard-1 and run shard-2 ran different suites \(traced-reference sha256 [0-9a-f]{12}, owned-kernels .* vs traced-reference sha256 000000000000/);
   const armOfTwo = { ...two, summary: { ...two.summary, suts: [...two.summary.suts, ...one.summary.suts] } };
   assert.throws(() => checkShardsJoin([one, armOfTwo]), /arm traced-reference\/runner ran in both run shard-1 \(shard 1\/2\) and run shard-2 \(shard 2\/2\)/);
 });
