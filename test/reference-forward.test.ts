@@ -39,7 +39,7 @@ test("a suite may borrow another suite's goldens (goldens_of): the reference for
 test("the reference refuses, in its hello, a FAULT its family cannot carry and a quantized model: exit 2, one line", () => {
   const fault = runWith(`${REFERENCE} --fault swa-off-by-one`, "wrong-fault");
   assert.is(fault.status, 2, fault.stdout + fault.stderr);
-  assert.match(fault.stderr, /--fault swa-off-by-one: does not apply to llama \(it takes: final-norm-skipped, output-head-x0.5, output-head-x1.01\)/);
+  assert.match(fault.stderr, /--fault swa-off-by-one: does not apply to llama \(it takes: final-norm-skipped, output-head-x0.5, output-head-x1.01, trace-buffers-leak, trace-position-frozen\)/);
   const quantized = runWith(REFERENCE, "quantized", "tiny-random:Q8_0");
   assert.is(quantized.status, 2, quantized.stdout + quantized.stderr);
   assert.match(quantized.stderr, /tensor \S+ is ggml type 8; the reference reads F32\/F16 models \(use the :F32 fixture\)/);

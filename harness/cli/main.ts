@@ -7,6 +7,7 @@ import { registerReport } from "./commands/report.js";
 import { registerGate } from "./commands/gate.js";
 import { registerServe } from "./commands/serve.js";
 import { registerLoad } from "./commands/load.js";
+import { registerMerge } from "./commands/merge.js";
 import { runToEnd } from "./exit-code.js";
 
 const program = new Command()
@@ -19,6 +20,7 @@ const program = new Command()
 registerRun(program);
 registerReport(program);
 registerGate(program);
+registerMerge(program);
 registerServe(program);
 registerLoad(program);
 registerFixtures(program);

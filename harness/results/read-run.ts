@@ -4,7 +4,7 @@ import { tableFromIPC } from "apache-arrow";
 import { BenchError } from "../errors.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { RUNS_DIR } from "../paths.js";
-import { SUMMARY_SCHEMA, type RunSelection } from "./run-directory.js";
+import { SUMMARY_SCHEMA, type MergedShard, type RunSelection } from "./run-directory.js";
 import type { MachineInfo } from "./machine.js";
 import type { CellRecord, GateVerdict } from "./types.js";
 import type { VerdictCounts } from "./verdicts.js";
@@ -21,11 +21,16 @@ export interface RunSummary {
   /** Why a run that did not complete ended (interrupted or errored). */
   readonly error?: string;
   readonly harness_version: string;
+  /** Absent in runs made before it was recorded. */
+  readonly commit?: string | null;
+  /** bench merge: the shard runs this one joins. */
+  readonly merged_from?: readonly MergedShard[];
   readonly machine: MachineInfo;
   readonly command: readonly string[];
   /** Absent in runs made before it was recorded, and for commands other than bench run. */
   readonly selection?: RunSelection;
   readonly suites: readonly { name: string; path: string; sha256: string }[];
+  readonly oracles: readonly { suite: string; goldens: string; model: Record<string, unknown>; oracle: Record<string, unknown> }[];
   readonly suts: readonly { suite: string; arm: string; provenance: Record<string, unknown> }[];
   readonly verdicts: readonly GateVerdict[];
   readonly counts: VerdictCounts;

@@ -35,6 +35,19 @@ export interface RunProvenance {
   lock: { path: string; waited_ms: number } | null;
   /** One record per arm run: resets, processes, kept stderr and the failure evidence found in it. */
   readonly legs: LegRecord[];
+  /** The commit of the checkout the run was made in (source-commit.ts); null where none is known. */
+  commit: string | null;
+  /** bench merge: the shard runs this one joins, in shard order. */
+  mergedFrom: MergedShard[] | null;
+}
+
+/** One shard run a merged run was made from: where it ran and how it ended. */
+export interface MergedShard {
+  readonly run_id: string;
+  readonly shard: string;
+  readonly status: RunStatus;
+  readonly exit_code: number | null;
+  readonly machine: MachineInfo;
 }
 
 /**
@@ -47,6 +60,8 @@ export interface RunSelection {
   readonly prompts: readonly number[];
   readonly cases: readonly number[];
   readonly niah_cases: readonly string[];
+  /** `--shard i/n`: this run holds only its share of the battery's arms (absent: all of them). */
+  readonly shard?: { readonly index: number; readonly count: number };
 }
 
 /**
@@ -59,9 +74,9 @@ export class RunDirectory {
   private readonly cells: CellRecord[] = [];
   private readonly verdicts: GateVerdict[] = [];
   private readonly summaryLines: string[] = [];
-  private readonly machine: MachineInfo = machineInfo();
-  private readonly started = new Date().toISOString();
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null, box: null, lock: null, legs: [] };
+  private readonly machine: MachineInfo;
+  private readonly started: string;
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null, commit: null, mergedFrom: null, box: null, lock: null, legs: [] };
   private samplesArrow: Uint8Array | undefined;
   private writes: Promise<void> = Promise.resolve();
   /** The final status once one was asked for, and whether its files are written. */
@@ -73,8 +88,11 @@ export class RunDirectory {
     this.samplesArrow = arrow;
   }
 
-  constructor(readonly runId: string, runsDir: string, private readonly command: readonly string[]) {
+  /** `origin`: when and where the results were made, for a run assembled from others (bench merge); default: here, now. */
+  constructor(readonly runId: string, runsDir: string, private readonly command: readonly string[], origin?: { readonly started: string; readonly machine: MachineInfo }) {
     this.directory = join(runsDir, runId);
+    this.started = origin?.started ?? new Date().toISOString();
+    this.machine = origin?.machine ?? machineInfo();
   }
 
   async open(): Promise<void> {
@@ -110,6 +128,8 @@ export class RunDirectory {
       exit_code: exitCode,
       ...(error === undefined ? {} : { error }),
       harness_version: HARNESS_VERSION,
+      commit: this.provenance.commit,
+      ...(this.provenance.mergedFrom === null ? {} : { merged_from: this.provenance.mergedFrom }),
       seed: this.provenance.seed,
       ...(this.provenance.selection === null ? {} : { selection: this.provenance.selection }),
       machine: this.machine,

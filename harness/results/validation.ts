@@ -16,6 +16,7 @@ export function notAWholeBattery(summary: RunSummary): string | undefined {
   const limits = [
     selection.arms.length > 0 ? "--arm" : "", selection.prompts.length > 0 ? "--prompt" : "",
     selection.cases.length > 0 ? "--case" : "", selection.niah_cases.length > 0 ? "--niah-case" : "",
+    selection.shard !== undefined ? `--shard ${selection.shard.index}/${selection.shard.count}` : "",
   ].filter((flag) => flag !== "");
   if (limits.length > 0) return `it was limited by ${limits.join(", ")}`;
   for (const name of DEFAULT_BATTERY) {

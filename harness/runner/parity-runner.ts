@@ -348,5 +348,73 @@ export async function runParityArm(context: ParityArmContext): Promise<{ summary
     };
   });
 
+  await check("capture_parity", suite.checks.capture_parity, ["greedy", "tracedGreedy"], async (gate) => {
+    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
+    const eager = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
+    const { valid: traced, broken } = sortAnswers(context.prompts, await askGreedy(sut, "tracedGreedy", requests, context.vocabSize));
+    for (const p of context.prompts) {
+      if (!eager.has(p) && !broken.some((b) => b.prompt === p)) broken.push({ prompt: p, reason: "its eager greedy answer was rejected" });
+    }
+    const compared = context.prompts.filter((p) => !broken.some((b) => b.prompt === p));
+    const changed = new Map(compared.map((p) => [p, traced.get(p)!] as const).filter(([p, ids]) => ids.join(",") !== eager.get(p)!.join(",")));
+    const classified = await classifyPaths(context, changed);
+    const bad = classified.filter((r) => r.verdict === "FORWARD-DIVERGENT");
+    const firstDifference = (p: number) => {
+      const at = changed.get(p)!.findIndex((id, j) => id !== eager.get(p)![j]);
+      return `traced ids differ from eager at token ${at} (eager ${eager.get(p)![at]}, traced ${changed.get(p)![at]})`;
+    };
+    await emit({
+      kind: "cells",
+      cells: [...compared.map((p) => {
+        const result = classified.find((r) => r.prompt === p);
+        return cell(context, "capture_parity", gate, {
+          prompt: p, status: result !== undefined && bad.includes(result) ? "fail" : "pass",
+          gap_mnats: result?.maxGapMnats ?? 0, prompt_class: result === undefined ? "IDENTICAL" : result.verdict,
+          detail: result === undefined ? "traced ids equal eager ids" : `${firstDifference(p)}; the traced path is ${result.verdict} against the oracle (max gap ${result.maxGapMnats} mnats)`,
+        });
+      }), ...brokenCells(context, "capture_parity", gate, "traced greedy", broken)],
+    });
+    const worst = bad[0] ?? classified[0];
+    return {
+      status: bad.length === 0 && broken.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} capture parity (traced vs eager): ${compared.length - changed.size}/${context.prompts.length} identical, ${changed.size - bad.length} near-tie, ${bad.length} forward-divergent` +
+        (broken.length === 0 ? "" : `, ${broken.length} answers rejected`) +
+        (worst === undefined ? "" : `; prompt ${worst.prompt}: ${firstDifference(worst.prompt)}, ${worst.verdict} (max gap ${worst.maxGapMnats} mnats)`) +
+        (bad.length === 0 ? "" : " — the replayed graph computes something else than the eager one: an input baked into the capture as a constant (a position, a cache length) or a buffer the replay does not rewrite"),
+      metrics: { prompts: context.prompts.length, identical: compared.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length, rejected: broken.length },
+    };
+  });
+
+  await check("capture_stable", suite.checks.capture_stable, ["tracedGreedy", "traceDemand"], async (gate): Promise<CheckOutcome> => {
+    // Each traced greedy batch captures the decode graph anew: the demand each capture reports must be the same.
+    const capture = async () => {
+      await askGreedy(sut, "tracedGreedy", context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T })), context.vocabSize);
+      return new Map((await sut.traceDemand!()).map((c) => [c.capture, c.demandBytes] as const));
+    };
+    const [first, second] = [await capture(), await capture()];
+    if (first.size === 0 && second.size === 0) {
+      const reason = `${sut.label} reported no captured graph after a traced pass: no demand to compare`;
+      await emit({ kind: "cells", cells: [cell(context, "capture_stable", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
+    const names = [...new Set([...first.keys(), ...second.keys()])];
+    const shown = (bytes: number | undefined) => (bytes === undefined ? "no capture" : `${bytes} B`);
+    const unstable = names.filter((name) => first.get(name) !== second.get(name));
+    await emit({
+      kind: "cells",
+      cells: names.map((name) => cell(context, "capture_stable", gate, {
+        status: unstable.includes(name) ? "fail" : "pass",
+        detail: `capture ${name}: ${shown(first.get(name))}, then ${shown(second.get(name))}`,
+      })),
+    });
+    return {
+      status: unstable.length === 0 ? "pass" : "fail",
+      summary: `${arm.label} capture stability: ${names.length - unstable.length}/${names.length} captured graphs report the same demand twice` +
+        unstable.map((name) => `; ${name}: ${shown(first.get(name))} then ${shown(second.get(name))}`).join("") +
+        (unstable.length === 0 ? "" : " — a capture that depends on what ran before it (buffers kept from an earlier capture, a size read from the first request)"),
+      metrics: { captures: names.length, unstable: unstable.length, demand_bytes_max: Math.max(...[...first.values(), ...second.values()]) },
+    };
+  });
+
   return { summaryLine };
 }

@@ -38,6 +38,7 @@ import { DEFAULT_BATTERY } from "../suites/default-battery.js";
 import { boxProvenance, resolveBoxSettings, type BoxSettings } from "../box/config.js";
 import { BoxSession } from "../box/leg.js";
 import type { ChildProcess } from "node:child_process";
+import { armKey, armsOfShard, type Shard } from "./shard.js";
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 
@@ -69,6 +70,8 @@ export interface RunOptions {
   readonly openSut?: OpenSut;
   /** How the run shares its box: device lock, resets, boot and leg timeouts, runner environment (default: bench.config.json in the working directory, if any). */
   readonly box?: BoxSettings;
+  /** Only this box's share of the battery's arms (shard.ts). */
+  readonly shard?: Shard;
 }
 
 /** What opening an arm's SUT needs besides the arm: where its log lines go (progress), and its shutdown grace. */
@@ -153,6 +156,9 @@ interface ResolvedRunOptions {
   readonly openSut: OpenSut;
   readonly box: BoxSession;
   readonly llamaServerBuilt: boolean;
+  readonly shard: Shard | undefined;
+  /** Whether this run's shard has the arm (always, unsharded); set once the battery's arms are known. */
+  readonly inShard: (suite: string, arm: string) => boolean;
 }
 
 function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunListener): ResolvedRunOptions {
@@ -174,6 +180,8 @@ function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunLi
     openSut: options.openSut ?? openArmSut,
     box: new BoxSession(options.box ?? resolveBoxSettings(), recorder, emit, signal),
     llamaServerBuilt: builtLlamaServer() !== undefined,
+    shard: options.shard,
+    inShard: () => true,
   };
 }
 
@@ -202,7 +210,11 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
   };
 }
 
-function selectArms<Arm extends { readonly label: string; readonly command?: readonly string[] }>(suite: { readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
+function selectArms<Arm extends { readonly label: string; readonly command?: readonly string[] }>(suite: { readonly name: string; readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
+  return armsBeforeSharding(suite, options).filter((arm) => options.inShard(suite.name, arm.label));
+}
+
+function armsBeforeSharding<Arm extends { readonly label: string; readonly command?: readonly string[] }>(suite: { readonly kind: Suite["kind"]; readonly arms: readonly Arm[] }, options: ResolvedRunOptions): Arm[] {
   // Arms on llama-server run where it is built; unnamed and unbuilt, they are left out with a note (runBattery), named, they fail loudly.
   const byLabel = () => (options.arms === undefined ? suite.arms.filter((arm) => options.llamaServerBuilt || !needsLlamaServer(arm)) : suite.arms.filter((arm) => options.arms!.includes(arm.label)));
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
@@ -444,10 +456,13 @@ async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceAr
   }
 }
 
+/** The one arm `--plugin` gives a kernel suite. */
+const PLUGIN_ARM = "plugin";
+
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
 async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
-  const arms = options.plugin !== undefined ? [{ label: "plugin", plugin: options.plugin, gate: "required" as const }] : selectArms(suite, options);
+  const arms = options.plugin !== undefined ? [{ label: PLUGIN_ARM, plugin: options.plugin, gate: "required" as const }].filter((arm) => options.inShard(suite.name, arm.label)) : selectArms(suite, options);
   const open = (arm: KernelArm, context: SutContext) => arm.runner !== undefined
     ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, ...context })
     : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, context);
@@ -488,27 +503,45 @@ async function noteArmsWithoutLlamaServer(suites: readonly Suite[], options: Res
  * then per suite verify its goldens and open its oracle where it has one, and per arm open the SUT,
  * run its checks and close it. Emits events; never prints.
  */
-export async function runBattery(input: RunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  const options = resolveOptions(input, recorder, emit);
-  const suites = options.suites.map((name) => loadSuite(name));
-  assertArmsExist(suites, options);
-  await noteArmsWithoutLlamaServer(suites, options, emit);
-  const selected = (suite: Suite): readonly { label: string }[] => selectArms<{ readonly label: string; readonly command?: readonly string[] }>(suite, options);
-  const runnable = suites.filter((s) => selected(s).length > 0);
-  if (runnable.length === 0) {
-    throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });
-  }
-  recorder.provenance.box = boxProvenance(options.box.settings);
+export async function runBattery(input: RunOptions, recorder: RunDirectory, emit: RunListener): Promise<BatteryDeal> {
+  const unsharded = resolveOptions(input, recorder, emit);
   try {
+    const suites = unsharded.suites.map((name) => loadSuite(name));
+    assertArmsExist(suites, unsharded);
+    await noteArmsWithoutLlamaServer(suites, unsharded, emit);
+    const armsOf = (suite: Suite): string[] => suite.kind === "kernels" && unsharded.plugin !== undefined ? [PLUGIN_ARM] : armsBeforeSharding<{ readonly label: string; readonly command?: readonly string[] }>(suite, unsharded).map((arm) => arm.label);
+    const runnable = suites.filter((s) => armsOf(s).length > 0);
+    if (runnable.length === 0) {
+      throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });
+    }
+    recorder.provenance.box = boxProvenance(unsharded.box.settings);
+    const battery = runnable.flatMap((suite) => armsOf(suite).map((arm) => ({ suite: suite.name, arm })));
+    const options = shardOptions(unsharded, battery);
+    const deal = { batteryArms: battery.length, arms: battery.filter((arm) => options.inShard(arm.suite, arm.arm)).map((arm) => `${arm.suite}/${arm.arm}`) };
     for (const suite of runnable) {
+      // Every shard records every suite of the battery (bench merge checks they ran the same ones), whether or not it has arms of it.
       recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
-      if (options.signal.aborted) return;
+      if (options.signal.aborted) return deal;
       if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
       else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
       else if (suite.kind === "kernels") await runKernelSuite(suite, options, recorder, emit);
       else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
     }
+    return deal;
   } finally {
-    await options.box.close();
+    await unsharded.box.close();
   }
+}
+
+/** The arms a run was dealt (`suite/arm`; all of them, unsharded) out of how many the battery has. */
+export interface BatteryDeal {
+  readonly arms: readonly string[];
+  readonly batteryArms: number;
+}
+
+/** The options limited to the run's shard (an empty share runs nothing). */
+function shardOptions(options: ResolvedRunOptions, battery: readonly { suite: string; arm: string }[]): ResolvedRunOptions {
+  if (options.shard === undefined) return options;
+  const mine = armsOfShard(battery, options.shard);
+  return { ...options, inShard: (suite, arm) => mine.has(armKey({ suite, arm })) };
 }

@@ -76,6 +76,10 @@ export interface ParitySuite extends SuiteFile<"parity", SuiteArm> {
     readonly batch_invariance?: GateLevel;
     /** Teacher-forced KLD, RMS Δp, same-top and top-1 held to bounds (arms may replace any bound). */
     readonly distribution?: { readonly gate: GateLevel } & DistributionBounds;
+    /** A runner that declares a traced mode: its traced greedy ids must equal its eager ones (a difference is classified against the oracle). */
+    readonly capture_parity?: GateLevel;
+    /** Two captures of the traced decode graph must report the same demand bytes. */
+    readonly capture_stable?: GateLevel;
   };
 }
 

@@ -128,8 +128,8 @@ async function ask<Req, Ans>(
   return requests.map((request, i) => check(request, answers[i]));
 }
 
-export function askGreedy(sut: SystemUnderTest, method: "greedy" | "batchedGreedy", requests: readonly GreedyRequest[], vocabSize?: number): Promise<Checked<TokenId[]>[]> {
-  return ask(sut, method, (batch) => sut[method]!(batch), requests, (request, answer) => checkGreedyAnswer(request, answer, vocabSize), method === "greedy");
+export function askGreedy(sut: SystemUnderTest, method: "greedy" | "tracedGreedy" | "batchedGreedy", requests: readonly GreedyRequest[], vocabSize?: number): Promise<Checked<TokenId[]>[]> {
+  return ask(sut, method, (batch) => sut[method]!(batch), requests, (request, answer) => checkGreedyAnswer(request, answer, vocabSize), method !== "batchedGreedy");
 }
 
 export function askTeacherForced(sut: SystemUnderTest, requests: readonly TeacherForcedRequest[], vocabSize?: number): Promise<Checked<TopK[]>[]> {

@@ -44,7 +44,12 @@ interface Hello {
   /** The sha256 of the model file the runner loaded, and its name: what the identity check compares with the goldens'. */
   readonly model_sha256?: unknown;
   readonly model_file?: unknown;
+  /** How its decode can run (absent: eager only); with `traced`, greedy takes `"mode": "traced"`. */
+  readonly modes?: unknown;
 }
+
+/** Decode modes a runner may declare: eager, and a traced (captured, replayed) decode graph. */
+const DECODE_MODES = ["eager", "traced"] as const;
 
 export interface StdioSutOptions {
   readonly label: string;
@@ -144,6 +149,9 @@ class RunnerProcess {
     }
     if (hello.model_sha256 !== undefined && (typeof hello.model_sha256 !== "string" || !/^[0-9a-f]{64}$/.test(hello.model_sha256))) {
       throw new BenchError(`the runner's hello has model_sha256 ${JSON.stringify(hello.model_sha256).slice(0, 80)}, not 64 lowercase hex digits`, { field: "hello.model_sha256", fix: "send the sha256 hex digest of the model file the runner loaded, or leave the field out" });
+    }
+    if (hello.modes !== undefined && (!Array.isArray(hello.modes) || !hello.modes.every((mode) => (DECODE_MODES as readonly unknown[]).includes(mode)))) {
+      throw new BenchError(`the runner's hello declares modes ${JSON.stringify(hello.modes).slice(0, 80)}`, { field: "hello.modes", fix: `list some of ${DECODE_MODES.map((m) => JSON.stringify(m)).join(", ")}, or leave modes out (eager only)` });
     }
     return hello;
   }
@@ -250,11 +258,12 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   }
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
-  const wireGreedy = (requests: readonly GreedyRequest[]) => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })) });
+  const wireGreedy = (requests: readonly GreedyRequest[], mode?: "traced") => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })), ...(mode === undefined ? {} : { mode }) });
+  const traced = has("greedy") && Array.isArray(hello.modes) && hello.modes.includes("traced");
   const provenance: SutProvenance = {
     kind: "stdio",
     engine: `${hello.engine ?? "unnamed runner"} (runner protocol v${hello.version})`,
-    settings: { command: commandLine, ...(hello.settings ?? {}) },
+    settings: { command: commandLine, ...(hello.settings ?? {}), ...(Array.isArray(hello.modes) ? { modes: hello.modes.join(",") } : {}) },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
     ...(typeof hello.model_sha256 === "string" ? { loadedModel: { sha256: hello.model_sha256, file: typeof hello.model_file === "string" ? hello.model_file : "(unnamed)", reportedBy: "the runner's hello" } } : {}),
@@ -272,6 +281,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
         field("inspect_tokens", await call("inspectTokens", { ids }), "kinds", ids.length, (k): k is TokenKind => ["text", "byte", "unknown", "control"].includes(k as string)),
     } : {}),
     ...(has("greedy") ? { greedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>) } : {}),
+    ...(traced ? { tracedGreedy: async (requests: readonly GreedyRequest[]) => field("greedy", await call("greedy", wireGreedy(requests, "traced")), "ids", requests.length, checkedLater<TokenId[]>) } : {}),
     ...(has("batchedGreedy") ? {
       batchedGreedy: async (requests: readonly GreedyRequest[]) => field("batched_greedy", await call("batchedGreedy", wireGreedy(requests)), "ids", requests.length, checkedLater<TokenId[]>),
     } : {}),

@@ -107,7 +107,7 @@ export interface KernelTiming {
   readonly callsPerSample: number;
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "kernel" | "kernelTime";
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -122,6 +122,11 @@ export interface SystemUnderTest {
   inspectTokens?(ids: readonly TokenId[]): Promise<TokenKind[]>;
   /** Greedy (temperature 0) continuations, each prompt evaluated alone. */
   greedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
+  /**
+   * Greedy continuations through the SUT's traced (captured and replayed) decode graph, each prompt
+   * alone: held to the eager `greedy` ids by capture_parity.
+   */
+  tracedGreedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
   /** Greedy continuations with all requests in flight together (several sequences in one batch). */
   batchedGreedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
   /** Teacher-forced top-k: one TopK per continuation token, for each request. */

@@ -65,6 +65,7 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
     detokenize: wrap("detokenize", sut.detokenize),
     inspectTokens: wrap("inspectTokens", sut.inspectTokens),
     greedy: wrap("greedy", sut.greedy),
+    tracedGreedy: wrap("tracedGreedy", sut.tracedGreedy),
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
     traceDemand: wrap("traceDemand", sut.traceDemand),

@@ -8,6 +8,9 @@ lines over stdio (README, "Runner protocol"). Copy this file next to your forwar
   request   harness -> runner  {"id": 7, "method": "greedy", "params": {...}}
   response  runner -> harness  {"id": 7, "result": {...}}  or  {"id": 7, "error": {"message": ...}}
 
+A model with a `modes` list (["eager", "traced"]) declares it in the hello; the harness then asks for
+`greedy` with `"mode": "traced"` too, and holds the traced ids to the eager ones (capture_parity).
+
 stdout carries protocol lines only: print logs to stderr. Raise `Unsupported` when the runner has no
 implementation for what was asked (a kernel for that encoding or shape): the harness skips that one case.
 """
@@ -40,6 +43,8 @@ def serve(model, engine, settings=None, kernel_ops=None, model_path=None):
         hello["model_file"] = os.path.basename(model_path)
     if "kernel" in capabilities:
         hello["kernel_ops"] = kernel_ops or []
+    if getattr(model, "modes", None):
+        hello["modes"] = list(model.modes)
     send(hello)
     for line in sys.stdin:
         if not line.strip():

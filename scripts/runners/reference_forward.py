@@ -6,6 +6,8 @@ llama.cpp goldens. One token at a time: meant for a few short prompts, not long 
 
 Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table]
   --fault NAME   plant a FAULT (tests show the harness catches it); see reference/runner.py FAULTS
+  Families whose decode step is written as operations (llama) also run traced: greedy with
+  "mode": "traced" captures the step and replays it (reference/trace.py), and trace_demand reports its buffers.
   --gelu         ggml-fp16-table reproduces llama.cpp's CPU GELU lookup table instead of the exact tanh GELU
 """
 import argparse
@@ -14,7 +16,7 @@ import sys
 from bench_runner import refuse, serve
 from reference import gemma4, llama, nemotron_h, qwen35
 from reference.gguf import GgufError, GgufFile
-from reference.runner import FAULTS, ReferenceRunner
+from reference.runner import FAULTS, TRACE_FAULTS, ReferenceRunner
 
 # Each family module has faults_for(architecture) (the FAULTs it can carry) and Family (its forward pass).
 FAMILIES = {"llama": llama, "qwen35": qwen35, "qwen35moe": qwen35, "gemma4": gemma4, "nemotron_h_moe": nemotron_h}
@@ -32,7 +34,7 @@ def main(argv):
         if arch not in FAMILIES:
             raise GgufError(f"{args.model}: architecture {arch!r}; the reference runs {', '.join(FAMILIES)}")
         family_module = FAMILIES[arch]
-        allowed = family_module.faults_for(arch)
+        allowed = family_module.faults_for(arch) | (TRACE_FAULTS if callable(getattr(family_module.Family, "forward", None)) else set())
         unknown = [f for f in args.fault if f not in allowed]
         if unknown:
             raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(allowed)) or 'none'})")

@@ -23,6 +23,7 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
   anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
+  unknown-mode         a hello declaring a decode mode the protocol does not know ("graph")
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
 """
@@ -42,6 +43,10 @@ if mode == "dies-at-boot":
     sys.exit(3)
 if mode == "logs-on-stdout":
     print("loading weights ...")
+    sys.exit(0)
+if mode == "unknown-mode":
+    send({"protocol": "bringup-bench-runner", "version": 1, "capabilities": ["greedy"], "modes": ["eager", "graph"]})
+    sys.stdin.read()
     sys.exit(0)
 if mode == "version-2":
     send({"protocol": "bringup-bench-runner", "version": 2, "capabilities": []})

@@ -7,7 +7,7 @@ import { applyRatchets, baselineDiff } from "../../gates/ratchets.js";
 import { writeFileAtomic } from "../../io/atomic-write.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT, type ExitCode } from "../../results/exit-code.js";
-import { latestRunDirectory, readRun } from "../../results/read-run.js";
+import { latestRunDirectory, readRun, type StoredRun } from "../../results/read-run.js";
 import { setExitCode } from "../exit-code.js";
 import { annotate, appendStepSummary } from "../github.js";
 import { paint, say, warn } from "../output.js";
@@ -17,6 +17,7 @@ interface GateOptions {
   runsDir: string;
   strict?: boolean;
   update?: boolean;
+  createIfMissing?: boolean;
 }
 
 export function registerGate(program: Command): void {
@@ -28,6 +29,7 @@ export function registerGate(program: Command): void {
     .option("--runs-dir <dir>", "where run directories are", RUNS_DIR)
     .option("--strict", "a gated metric missing from the baseline fails instead of warning")
     .option("--update", "write the baseline from this run (keeping its tolerances) and print the diff")
+    .option("--create-if-missing", "first run: when the baseline file does not exist, create it from this run if the run passed (exit 0), else write nothing; exit with the run's code")
     .addHelpText("after", "\nExit codes: 0 pass, 1 a ratchet or band failed (or the run itself failed), 2 error, 77 the run skipped a required gate.")
     .action(async (runArg: string | undefined, options: GateOptions) => {
       const run = readRun(runArg ?? latestRunDirectory(options.runsDir), options.runsDir);
@@ -39,6 +41,10 @@ export function registerGate(program: Command): void {
         await writeFileAtomic(options.baseline, after);
         const diff = baselineDiff(before, after);
         say(diff.length === 0 ? `${options.baseline}: unchanged` : [`${options.baseline} updated from run ${run.summary.run_id}:`, ...diff].join("\n"));
+        return;
+      }
+      if (previous === undefined && options.createIfMissing === true) {
+        await createFirstBaseline(options.baseline, run);
         return;
       }
       if (previous === undefined) {
@@ -83,3 +89,20 @@ export function registerGate(program: Command): void {
     });
 }
 
+/**
+ * The first run of a new pipeline has no baseline to hold it to: one is taken from it, but only
+ * from a run that passed — a failing first run must not become the standard later runs are held to.
+ */
+async function createFirstBaseline(path: string, run: StoredRun): Promise<void> {
+  const runCode = (run.summary.status === "complete" ? run.summary.exit_code ?? EXIT.error : EXIT.error) as ExitCode;
+  if (runCode !== EXIT.pass) {
+    say(`${paint("NOT CREATED", "red")} ${path}: run ${run.summary.run_id} is ${run.summary.status} with exit ${runCode}; a baseline is taken only from a passing run (exit ${runCode})`);
+    annotate("error", "bench gate", `no baseline created: run ${run.summary.run_id} exited ${runCode}`);
+    setExitCode(runCode);
+    return;
+  }
+  await writeFileAtomic(path, `${JSON.stringify(baselineFromRun(basename(path, ".json"), run), null, 2)}\n`);
+  say(`created ${path} from run ${run.summary.run_id} (first run: nothing to hold it to yet) — commit it, and later runs are gated against it (exit 0)`);
+  appendStepSummary(`### bench gate: created \`${path}\` from run ${run.summary.run_id} — commit it to gate later runs`);
+  setExitCode(EXIT.pass);
+}

@@ -16,6 +16,8 @@ import { join } from "node:path";
 import { notice, paint, progress, say } from "../output.js";
 import { resolveBoxSettings } from "../../box/config.js";
 import { legLines } from "../../results/legs.js";
+import { parseShard, shardLabel, type Shard } from "../../runner/shard.js";
+import { sourceCommit } from "../../results/source-commit.js";
 
 interface RunCliOptions {
   suite: string[];
@@ -40,6 +42,7 @@ interface RunCliOptions {
   resetCommand?: string;
   bootTimeout?: number;
   legTimeout?: number;
+  shard?: Shard;
 }
 
 
@@ -82,6 +85,7 @@ export function registerRun(program: Command): void {
     .option("--reset-command <command>", "run before each device arm and after one whose process had to be killed (split on spaces, no shell), e.g. \"tt-smi -r 0,1,2,3\"")
     .option("--boot-timeout <seconds>", "seconds a runner or server may take to come up", wholeNumber)
     .option("--leg-timeout <seconds>", "wall-clock limit per arm once its SUT is up: then it is stopped (shutdown, SIGTERM, SIGKILL), the box reset, and the arm is ERROR", wholeNumber)
+    .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
@@ -96,7 +100,8 @@ export function registerRun(program: Command): void {
         resetCommand: options.resetCommand?.split(" ").filter((part) => part !== ""),
       });
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
-      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase };
+      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase, ...(options.shard === undefined ? {} : { shard: options.shard }) };
+      recorder.provenance.commit = sourceCommit();
       await recorder.open();
       const controller = new AbortController();
       // Until the run is finalised below, every other way out (an error, a signal, a stall) is
@@ -113,7 +118,9 @@ export function registerRun(program: Command): void {
         if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, signal: controller.signal, box }, recorder, emit);
+      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
+      // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
+      if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();
       if (controller.signal.aborted) {
         await recorder.flush("interrupted", EXIT.error, stopReason);

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from .ops import AttentionState, attend, rms_norm, rope_angles, rope_norm, silu
+from .trace import Eager, StepInputs
 
 # Faults of the output end, which keep the argmax on most positions and move the distribution: what
 # the distribution gates exist for.
@@ -40,20 +41,26 @@ class Llama:
         return AttentionState(self.n_layer)
 
     def step(self, token, state):
-        x = self.embedding[token].copy()
-        angles = rope_angles(state.pos, self.n_rot, self.base, self.factors)
-        for layer, kv in zip(self.layers, state.kv):
-            h = rms_norm(x, layer["attn_norm"], self.eps)
-            q = rope_norm((layer["attn_q"] @ h).reshape(self.n_head, self.head_dim), angles)
-            k = rope_norm((layer["attn_k"] @ h).reshape(self.n_head_kv, self.head_dim), angles)
-            kv.append(k, (layer["attn_v"] @ h).reshape(self.n_head_kv, self.head_dim))
-            keys, values = kv.visible(0)
-            x = x + layer["attn_output"] @ attend(q, keys, values, 1.0 / math.sqrt(self.head_dim)).reshape(-1)
-            h = rms_norm(x, layer["ffn_norm"], self.eps)
-            x = x + layer["ffn_down"] @ (silu(layer["ffn_gate"] @ h) * (layer["ffn_up"] @ h))
-        state.pos += 1
-        h = rms_norm(x, self.output_norm, self.eps) if self.final_norm else x
-        return self.head_scale * (self.output @ h)
+        return self.forward(Eager(), StepInputs(token, state))
+
+    def forward(self, tape, inputs):
+        """One decode step as operations on `tape` (trace.py): run at once (eager) or captured for replay."""
+        x = tape.op("embed", lambda i: self.embedding[i.token].copy(), inputs)
+        angles = tape.op("rope_angles", lambda i: rope_angles(i.state.pos, self.n_rot, self.base, self.factors), inputs)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        for il, layer in enumerate(self.layers):
+            h = tape.op("attn_norm", rms_norm, x, layer["attn_norm"], self.eps)
+            q = tape.op("q", lambda w, h, a: rope_norm((w @ h).reshape(self.n_head, self.head_dim), a), layer["attn_q"], h, angles)
+            k = tape.op("k", lambda w, h, a: rope_norm((w @ h).reshape(self.n_head_kv, self.head_dim), a), layer["attn_k"], h, angles)
+            v = tape.op("v", lambda w, h: (w @ h).reshape(self.n_head_kv, self.head_dim), layer["attn_v"], h)
+            # The cache keeps copies: a replay rewrites k and v in place.
+            tape.op("kv_append", lambda i, k, v, il=il: i.state.kv[il].append(k.copy(), v.copy()), inputs, k, v)
+            attended = tape.op("attend", lambda i, q, il=il: attend(q, *i.state.kv[il].visible(0), scale).reshape(-1), inputs, q)
+            x = tape.op("attn_residual", lambda x, w, a: x + w @ a, x, layer["attn_output"], attended)
+            h = tape.op("ffn_norm", rms_norm, x, layer["ffn_norm"], self.eps)
+            x = tape.op("ffn_residual", lambda x, h, g, u, d: x + d @ (silu(g @ h) * (u @ h)), x, h, layer["ffn_gate"], layer["ffn_up"], layer["ffn_down"])
+        tape.op("advance", lambda i: setattr(i.state, "pos", i.state.pos + 1), inputs)
+        return tape.op("logits", lambda x, w, n: self.head_scale * (w @ (rms_norm(x, n, self.eps) if self.final_norm else x)), x, self.output, self.output_norm)
 
 
 Family = Llama

@@ -6,6 +6,7 @@ whole prompt at once (the transformers oracle does)."""
 import numpy as np
 
 from .ops import log_softmax
+from .trace import Capture, StepInputs
 
 SPACE_MARK = "\u2581"
 TOKEN_TYPE_NORMAL, TOKEN_TYPE_BYTE = 1, 6
@@ -23,7 +24,17 @@ FAULTS = {
     "final-norm-skipped": "FAULT: the output head reads the residual stream without the final RMSNorm",
     "output-head-x0.5": "FAULT: the output head's weights scaled by 0.5 (logits halved)",
     "output-head-x1.01": "FAULT: the output head's weights scaled by 1.01 (logits 1% too large)",
+    "trace-position-frozen": "FAULT: the traced decode bakes the RoPE angles of its capture step into the trace (replay never advances the position)",
+    "trace-buffers-leak": "FAULT: each traced capture keeps the buffers of the captures before it (demand grows capture by capture)",
 }
+
+# FAULTs of the traced decode, open to a family whose step is written as operations (`forward(tape, inputs)`).
+TRACE_FAULTS = {"trace-position-frozen", "trace-buffers-leak"}
+
+
+def modes_of(family):
+    """eager always; traced where the family's decode step can be captured as an operation list (trace.py)."""
+    return ["eager", "traced"] if callable(getattr(family, "forward", None)) else ["eager"]
 
 
 class ReferenceRunner:
@@ -38,6 +49,9 @@ class ReferenceRunner:
         self.add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
         self.tokenizer_model = meta.get("tokenizer.ggml.model")
         self.previous_state = None
+        self.modes = modes_of(family)
+        # The captures whose buffers are held now: the last traced batch's, or every one with trace-buffers-leak.
+        self.captures = []
 
     # --- one request ----------------------------------------------------------------------------
     def fresh_state(self):
@@ -91,6 +105,13 @@ class ReferenceRunner:
         return {"texts": texts}
 
     def greedy(self, params):
+        """Eager, or traced (`"mode": "traced"`): the decode step is captured on the batch's first decode
+        step and replayed for every later one, of every request in the batch; the capture is released
+        when the batch ends (kept, under trace-buffers-leak)."""
+        mode = params.get("mode", "eager")
+        if mode not in self.modes:
+            raise ValueError(f"mode {mode!r}: this runner runs {', '.join(self.modes)} for its family")
+        capture, inputs = None, None
         results = []
         for request in params["requests"]:
             state, logprobs = self.prefill(request["prompt_ids"])
@@ -98,10 +119,22 @@ class ReferenceRunner:
             for _ in range(request["max_tokens"]):
                 # Highest log-prob, lowest id on a tie.
                 out.append(int(np.argmax(logprobs)))
-                if len(out) < request["max_tokens"]:
+                if len(out) == request["max_tokens"]:
+                    break
+                if mode == "eager":
                     logprobs = self.feed(out[-1], state)
+                elif capture is None:
+                    capture, inputs = Capture(frozen={"rope_angles"} if "trace-position-frozen" in self.faults else ()), StepInputs(out[-1], state)
+                    logits = self.family.forward(capture, inputs)
+                    logprobs = log_softmax(logits)
+                else:
+                    inputs.token, inputs.state = out[-1], state
+                    capture.replay()
+                    logprobs = log_softmax(logits)
             self.finish(state)
             results.append(out)
+        if capture is not None:
+            self.captures = [*self.captures, capture] if "trace-buffers-leak" in self.faults else [capture]
         return {"ids": results}
 
     def batched_greedy(self, params):
@@ -121,3 +154,11 @@ class ReferenceRunner:
             self.finish(state)
             results.append(rows)
         return {"top_k": results}
+
+    def trace_demand(self, params):
+        """The decode graph's demand: the bytes the replay buffers of the captures held now take."""
+        if not self.captures:
+            return {"captures": []}
+        demand = sum(capture.demand_bytes() for capture in self.captures)
+        # No fixed trace region on a CPU: the buffers are allocated as the capture needs them.
+        return {"captures": [{"capture": "decode", "demand_bytes": int(demand), "region_bytes": 0, "region_semantics": "dynamic"}]}
