@@ -9,6 +9,7 @@ import type { ServerFault } from "./faults.js";
 import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
+import { serialiseSampling } from "./serial-sampling.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -116,10 +117,11 @@ interface NextTokenOutput {
 }
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
- * feeds free slots at every step. Each step first prefills newly admitted requests one at a time,
- * then runs one batch holding a decode token for every other active slot. In node-llama-cpp 3.21.1
- * a batch that mixes prefill with decode, or holds several prefills, sometimes gave wrong tokens
- * (README, "Findings"); decode-only batches did not.
+ * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
+ * nothing decodes), then runs one batch holding every admitted prompt's prefill and a decode token
+ * for every other active slot, as llama-server does. Samplings are chained one after another
+ * (serial-sampling.ts): node-llama-cpp's concurrent samplings can read another sequence's logits
+ * after a batch whose outputs llama.cpp reordered (README, "Findings").
  */
 export class BatchEngine {
   private readonly slots: Slot[];
@@ -138,6 +140,7 @@ export class BatchEngine {
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault?: ServerFault,
   ) {
+    serialiseSampling(context);
     this.slots = Array.from({ length: slotCount }, () => ({ sequence: context.getSequence(), job: undefined }));
     this.loop = this.run();
   }
@@ -196,9 +199,10 @@ export class BatchEngine {
           admitted.push(slot);
         }
       }
-      for (const slot of admitted) await this.guard(slot, () => this.prefill(slot));
-      const decoding = this.slots.filter((slot) => slot.job !== undefined && !admitted.includes(slot));
-      await Promise.all(decoding.map((slot) => this.guard(slot, () => this.decode(slot))));
+      for (const slot of admitted) await this.guard(slot, () => this.clear(slot));
+      // Awaited together, the evaluations share one llama_decode (node-llama-cpp batches the calls of one tick).
+      const working = this.slots.filter((slot) => slot.job !== undefined);
+      await Promise.all(working.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
   }
@@ -225,12 +229,14 @@ export class BatchEngine {
     }
   }
 
+  /** A reused slot must start from nothing: for hybrid and recurrent models this also resets the recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes). */
+  private async clear(slot: Slot): Promise<void> {
+    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
+  }
+
   private async prefill(slot: Slot): Promise<void> {
     const job = slot.job!;
     const { request } = job;
-    // A reused slot must start from nothing: for hybrid and recurrent models this also resets the
-    // recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes).
-    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
     const prompt = request.promptIds as Token[];
     const withPromptLogprobs = request.promptLogprobs > 0;
     const last = prompt.length - 1;
