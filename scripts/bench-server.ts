@@ -7,10 +7,14 @@
  * hits both. Prints output tok/s and TTFT p99 per round and the ratios of the medians.
  * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×.
  *
- * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points.
+ * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points;
+ * BENCH_REQUESTS and BENCH_THREADS override the request count and threads (on an oversubscribed
+ * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { loadavg } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { resolveModel } from "../harness/fixtures/registry.js";
@@ -24,10 +28,10 @@ import { runLoadPoint } from "../harness/load/run-load.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 
 const SLOTS = 4;
-const THREADS = 2;
+const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const CONTEXT_PER_SLOT = 256;
 const BATCH = 512;
-const REQUESTS = 64;
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 64);
 const INPUT_TOKENS = 32;
 const OUTPUT_TOKENS = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -72,6 +76,31 @@ async function startLlamaServer(port: number): Promise<{ baseUrl: string; stop: 
   };
 }
 
+/**
+ * The floor under any server built on node-llama-cpp: one sequence's greedy decode through
+ * `controlledEvaluate` with llama.cpp's own argmax (what our engine calls per token), nothing
+ * else — no HTTP, no engine. Milliseconds per token, median of 5 runs of 64 tokens.
+ */
+async function nodeLlamaCppDecodeFloorMs(): Promise<number> {
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
+  const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
+  const context = await loaded.createContext({ contextSize: CONTEXT_PER_SLOT * SLOTS, sequences: SLOTS, batchSize: BATCH, threads: { ideal: THREADS, min: THREADS }, flashAttention: false });
+  const sequence = context.getSequence();
+  const greedy = { generateNext: { token: true } } as const;
+  const runs: number[] = [];
+  for (let run = 0; run < 5; run++) {
+    await sequence.clearHistory();
+    const prompt = [loaded.tokens.bos!, ...loaded.tokenize("the model runs fast on new silicon")] as Token[];
+    let out = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], greedy]]);
+    const started = performance.now();
+    for (let n = 0; n < OUTPUT_TOKENS; n++) out = await sequence.controlledEvaluate([[out[out.length - 1]!.next.token!, greedy]]);
+    runs.push((performance.now() - started) / OUTPUT_TOKENS);
+  }
+  await context.dispose();
+  await loaded.dispose();
+  return distribution(runs)!.median;
+}
+
 const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, bootTimeoutS: 120 });
 const llama = await startLlamaServer(18_000 + Math.floor(Math.random() * 20_000));
 try {
@@ -102,6 +131,7 @@ try {
       + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
       + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}\n  ours: ${perRound("ours")}\n  llama-server: ${perRound("llama-server")}`);
   }
+  console.log(`node-llama-cpp alone (controlledEvaluate, greedy in llama.cpp, one sequence, no server): ${(await nodeLlamaCppDecodeFloorMs()).toFixed(2)} ms per decoded token — the floor under our TPOT`);
   console.log(`load average after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${allMet ? "all targets met" : "some target missed"}`);
 } finally {
   await stopManagedServer(ours);
