@@ -1,98 +1,139 @@
 /**
- * npm run bench:server — aggregate generated tok/s of our continuous-batching server at 1 and 4
- * slots (16 greedy requests of 64 tokens, as many in flight as slots), against node-llama-cpp
- * driving the same sequences directly in one process (one sequence per in-flight request),
- * measured side by side in one run. Target: the server keeps at least 90%.
+ * npm run bench:server — our server against llama.cpp's own llama-server (built from the llama.cpp
+ * source node-llama-cpp ships, scripts/build-llama-server.sh), side by side in one run on the same
+ * fixture and settings: 4 slots, 2 threads, flash attention off, F16 KV, 256 tokens per slot.
+ * Closed loop at 1, 4 and 16 clients, 64 streamed greedy requests of 32 prompt / 64 output
+ * tokens (ignore_eos), the two servers' rounds alternating so a busy stretch of a shared machine
+ * hits both. Prints output tok/s and TTFT p99 per round and the ratios of the medians.
+ * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×.
+ *
+ * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points;
+ * BENCH_REQUESTS and BENCH_THREADS override the request count and threads (on an oversubscribed
+ * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { resolveModel } from "../harness/fixtures/registry.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { distribution } from "../harness/stats/distribution.js";
-import { loadParitySuite } from "../harness/suites/load.js";
+import { summarizeLoadPoint } from "../harness/load/aggregate.js";
+import { randomPrompts } from "../harness/load/prompts.js";
+import { requestMetrics } from "../harness/load/request-metrics.js";
+import { runLoadPoint } from "../harness/load/run-load.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
-import { argmaxToken } from "../harness/sut/topk.js";
 
-const MAX_TOKENS = 64;
-const ROUNDS = 5;
-const suite = loadParitySuite("parity16");
+const SLOTS = 4;
+const THREADS = Number(process.env.BENCH_THREADS ?? 2);
+const CONTEXT_PER_SLOT = 256;
+const BATCH = 512;
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 64);
+const INPUT_TOKENS = 32;
+const OUTPUT_TOKENS = 64;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,4,16").split(",").map(Number);
+const TARGET_TPS_RATIO = 0.9;
+const TARGET_TTFT_P99_RATIO = 1.2;
+
 const model = await resolveModel("tiny-random:F32");
-/** Both sides compute with the same numerics: llama.cpp's default KV type, as a production server runs. */
-const NUMERICS = { threads: 1, kvCacheType: "F16", batchSize: 512, flashAttention: false, contextSize: 256 } as const;
 
-/** Runs `jobs` with at most `width` in flight; returns generated tokens per second. */
-async function throughput(width: number, jobs: number, one: (index: number) => Promise<number>): Promise<number> {
-  let next = 0;
-  let tokens = 0;
-  const started = performance.now();
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < jobs) {
-      // Not `tokens += await …`: that reads `tokens` before the await and drops the other workers' counts.
-      const produced = await one(next++);
-      tokens += produced;
-    }
-  }));
-  return tokens / ((performance.now() - started) / 1000);
+const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+if (build.status !== 0) {
+  console.error(`bench:server: scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
+  process.exit(2);
+}
+const llamaServerBin = build.stdout.trim().split("\n").at(-1)!;
+
+async function waitHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (child.exitCode !== null) throw new Error(`llama-server exited ${child.exitCode} while booting`);
+    const status = await httpCall(`${baseUrl}/health`).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    await sleep(100);
+  }
+  throw new Error("llama-server never became healthy");
 }
 
-/** Our server at `slots`: one request's completion tokens, over HTTP. */
-async function openServerSide(slots: number): Promise<{ one: (index: number) => Promise<number>; close: () => Promise<void> }> {
-  const server = await startManagedServer({ modelPath: model.path, slots, queue: 16, ...NUMERICS, bootTimeoutS: 120 });
+/** llama-server with our server's settings; its context is shared by the slots, ours is per slot. */
+async function startLlamaServer(port: number): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
+  const child = spawn(llamaServerBin, ["-m", model.path, "--host", "127.0.0.1", "--port", String(port), "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
+    "-t", String(THREADS), "-tb", String(THREADS), "-fa", "off", "-b", String(BATCH), "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitHealthy(baseUrl, child).catch((error: Error) => { child.kill("SIGKILL"); throw new Error(`${error.message}\n${stderr}`); });
   return {
-    one: async (i) => {
-      const response = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt: suite.prompts[i % suite.prompts.length], max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true } });
-      return (JSON.parse(response.text) as { usage: { completion_tokens: number } }).usage.completion_tokens;
+    baseUrl,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
     },
-    close: () => stopManagedServer(server),
   };
 }
 
-/** node-llama-cpp driving `slots` sequences of one context directly: one request's greedy tokens. */
-async function openRawSide(slots: number): Promise<{ one: (index: number) => Promise<number>; close: () => Promise<void> }> {
+/**
+ * The floor under any server built on node-llama-cpp: one sequence's greedy decode through
+ * `controlledEvaluate` with llama.cpp's own argmax (what our engine calls per token), nothing
+ * else — no HTTP, no engine. Milliseconds per token, median of 5 runs of 64 tokens.
+ */
+async function nodeLlamaCppDecodeFloorMs(): Promise<number> {
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
-  const context = await loaded.createContext({
-    contextSize: NUMERICS.contextSize * slots, sequences: slots, batchSize: NUMERICS.batchSize, threads: { ideal: NUMERICS.threads, min: NUMERICS.threads },
-    flashAttention: NUMERICS.flashAttention, experimentalKvCacheKeyType: NUMERICS.kvCacheType, experimentalKvCacheValueType: NUMERICS.kvCacheType,
-  });
-  const free = Array.from({ length: slots }, () => context.getSequence());
-  const probe = { generateNext: { probabilities: true } } as const;
-  return {
-    one: async (i) => {
-      const sequence = free.pop()!;
-      await sequence.clearHistory();
-      const prompt = [loaded.tokens.bos!, ...loaded.tokenize(suite.prompts[i % suite.prompts.length])] as Token[];
-      let out = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], probe]]);
-      for (let n = 1; n < MAX_TOKENS; n++) out = await sequence.controlledEvaluate([[argmaxToken(out[out.length - 1]!.next.probabilities!) as Token, probe]]);
-      free.push(sequence);
-      return MAX_TOKENS;
-    },
-    close: async () => {
-      await context.dispose();
-      await loaded.dispose();
-    },
-  };
+  const context = await loaded.createContext({ contextSize: CONTEXT_PER_SLOT * SLOTS, sequences: SLOTS, batchSize: BATCH, threads: { ideal: THREADS, min: THREADS }, flashAttention: false });
+  const sequence = context.getSequence();
+  const greedy = { generateNext: { token: true } } as const;
+  const runs: number[] = [];
+  for (let run = 0; run < 5; run++) {
+    await sequence.clearHistory();
+    const prompt = [loaded.tokens.bos!, ...loaded.tokenize("the model runs fast on new silicon")] as Token[];
+    let out = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], greedy]]);
+    const started = performance.now();
+    for (let n = 0; n < OUTPUT_TOKENS; n++) out = await sequence.controlledEvaluate([[out[out.length - 1]!.next.token!, greedy]]);
+    runs.push((performance.now() - started) / OUTPUT_TOKENS);
+  }
+  await context.dispose();
+  await loaded.dispose();
+  return distribution(runs)!.median;
 }
 
-
-console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; 16 requests × ${MAX_TOKENS} tokens per round, server and raw rounds alternating, median of ${ROUNDS}; both sides ${JSON.stringify(NUMERICS)}`);
-for (const slots of [1, 4]) {
-  const server = await openServerSide(slots);
-  const raw = await openRawSide(slots);
-  await throughput(slots, slots, server.one);
-  await throughput(slots, slots, raw.one);
-  const serverRounds: number[] = [];
-  const rawRounds: number[] = [];
-  // Alternating rounds: a noisy stretch of the machine hits both sides, not one.
-  for (let r = 0; r < ROUNDS; r++) {
-    serverRounds.push(await throughput(slots, 16, server.one));
-    rawRounds.push(await throughput(slots, 16, raw.one));
+const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, bootTimeoutS: 120 });
+const llama = await startLlamaServer(18_000 + Math.floor(Math.random() * 20_000));
+try {
+  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+  const prompts = await randomPrompts(REQUESTS + 2, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
+  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const sides = [["ours", ours.baseUrl], ["llama-server", llama.baseUrl]] as const;
+  console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; `
+    + `${REQUESTS} streamed greedy requests of ${INPUT_TOKENS} prompt / ${OUTPUT_TOKENS} output tokens per round, closed loop, sides alternating, ${ROUNDS} rounds; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  let allMet = true;
+  for (const clients of CONCURRENCY) {
+    const rounds: Record<string, { tps: number; ttftP99: number; tpotP50: number }[]> = { ours: [], "llama-server": [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, baseUrl] of round % 2 === 0 ? sides : [...sides].reverse()) {
+        const result = await runLoadPoint({ url: `${baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 0, seed: round });
+        const summary = summarizeLoadPoint(name, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+        if (summary.completed !== REQUESTS || summary.ttftMs === undefined) throw new Error(`${name} at ${clients} clients: ${summary.completed}/${REQUESTS} requests completed (${JSON.stringify(summary.errors)})`);
+        rounds[name].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs.p99, tpotP50: summary.tpotMs?.median ?? NaN });
+      }
+    }
+    const median = (name: string, key: "tps" | "ttftP99" | "tpotP50") => distribution(rounds[name].map((r) => r[key]))!.median;
+    const tpsRatio = median("ours", "tps") / median("llama-server", "tps");
+    const ttftRatio = median("ours", "ttftP99") / median("llama-server", "ttftP99");
+    const met = tpsRatio >= TARGET_TPS_RATIO && ttftRatio <= TARGET_TTFT_P99_RATIO;
+    allMet &&= met;
+    const perRound = (name: string) => rounds[name].map((r) => `${r.tps.toFixed(0)} tok/s TTFT p99 ${r.ttftP99.toFixed(1)} ms`).join("; ");
+    console.log(`${clients} client(s): ours ${median("ours", "tps").toFixed(0)} vs llama-server ${median("llama-server", "tps").toFixed(0)} output tok/s — ratio ${tpsRatio.toFixed(2)} (target ≥ ${TARGET_TPS_RATIO}); `
+      + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
+      + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}\n  ours: ${perRound("ours")}\n  llama-server: ${perRound("llama-server")}`);
   }
-  await server.close();
-  await raw.close();
-  const serverTps = distribution(serverRounds)!.median;
-  const rawTps = distribution(rawRounds)!.median;
-  const ratio = serverTps / rawTps;
-  console.log(`${slots} slot(s): server ${serverTps.toFixed(0)} tok/s, raw node-llama-cpp ${rawTps.toFixed(0)} tok/s — server/raw = ${ratio.toFixed(3)} (target ≥ 0.90) ${ratio >= 0.9 ? "OK" : "BELOW TARGET"}; per-round ratios ${serverRounds.map((s, i) => (s / rawRounds[i]).toFixed(2)).join(" ")}`);
+  console.log(`node-llama-cpp alone (controlledEvaluate, greedy in llama.cpp, one sequence, no server): ${(await nodeLlamaCppDecodeFloorMs()).toFixed(2)} ms per decoded token — the floor under our TPOT`);
+  console.log(`load average after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${allMet ? "all targets met" : "some target missed"}`);
+} finally {
+  await stopManagedServer(ours);
+  await llama.stop();
 }

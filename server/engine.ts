@@ -7,6 +7,9 @@ import { topKFromProbabilities } from "../harness/sut/topk.js";
 import type { TokenId, TopK } from "../harness/sut/types.js";
 import type { ServerFault } from "./faults.js";
 import { sampleToken, type SamplingParams } from "./sampling.js";
+import { scanStops } from "./stop-strings.js";
+import { PieceRenderer } from "./token-text.js";
+import { serialiseSampling } from "./serial-sampling.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -18,9 +21,11 @@ export interface GenerationRequest {
   readonly seed?: number;
   readonly stop: readonly string[];
   readonly ignoreEos: boolean;
+  /** Whether each generated token carries its own log-prob. */
+  readonly tokenLogprobs: boolean;
   /** Top-k log-probs per generated token (0: none). */
   readonly logprobs: number;
-  /** Top-k log-probs for every prompt position after the first (0: none): teacher forcing over HTTP. */
+  /** Log-probs for every prompt position after the first, with this many top-k (0: none): echo, teacher forcing over HTTP. */
   readonly promptLogprobs: number;
   readonly signal: AbortSignal;
   /** Called for every generated token as it is produced (streaming). */
@@ -29,17 +34,33 @@ export interface GenerationRequest {
 
 export interface GeneratedToken {
   readonly id: TokenId;
-  /** Text this token adds to the output (may be empty until a multi-byte character completes). */
+  /** The text this token adds to the output in context (pieces concatenate to the full output). */
+  readonly piece: string;
+  /**
+   * Text this token releases to a stream: empty until a multi-byte character completes, and text
+   * that could begin a stop string is held back until it cannot (see GenerationResult.unstreamedText).
+   */
   readonly text: string;
-  readonly logprob: number;
+  /** Present when the request asked for log-probs (greedy without them never builds a distribution). */
+  readonly logprob?: number;
   readonly top?: TopK;
+}
+
+/** A prompt position's log-prob of the token actually there, and its top-k. */
+export interface PromptLogprob {
+  readonly logprob: number;
+  readonly top: TopK;
 }
 
 export interface GenerationResult {
   readonly tokens: readonly GeneratedToken[];
+  /** The output text, cut before the first stop string. */
   readonly text: string;
+  /** The tail of `text` no token released to the stream (held back as a possible stop string when the request ended). */
+  readonly unstreamedText: string;
   readonly finishReason: FinishReason;
-  readonly promptTop?: readonly TopK[];
+  /** Positions 1..n-1 of the prompt, when promptLogprobs > 0. */
+  readonly promptLogprobs?: readonly PromptLogprob[];
   readonly ttftSeconds: number | undefined;
 }
 
@@ -66,21 +87,41 @@ interface Job {
   readonly tokens: GeneratedToken[];
   readonly ids: TokenId[];
   readonly started: number;
-  text: string;
+  /** Built at admission (it detokenizes the prompt's tail for context). */
+  renderer: PieceRenderer | undefined;
+  /** Length of the rendered text already released to onToken. */
+  streamed: number;
+  stopAt: number | undefined;
   firstTokenAt: number | undefined;
-  promptTop: TopK[] | undefined;
+  promptLogprobs: PromptLogprob[] | undefined;
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
 }
 
+/** The whole next-token distribution: for sampling at temperature > 0, and for log-probs. */
 const PROBE = { generateNext: { probabilities: true } } as const;
+/**
+ * Greedy without log-probs: llama.cpp's own argmax over the logits (node-llama-cpp's sampler at
+ * temperature 0 is its greedy sampler alone). No distribution crosses into JavaScript, which was
+ * most of a decode step's cost (README, Performance).
+ */
+const GREEDY = { generateNext: { token: true } } as const;
+type Probe = typeof PROBE | typeof GREEDY;
 
+function probeFor(request: GenerationRequest): Probe {
+  return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : PROBE;
+}
+
+interface NextTokenOutput {
+  readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number> };
+}
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
- * feeds free slots at every step. Each step first prefills newly admitted requests one at a time,
- * then runs one batch holding a decode token for every other active slot. In node-llama-cpp 3.21.1
- * a batch that mixes prefill with decode, or holds several prefills, sometimes gave wrong tokens
- * (README, "Findings"); decode-only batches did not.
+ * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
+ * nothing decodes), then runs one batch holding every admitted prompt's prefill and a decode token
+ * for every other active slot, as llama-server does. Samplings are chained one after another
+ * (serial-sampling.ts): node-llama-cpp's concurrent samplings can read another sequence's logits
+ * after a batch whose outputs llama.cpp reordered (README, "Findings").
  */
 export class BatchEngine {
   private readonly slots: Slot[];
@@ -99,6 +140,7 @@ export class BatchEngine {
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault?: ServerFault,
   ) {
+    serialiseSampling(context);
     this.slots = Array.from({ length: slotCount }, () => ({ sequence: context.getSequence(), job: undefined }));
     this.loop = this.run();
   }
@@ -124,7 +166,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), text: "", firstTokenAt: undefined, promptTop: undefined, resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, resolve, reject });
       this.wake?.();
     });
   }
@@ -157,9 +199,10 @@ export class BatchEngine {
           admitted.push(slot);
         }
       }
-      for (const slot of admitted) await this.guard(slot, () => this.prefill(slot));
-      const decoding = this.slots.filter((slot) => slot.job !== undefined && !admitted.includes(slot));
-      await Promise.all(decoding.map((slot) => this.guard(slot, () => this.decode(slot))));
+      for (const slot of admitted) await this.guard(slot, () => this.clear(slot));
+      // Awaited together, the evaluations share one llama_decode (node-llama-cpp batches the calls of one tick).
+      const working = this.slots.filter((slot) => slot.job !== undefined);
+      await Promise.all(working.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
   }
@@ -170,7 +213,7 @@ export class BatchEngine {
       if (job.request.signal.aborted) {
         this.queue.splice(i, 1);
         this.observer.finished("cancelled", undefined, 0);
-        job.resolve({ tokens: [], text: "", finishReason: "cancelled", ttftSeconds: undefined });
+        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined });
       }
     }
   }
@@ -186,53 +229,62 @@ export class BatchEngine {
     }
   }
 
+  /** A reused slot must start from nothing: for hybrid and recurrent models this also resets the recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes). */
+  private async clear(slot: Slot): Promise<void> {
+    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
+  }
+
   private async prefill(slot: Slot): Promise<void> {
     const job = slot.job!;
     const { request } = job;
-    // A reused slot must start from nothing: for hybrid and recurrent models this also resets the
-    // recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes).
-    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
     const prompt = request.promptIds as Token[];
-    const withPromptTop = request.promptLogprobs > 0;
-    const input = prompt.map((id, i) => (i === prompt.length - 1 || (withPromptTop && i < prompt.length - 1) ? ([id, PROBE] as [Token, typeof PROBE]) : id));
-    const output = await slot.sequence.controlledEvaluate(input);
-    if (withPromptTop) {
-      job.promptTop = prompt.slice(0, -1).map((_, i) => topKFromProbabilities(output[i]!.next.probabilities!, request.promptLogprobs));
+    const withPromptLogprobs = request.promptLogprobs > 0;
+    const last = prompt.length - 1;
+    const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
+    const output = await slot.sequence.controlledEvaluate(input) as (NextTokenOutput | undefined)[];
+    if (withPromptLogprobs) {
+      job.promptLogprobs = prompt.slice(1).map((id, i) => {
+        const probabilities = output[i]!.next.probabilities!;
+        return { logprob: Math.log(probabilities.get(id) ?? 0), top: topKFromProbabilities(probabilities, request.promptLogprobs) };
+      });
     }
+    job.renderer = new PieceRenderer(this.model, request.promptIds.slice(-8));
     if (request.maxTokens === 0) return this.finish(slot, "length");
-    this.accept(slot, output[output.length - 1]!.next.probabilities!);
+    this.accept(slot, output[last]!);
   }
 
   private async decode(slot: Slot): Promise<void> {
     const job = slot.job!;
     if (job.request.signal.aborted) return this.finish(slot, "cancelled");
-    const output = await slot.sequence.controlledEvaluate([[job.ids[job.ids.length - 1] as Token, PROBE]]);
-    this.accept(slot, output[0]!.next.probabilities!);
+    const output = await slot.sequence.controlledEvaluate([[job.ids[job.ids.length - 1] as Token, probeFor(job.request)]]) as (NextTokenOutput | undefined)[];
+    this.accept(slot, output[0]!);
   }
 
-  private accept(slot: Slot, probabilities: Map<Token, number>): void {
+  private accept(slot: Slot, output: NextTokenOutput): void {
     const job = slot.job!;
     const { request } = job;
     if (request.signal.aborted) return this.finish(slot, "cancelled");
-    const id = sampleToken(probabilities, request.sampling, job.random);
+    const { probabilities } = output.next;
+    const id = probabilities === undefined ? output.next.token : sampleToken(probabilities, request.sampling, job.random);
+    if (id === undefined || id === null) throw new Error("llama.cpp sampled no token");
     job.ids.push(id);
-    // Text is needed per token only to stream it or to look for stop strings; else once at the end.
-    const needsText = request.onToken !== undefined || request.stop.length > 0;
-    const text = needsText ? this.model.detokenize(job.ids as Token[]) : job.text;
+    const piece = job.renderer!.push(id);
+    const text = job.renderer!.rendered;
+    const { stopAt, safeEnd } = scanStops(text, request.stop);
     const token: GeneratedToken = {
       id,
-      text: text.slice(job.text.length),
-      logprob: Math.log(probabilities.get(id as Token) ?? 0),
-      ...(request.logprobs > 0 ? { top: topKFromProbabilities(probabilities, request.logprobs) } : {}),
+      piece,
+      text: text.slice(job.streamed, Math.max(job.streamed, safeEnd)),
+      ...(probabilities === undefined ? {} : { logprob: Math.log(probabilities.get(id as Token) ?? 0) }),
+      ...(request.logprobs > 0 && probabilities !== undefined ? { top: topKFromProbabilities(probabilities, request.logprobs) } : {}),
     };
-    job.text = text;
+    job.streamed = Math.max(job.streamed, safeEnd);
     job.firstTokenAt ??= performance.now();
     job.tokens.push(token);
     request.onToken?.(token);
     const eos = !request.ignoreEos && id === this.model.tokens.eos;
-    const stopAt = request.stop.map((s) => job.text.indexOf(s)).filter((i) => i >= 0);
-    if (eos || stopAt.length > 0) {
-      if (stopAt.length > 0) job.text = job.text.slice(0, Math.min(...stopAt));
+    if (eos || stopAt !== undefined) {
+      job.stopAt = stopAt;
       return this.finish(slot, "stop");
     }
     if (job.ids.length >= request.maxTokens) this.finish(slot, "length");
@@ -241,9 +293,10 @@ export class BatchEngine {
   private finish(slot: Slot, reason: FinishReason): void {
     const job = slot.job!;
     slot.job = undefined;
-    if (job.request.onToken === undefined && job.request.stop.length === 0) job.text = this.model.detokenize(job.ids as Token[]);
+    const rendered = job.renderer?.rendered ?? "";
+    const text = job.stopAt === undefined ? rendered : rendered.slice(0, job.stopAt);
     const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
     this.observer.finished(reason, ttftSeconds, job.tokens.length);
-    job.resolve({ tokens: job.tokens, text: job.text, finishReason: reason, promptTop: job.promptTop, ttftSeconds });
+    job.resolve({ tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds });
   }
 }

@@ -5,7 +5,8 @@ import type { LlamaModel, Token } from "node-llama-cpp";
 import type { TopK } from "../harness/sut/types.js";
 import { EngineDrainingError, EngineFullError, type BatchEngine, type GenerationResult, type GeneratedToken } from "./engine.js";
 import type { ServerMetrics } from "./metrics.js";
-import { BadRequest, parseChat, parseCompletion, renderChat, type CommonParams } from "./requests.js";
+import { BadRequest, parseChat, parseCompletion, renderChat, type CommonParams, type PromptInput } from "./requests.js";
+import { tokenPieces, tokenTextInContext } from "./token-text.js";
 
 export interface ServerOptions {
   readonly host: string;
@@ -69,20 +70,46 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-/** OpenAI's legacy completions logprobs, plus token-id columns so a client can compare ids, not strings. */
-function logprobsObject(model: LlamaModel, entries: readonly { id: number; logprob: number | null; top: TopK | undefined }[]) {
-  let offset = 0;
-  const text = (id: number) => model.detokenize([id as Token], true);
+interface LogprobEntry {
+  readonly id: number;
+  /** The piece of the choice's text this token is (the pieces concatenate to the text). */
+  readonly piece: string;
+  readonly logprob: number | null;
+  readonly top: TopK | undefined;
+}
+
+/**
+ * OpenAI's legacy completions logprobs, plus token-id columns so a client can compare ids, not
+ * strings. `tokens` are the pieces of the text and `text_offset` where each starts in it;
+ * `top_logprobs` keys are each candidate's own text.
+ */
+function completionLogprobs(model: LlamaModel, entries: readonly LogprobEntry[], startOffset: number) {
+  let offset = startOffset;
+  const text = (id: number) => tokenTextInContext(model, id);
   return {
-    tokens: entries.map((e) => text(e.id)),
+    tokens: entries.map((e) => e.piece),
     token_logprobs: entries.map((e) => e.logprob),
     top_logprobs: entries.map((e) => (e.top === undefined ? null : Object.fromEntries(e.top.ids.map((id, i) => [text(id), e.top!.logprobs[i]])))),
-    text_offset: entries.map((e) => { const at = offset; offset += text(e.id).length; return at; }),
+    text_offset: entries.map((e) => { const at = offset; offset += e.piece.length; return at; }),
     token_ids: entries.map((e) => e.id),
     top_token_ids: entries.map((e) => (e.top === undefined ? null : e.top.ids)),
     top_token_logprobs: entries.map((e) => (e.top === undefined ? null : e.top.logprobs)),
   };
 }
+
+/** The chat API's logprobs: one entry per generated token, each with its top alternatives. */
+function chatLogprobs(model: LlamaModel, tokens: readonly GeneratedToken[], pieces: readonly string[]) {
+  const bytes = (text: string) => [...Buffer.from(text, "utf8")];
+  return {
+    content: tokens.map((t, i) => ({
+      token: pieces[i], logprob: t.logprob ?? null, bytes: bytes(pieces[i]),
+      top_logprobs: (t.top?.ids ?? []).map((id, j) => { const text = tokenTextInContext(model, id); return { token: text, logprob: t.top!.logprobs[j], bytes: bytes(text) }; }),
+    })),
+    refusal: null,
+  };
+}
+
+const sse = (res: ServerResponse, body: unknown): void => { if (!res.writableEnded) res.write(`data: ${JSON.stringify(body)}\n\n`); };
 
 /**
  * The OpenAI-compatible HTTP face of the batching engine: /v1/completions, /v1/chat/completions,
@@ -123,7 +150,7 @@ export class CompletionServer {
     this.engine = engine;
     this.model = model;
     this.vocabSize = vocabSize;
-    this.metrics.slotsTotal.set(engine.slotCount);
+    this.metrics.slots.set(engine.slotCount);
     this.stage = "ready";
   }
 
@@ -224,7 +251,7 @@ export class CompletionServer {
     }) });
   }
 
-  private promptIds(model: LlamaModel, prompt: { text: string } | { ids: number[] }): number[] {
+  private promptIds(model: LlamaModel, prompt: PromptInput): number[] {
     const vocab = model.tokens;
     if ("ids" in prompt) {
       const bad = prompt.ids.find((id) => id >= this.vocabSize);
@@ -235,82 +262,107 @@ export class CompletionServer {
     return vocab.bos === null ? ids : [vocab.bos, ...ids];
   }
 
+  /**
+   * Runs one generation per prompt (a batched completions request holds several), streaming or
+   * not. Every prompt is admitted or none is: a 429 for the third prompt cancels the first two.
+   */
   private async generate(
     res: ServerResponse,
     params: CommonParams,
-    promptIds: number[],
-    extra: { logprobs: number; promptLogprobs: number },
-    chunkOf: (token: GeneratedToken) => unknown,
-    finalOf: (result: GenerationResult) => unknown,
-    usageOf: (result: GenerationResult) => unknown,
+    prompts: readonly number[][],
+    extra: { tokenLogprobs: boolean; logprobs: number; promptLogprobs: number },
+    out: {
+      /** A streamed chunk for prompt `index`'s token (undefined: nothing to send). */
+      chunk: (index: number, token: GeneratedToken) => unknown;
+      /** The last streamed chunk of prompt `index` (its finish_reason). */
+      finalChunk: (index: number, result: GenerationResult) => unknown;
+      /** The whole response body, not streaming. */
+      body: (results: readonly GenerationResult[]) => object;
+      /** The head of every streamed chunk (for the usage chunk). */
+      head: object;
+    },
   ): Promise<void> {
     const { engine } = this.ready();
-    if (promptIds.length > this.options.maxPromptTokens) {
-      throw new HttpError(400, `the prompt has ${promptIds.length} tokens, the cap is ${this.options.maxPromptTokens}`, "invalid_request_error", "prompt");
+    for (const promptIds of prompts) {
+      if (promptIds.length > this.options.maxPromptTokens) {
+        throw new HttpError(400, `the prompt has ${promptIds.length} tokens, the cap is ${this.options.maxPromptTokens}`, "invalid_request_error", "prompt");
+      }
     }
     const abort = new AbortController();
     res.on("close", () => { if (!res.writableEnded) abort.abort(); });
-    let pending: Promise<GenerationResult>;
+    const pending: Promise<GenerationResult>[] = [];
     try {
-      pending = engine.submit({
-        promptIds, maxTokens: params.maxTokens, sampling: { temperature: params.temperature, topP: params.topP, topK: params.topK }, seed: params.seed,
-        stop: params.stop, ignoreEos: params.ignoreEos, logprobs: extra.logprobs, promptLogprobs: extra.promptLogprobs, signal: abort.signal,
-        onToken: params.stream ? (token) => { if (!res.writableEnded) res.write(`data: ${JSON.stringify(chunkOf(token))}\n\n`); } : undefined,
-      });
+      for (const [index, promptIds] of prompts.entries()) {
+        pending.push(engine.submit({
+          promptIds, maxTokens: params.maxTokens, sampling: { temperature: params.temperature, topP: params.topP, topK: params.topK }, seed: params.seed,
+          stop: params.stop, ignoreEos: params.ignoreEos, ...extra, signal: abort.signal,
+          onToken: params.stream ? (token) => { const chunk = out.chunk(index, token); if (chunk !== undefined) sse(res, chunk); } : undefined,
+        }));
+      }
     } catch (error) {
+      abort.abort();
+      await Promise.allSettled(pending);
       if (error instanceof EngineFullError) throw new HttpError(429, error.message, "rate_limit_exceeded", null, { "retry-after": "1" });
       if (error instanceof EngineDrainingError) throw new HttpError(503, error.message, "service_unavailable");
       throw error;
     }
     if (params.stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    let result: GenerationResult;
-    try {
-      result = await pending;
-    } catch (error) {
+    const settled = await Promise.all(pending.map((p, index) => p.then(
+      (result) => { if (params.stream && result.finishReason !== "cancelled") sse(res, out.finalChunk(index, result)); return result; },
+      (error: unknown) => error instanceof Error ? error : new Error(String(error)),
+    )));
+    const failure = settled.find((r): r is Error => r instanceof Error);
+    if (failure !== undefined) {
+      abort.abort();
       // An engine failure is reported as an error, never as finish_reason "stop".
-      const body = { error: { message: error instanceof Error ? error.message : String(error), type: "server_error", param: null, code: 500 } };
+      const body = { error: { message: failure.message, type: "server_error", param: null, code: 500 } };
       if (!params.stream) return sendJson(res, 500, body);
-      res.write(`data: ${JSON.stringify(body)}\n\n`);
+      sse(res, body);
       res.end("data: [DONE]\n\n");
       return;
     }
-    if (result.finishReason === "cancelled") return void res.end();
-    if (!params.stream) return sendJson(res, 200, { ...(finalOf(result) as object), usage: usageOf(result) });
-    res.write(`data: ${JSON.stringify(finalOf(result))}\n\n`);
-    if (params.includeUsage) res.write(`data: ${JSON.stringify({ ...(finalOf(result) as object), choices: [], usage: usageOf(result) })}\n\n`);
+    const results = settled as GenerationResult[];
+    if (results.some((r) => r.finishReason === "cancelled")) return void res.end();
+    const promptTokens = prompts.reduce((sum, p) => sum + p.length, 0);
+    const completionTokens = results.reduce((sum, r) => sum + r.tokens.length, 0);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    if (!params.stream) return sendJson(res, 200, { ...out.body(results), usage });
+    if (params.includeUsage) sse(res, { ...out.head, choices: [], usage });
     res.end("data: [DONE]\n\n");
   }
 
   private async completions(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
     const parsed = await this.parseBody(req, parseCompletion);
-    if (parsed.maxTokens === 0 && !parsed.echo) throw new HttpError(400, "max_tokens must be at least 1 unless echo is set", "invalid_request_error", "max_tokens");
-    const promptIds = this.promptIds(model, parsed.prompt);
-    const id = `cmpl-${randomUUID()}`;
-    const created = Math.floor(Date.now() / 1000);
-    const head = { id, object: "text_completion", created, model: this.options.modelId };
-    const promptLogprobs = parsed.echo && parsed.logprobs > 0 ? parsed.logprobs : 0;
-    const choiceLogprobs = (result: GenerationResult) => {
+    const prompts = parsed.prompts.map((p) => this.promptIds(model, p));
+    const head = { id: `cmpl-${randomUUID()}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: this.options.modelId };
+    const echoPieces = parsed.echo ? prompts.map((ids) => tokenPieces(model, ids)) : [];
+    const echoText = (index: number) => (parsed.echo ? echoPieces[index].join("") : "");
+    const choiceLogprobs = (index: number, result: GenerationResult) => {
       if (parsed.logprobs === 0) return null;
-      const generated = result.tokens.map((t) => ({ id: t.id, logprob: t.logprob as number | null, top: t.top }));
-      if (!parsed.echo) return logprobsObject(model, generated);
-      const prompt = promptIds.map((tokenId, i) => {
-        const top = i === 0 ? undefined : result.promptTop?.[i - 1];
-        const at = top?.ids.indexOf(tokenId) ?? -1;
-        return { id: tokenId, logprob: i === 0 ? null : at >= 0 ? top!.logprobs[at] : null, top };
+      const generated = result.tokens.map((t): LogprobEntry => ({ id: t.id, piece: t.piece, logprob: t.logprob ?? null, top: t.top }));
+      if (!parsed.echo) return completionLogprobs(model, generated, 0);
+      const echoed = prompts[index].map((id, i): LogprobEntry => {
+        const at = i === 0 ? undefined : result.promptLogprobs?.[i - 1];
+        return { id, piece: echoPieces[index][i], logprob: at?.logprob ?? null, top: at?.top };
       });
-      return logprobsObject(model, [...prompt, ...generated]);
+      return completionLogprobs(model, [...echoed, ...generated], 0);
     };
-    const promptText = parsed.echo ? model.detokenize(promptIds as Token[]) : "";
-    await this.generate(res, parsed, promptIds, { logprobs: parsed.logprobs, promptLogprobs },
-      (token) => ({ ...head, choices: [{ index: 0, text: token.text, finish_reason: null, token_ids: [token.id], logprobs: parsed.logprobs > 0 ? logprobsObject(model, [{ id: token.id, logprob: token.logprob, top: token.top }]) : null }] }),
-      (result) => ({ ...head, choices: [{
-        index: 0, text: parsed.stream ? "" : promptText + result.text, finish_reason: result.finishReason,
-        token_ids: parsed.stream ? [] : result.tokens.map((t) => t.id), ...(parsed.echo ? { prompt_token_ids: promptIds } : {}),
-        logprobs: parsed.stream ? null : choiceLogprobs(result),
+    const logprobs = parsed.logprobs;
+    await this.generate(res, parsed, prompts, { tokenLogprobs: logprobs > 0, logprobs, promptLogprobs: parsed.echo && logprobs > 0 ? logprobs : 0 }, {
+      head,
+      chunk: (index, token) => ({ ...head, choices: [{
+        index, text: token.text, finish_reason: null, token_ids: [token.id],
+        logprobs: logprobs > 0 ? completionLogprobs(model, [{ id: token.id, piece: token.piece, logprob: token.logprob ?? null, top: token.top }], 0) : null,
       }] }),
-      (result) => ({ prompt_tokens: promptIds.length, completion_tokens: result.tokens.length, total_tokens: promptIds.length + result.tokens.length }),
-    );
+      // The final chunk carries what was held back as a possible stop string that never completed.
+      finalChunk: (index, result) => ({ ...head, choices: [{ index, text: result.unstreamedText, finish_reason: result.finishReason, token_ids: [], logprobs: null }] }),
+      body: (results) => ({ ...head, choices: results.map((result, index) => ({
+        index, text: echoText(index) + result.text, finish_reason: result.finishReason,
+        token_ids: result.tokens.map((t) => t.id), ...(parsed.echo ? { prompt_token_ids: prompts[index] } : {}),
+        logprobs: choiceLogprobs(index, result),
+      })) }),
+    });
   }
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -318,20 +370,28 @@ export class CompletionServer {
     const parsed = await this.parseBody(req, parseChat);
     const promptIds = this.promptIds(model, { text: renderChat(parsed.messages) });
     const head = { id: `chatcmpl-${randomUUID()}`, object: parsed.stream ? "chat.completion.chunk" : "chat.completion", created: Math.floor(Date.now() / 1000), model: this.options.modelId };
+    const withLogprobs = parsed.topLogprobs >= 0;
     // OpenAI sends the role first, in a chunk with no content: a client must not clock TTFT on it.
     let sentRole = false;
-    await this.generate(res, parsed, promptIds, { logprobs: 0, promptLogprobs: 0 },
-      (token) => {
-        if (!sentRole) {
-          sentRole = true;
-          res.write(`data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant" }, finish_reason: null }] })}\n\n`);
-        }
-        return { ...head, choices: [{ index: 0, delta: { content: token.text }, finish_reason: null }] };
+    const roleChunk = () => {
+      if (sentRole) return;
+      sentRole = true;
+      sse(res, { ...head, choices: [{ index: 0, delta: { role: "assistant" }, logprobs: null, finish_reason: null }] });
+    };
+    await this.generate(res, parsed, [promptIds], { tokenLogprobs: withLogprobs, logprobs: Math.max(0, parsed.topLogprobs), promptLogprobs: 0 }, {
+      head,
+      chunk: (_, token) => {
+        roleChunk();
+        return { ...head, choices: [{ index: 0, delta: { content: token.text }, logprobs: withLogprobs ? chatLogprobs(model, [token], [token.piece]) : null, finish_reason: null }] };
       },
-      (result) => parsed.stream
-        ? { ...head, choices: [{ index: 0, delta: {}, finish_reason: result.finishReason }] }
-        : { ...head, choices: [{ index: 0, message: { role: "assistant", content: result.text }, finish_reason: result.finishReason }] },
-      (result) => ({ prompt_tokens: promptIds.length, completion_tokens: result.tokens.length, total_tokens: promptIds.length + result.tokens.length }),
-    );
+      finalChunk: (_, result) => {
+        roleChunk();
+        return { ...head, choices: [{ index: 0, delta: result.unstreamedText === "" ? {} : { content: result.unstreamedText }, logprobs: null, finish_reason: result.finishReason }] };
+      },
+      body: ([result]) => ({ ...head, choices: [{
+        index: 0, message: { role: "assistant", content: result.text },
+        logprobs: withLogprobs ? chatLogprobs(model, result.tokens, result.tokens.map((t) => t.piece)) : null, finish_reason: result.finishReason,
+      }] }),
+    });
   }
 }

@@ -11,7 +11,8 @@ export class ServerMetrics {
   private readonly tokens = new Counter({ name: "bench_tokens_generated_total", help: "Tokens generated", registers: [this.registry] });
   private readonly ttft = new Histogram({ name: "bench_ttft_seconds", help: "Time from admission to the first generated token", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
   private readonly stepTime = new Histogram({ name: "bench_step_seconds", help: "Wall time of one engine step (prefill batch + decode batch)", buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry] });
-  readonly slotsTotal = new Gauge({ name: "bench_slots_total", help: "Slots (sequences) in the engine", registers: [this.registry] });
+  // Not `_total`: that suffix is for counters (Prometheus naming; promtool rejects it on a gauge).
+  readonly slots = new Gauge({ name: "bench_slots", help: "Slots (sequences) in the engine", registers: [this.registry] });
   private readonly slotsActive = new Gauge({ name: "bench_slots_active", help: "Slots holding a request", registers: [this.registry] });
   private readonly queueDepth = new Gauge({ name: "bench_queue_depth", help: "Requests waiting for a slot", registers: [this.registry] });
   readonly inFlight = new Gauge({ name: "bench_in_flight", help: "Requests queued or in a slot", registers: [this.registry] });

@@ -20,15 +20,28 @@ export interface CommonParams {
   readonly ignoreEos: boolean;
 }
 
+export type PromptInput = { readonly text: string } | { readonly ids: number[] };
+
 export interface CompletionParams extends CommonParams {
-  readonly prompt: { readonly text: string } | { readonly ids: number[] };
+  /** One choice per prompt, in order (a batch: OpenAI's list of strings or list of token lists). */
+  readonly prompts: readonly PromptInput[];
   readonly logprobs: number;
   readonly echo: boolean;
 }
 
-export interface ChatParams extends CommonParams {
-  readonly messages: { role: string; content: string }[];
+export interface ChatMessage {
+  readonly role: "system" | "user" | "assistant";
+  readonly content: string;
 }
+
+export interface ChatParams extends CommonParams {
+  readonly messages: ChatMessage[];
+  /** Top log-probs per generated token when `logprobs: true` (0 with none; -1: no log-probs at all). */
+  readonly topLogprobs: number;
+}
+
+/** Prompts one batched request may carry: each holds a slot or a queue place. */
+const MAX_BATCH_PROMPTS = 64;
 
 type Body = Record<string, unknown>;
 
@@ -44,14 +57,14 @@ function optionalNumber(body: Body, key: string, fallback: number, check: (n: nu
   return value;
 }
 
-function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: number): CommonParams {
+function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: number, maxTokensKey = "max_tokens"): CommonParams {
   if (body.n !== undefined && body.n !== 1) throw new BadRequest("only n = 1 is supported", "n");
   const stop = body.stop === undefined || body.stop === null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
   if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string" || s === "") || stop.length > 4) throw new BadRequest("stop must be a string or up to 4 non-empty strings", "stop");
   const streamOptions = body.stream_options;
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) throw new BadRequest("stream_options must be an object", "stream_options");
   if (body.stream !== undefined && typeof body.stream !== "boolean") throw new BadRequest("stream must be a boolean", "stream");
-  const maxTokens = optionalNumber(body, "max_tokens", defaultMaxTokens, (n) => Number.isInteger(n) && n >= 0 && n <= limits.maxTokensCap, `an integer from 0 to ${limits.maxTokensCap}`);
+  const maxTokens = optionalNumber(body, maxTokensKey, defaultMaxTokens, (n) => Number.isInteger(n) && n >= 0 && n <= limits.maxTokensCap, `an integer from 0 to ${limits.maxTokensCap}`);
   return {
     maxTokens,
     temperature: optionalNumber(body, "temperature", 1, (n) => n >= 0 && n <= 2, "a number from 0 to 2"),
@@ -65,30 +78,66 @@ function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: 
   };
 }
 
+const isTokenList = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0);
+
+/** OpenAI's four prompt shapes: a string, a list of strings, a token list, a list of token lists. */
+function parsePrompts(prompt: unknown): PromptInput[] {
+  if (typeof prompt === "string") return [{ text: prompt }];
+  if (isTokenList(prompt)) return [{ ids: prompt }];
+  const rule = "prompt must be a string, a non-empty array of token ids, or a non-empty array of either";
+  if (!Array.isArray(prompt) || prompt.length === 0) throw new BadRequest(rule, "prompt");
+  if (prompt.length > MAX_BATCH_PROMPTS) throw new BadRequest(`a batch holds at most ${MAX_BATCH_PROMPTS} prompts`, "prompt");
+  return prompt.map((item: unknown) => {
+    if (typeof item === "string") return { text: item };
+    if (isTokenList(item)) return { ids: item };
+    throw new BadRequest(rule, "prompt");
+  });
+}
+
 export function parseCompletion(raw: unknown, limits: { maxTokensCap: number }): CompletionParams {
   const body = asObject(raw);
-  const prompt = body.prompt;
-  let parsed: CompletionParams["prompt"];
-  if (typeof prompt === "string") parsed = { text: prompt };
-  else if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string") parsed = { text: prompt[0] };
-  else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((id) => Number.isInteger(id) && id >= 0)) parsed = { ids: prompt as number[] };
-  else throw new BadRequest("prompt must be a string or a non-empty array of token ids", "prompt");
+  const prompts = parsePrompts(body.prompt);
   const logprobs = optionalNumber(body, "logprobs", 0, (n) => Number.isInteger(n) && n >= 0 && n <= 20, "an integer from 0 to 20");
   if (body.echo !== undefined && typeof body.echo !== "boolean") throw new BadRequest("echo must be a boolean", "echo");
-  return { ...common(body, limits, 16), prompt: parsed, logprobs, echo: body.echo === true };
+  const params = { ...common(body, limits, 16), prompts, logprobs, echo: body.echo === true };
+  if (params.maxTokens === 0 && !params.echo) throw new BadRequest("max_tokens must be at least 1 unless echo is set", "max_tokens");
+  return params;
 }
+
+/** Message content: a string, or an array of text parts (the openai client's shape), joined by newlines. */
+function messageText(content: unknown, param: string): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw new BadRequest(`${param} must be a string or an array of text parts`, param);
+  return content.map((part: unknown, j) => {
+    const p = part as { type?: unknown; text?: unknown };
+    if (typeof p !== "object" || p === null || p.type !== "text" || typeof p.text !== "string") {
+      throw new BadRequest(`${param}[${j}] must be {"type": "text", "text": "..."} (this model reads text only)`, `${param}[${j}]`);
+    }
+    return p.text;
+  }).join("\n");
+}
+
+/** OpenAI's `developer` role is the newer name of `system` (instructions that outrank the user's). */
+const ROLES: Readonly<Record<string, ChatMessage["role"]>> = { system: "system", developer: "system", user: "user", assistant: "assistant" };
 
 export function parseChat(raw: unknown, limits: { maxTokensCap: number }): ChatParams {
   const body = asObject(raw);
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) throw new BadRequest("messages must be a non-empty array", "messages");
-  for (const [i, message] of messages.entries()) {
+  const parsed = messages.map((message: unknown, i): ChatMessage => {
     const m = message as { role?: unknown; content?: unknown };
-    if (typeof m !== "object" || m === null || !["system", "user", "assistant"].includes(String(m.role)) || typeof m.content !== "string") {
-      throw new BadRequest(`messages[${i}] must have a role (system, user, assistant) and string content`, `messages[${i}]`);
-    }
-  }
-  return { ...common(body, limits, limits.maxTokensCap), messages: messages as ChatParams["messages"] };
+    const role = typeof m === "object" && m !== null && typeof m.role === "string" ? ROLES[m.role] : undefined;
+    if (role === undefined) throw new BadRequest(`messages[${i}] must have a role (developer, system, user, assistant)`, `messages[${i}].role`);
+    return { role, content: messageText(m.content, `messages[${i}].content`) };
+  });
+  // max_completion_tokens is the chat API's current name; max_tokens its deprecated alias.
+  const limitKey = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
+  const params = common(body, limits, limits.maxTokensCap, limitKey);
+  if (params.maxTokens === 0) throw new BadRequest(`${limitKey} must be at least 1`, limitKey);
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== "boolean") throw new BadRequest("logprobs must be a boolean in chat completions", "logprobs");
+  const topLogprobs = optionalNumber(body, "top_logprobs", 0, (n) => Number.isInteger(n) && n >= 0 && n <= 20, "an integer from 0 to 20");
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null && body.logprobs !== true) throw new BadRequest("top_logprobs needs logprobs: true", "top_logprobs");
+  return { ...params, messages: parsed, topLogprobs: body.logprobs === true ? topLogprobs : -1 };
 }
 
 /**
