@@ -64,9 +64,8 @@ export function checkHello(message: Record<string, unknown>): Hello {
     throw new BenchError(`the runner's engine must be a string (got ${JSON.stringify(hello.engine).slice(0, 40)})`, { field: "hello.engine", fix: "name the engine in a string, or leave it out" });
   }
   const settings = hello.settings as unknown;
-  if (settings !== undefined && (typeof settings !== "object" || settings === null || Array.isArray(settings)
-    || !Object.values(settings).every((v) => ["string", "number", "boolean"].includes(typeof v)))) {
-    throw new BenchError("the runner's settings must be an object of strings, numbers and booleans", { field: "hello.settings", fix: `e.g. {"precision": "bf16", "cores": 64}` });
+  if (settings !== undefined && (typeof settings !== "object" || settings === null || Array.isArray(settings))) {
+    throw new BenchError("the runner's settings must be an object", { field: "hello.settings", fix: `e.g. {"precision": "bf16", "cores": 64}` });
   }
   if (hello.capabilities.includes(KERNEL_METHOD)) {
     try {
