@@ -16,10 +16,13 @@ export class BenchError extends Error {
     this.fix = where.fix;
   }
 
-  /** The one line printed for this error. */
+  /**
+   * The one line printed for this error. Fields often quote the input (a tensor name, a JSON key):
+   * line breaks in them are escaped, so a file cannot forge the lines that follow ours.
+   */
   oneLine(): string {
     const location = [this.file, this.field].filter((part) => part !== undefined).join(": ");
     const fix = this.fix === undefined ? "" : ` (fix: ${this.fix})`;
-    return `${location === "" ? "" : `${location}: `}${this.message}${fix}`;
+    return `${location === "" ? "" : `${location}: `}${this.message}${fix}`.replace(/[\r\n]/g, (c) => (c === "\n" ? "\\n" : "\\r"));
   }
 }

@@ -72,6 +72,8 @@ export class EngineDrainingError extends Error {}
 export interface EngineObserver {
   readonly submitted: () => void;
   readonly rejected: () => void;
+  /** A submitted request the engine failed: with finished, every submitted request is counted once. */
+  readonly errored: () => void;
   readonly finished: (reason: FinishReason, ttftSeconds: number | undefined, generated: number) => void;
   readonly step: (seconds: number, activeSlots: number, queueDepth: number) => void;
 }
@@ -225,6 +227,7 @@ export class BatchEngine {
     } catch (error) {
       const job = slot.job;
       slot.job = undefined;
+      if (job !== undefined) this.observer.errored();
       job?.reject(error);
     }
   }

@@ -70,6 +70,13 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
+/** The llama.cpp-style extensions take a JSON object too; anything else is a 400, not a TypeError. */
+async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readJson(req);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new HttpError(400, "the request body must be a JSON object", "invalid_request_error");
+  return body as Record<string, unknown>;
+}
+
 interface LogprobEntry {
   readonly id: number;
   /** The piece of the choice's text this token is (the pieces concatenate to the text). */
@@ -227,7 +234,7 @@ export class CompletionServer {
 
   private async tokenize(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
-    const body = (await readJson(req)) as { content?: unknown; add_special?: unknown };
+    const body = await readJsonObject(req);
     if (typeof body.content !== "string") throw new HttpError(400, "content must be a string", "invalid_request_error", "content");
     const ids = model.tokenize(body.content) as number[];
     const bos = model.tokens.bos;
@@ -236,19 +243,25 @@ export class CompletionServer {
 
   private async detokenize(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
-    const body = (await readJson(req)) as { tokens?: unknown };
-    if (!Array.isArray(body.tokens) || !body.tokens.every((id) => Number.isInteger(id))) throw new HttpError(400, "tokens must be an array of ids", "invalid_request_error", "tokens");
-    sendJson(res, 200, { content: model.detokenize(body.tokens as Token[]) });
+    const body = await readJsonObject(req);
+    sendJson(res, 200, { content: model.detokenize(this.vocabularyIds(body.tokens)) });
   }
 
   private async tokenKinds(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { model } = this.ready();
-    const body = (await readJson(req)) as { tokens?: unknown };
-    if (!Array.isArray(body.tokens) || !body.tokens.every((id) => Number.isInteger(id))) throw new HttpError(400, "tokens must be an array of ids", "invalid_request_error", "tokens");
-    sendJson(res, 200, { kinds: (body.tokens as Token[]).map((id) => {
+    const body = await readJsonObject(req);
+    sendJson(res, 200, { kinds: this.vocabularyIds(body.tokens).map((id) => {
       const a = model.getTokenAttributes(id);
       return a.byte ? "byte" : a.unknown ? "unknown" : a.control ? "control" : "text";
     }) });
+  }
+
+  /** Ids checked against the vocabulary: llama.cpp aborts the whole process on one outside it. */
+  private vocabularyIds(tokens: unknown): Token[] {
+    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id) && id >= 0 && id < this.vocabSize)) {
+      throw new HttpError(400, `tokens must be an array of ids from 0 to ${this.vocabSize - 1}`, "invalid_request_error", "tokens");
+    }
+    return tokens as Token[];
   }
 
   private promptIds(model: LlamaModel, prompt: PromptInput): number[] {

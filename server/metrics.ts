@@ -7,6 +7,7 @@ export class ServerMetrics {
   private readonly submitted = new Counter({ name: "bench_requests_submitted_total", help: "Requests accepted into the queue", registers: [this.registry] });
   private readonly done = new Counter({ name: "bench_requests_done_total", help: "Requests finished (stop or length)", registers: [this.registry] });
   private readonly cancelled = new Counter({ name: "bench_requests_cancelled_total", help: "Requests cancelled (client disconnect)", registers: [this.registry] });
+  private readonly errored = new Counter({ name: "bench_requests_errored_total", help: "Requests the engine failed (answered 500 or an error event)", registers: [this.registry] });
   private readonly rejected = new Counter({ name: "bench_requests_rejected_total", help: "Requests rejected with 429 at the in-flight cap", registers: [this.registry] });
   private readonly tokens = new Counter({ name: "bench_tokens_generated_total", help: "Tokens generated", registers: [this.registry] });
   private readonly ttft = new Histogram({ name: "bench_ttft_seconds", help: "Time from admission to the first generated token", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
@@ -20,6 +21,7 @@ export class ServerMetrics {
   readonly observer: EngineObserver = {
     submitted: () => this.submitted.inc(),
     rejected: () => this.rejected.inc(),
+    errored: () => this.errored.inc(),
     finished: (reason: FinishReason, ttftSeconds: number | undefined, generated: number) => {
       (reason === "cancelled" ? this.cancelled : this.done).inc();
       this.tokens.inc(generated);

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { dump, parse } from "npyjs";
+import { dump } from "npyjs";
 import { BenchError } from "../errors.js";
 
 /** The two encodings the goldens contract allows: `<i4` ids and `<f4` log-probs. */
@@ -28,6 +28,9 @@ function readHeader(bytes: Uint8Array, path: string): { descr: string; fortranOr
   if (bytes.length < 10 || magic.some((b, i) => bytes[i] !== b)) {
     throw new BenchError("not a .npy file (bad magic)", { file: path, fix: "write the array with numpy.save" });
   }
+  if (major(bytes) < 1 || major(bytes) > 3) {
+    throw new BenchError(`unknown .npy format version ${major(bytes)}`, { file: path, fix: "write the array with numpy.save (format 1.0, 2.0 or 3.0)" });
+  }
   const headerStart = major(bytes) === 1 ? 10 : 12;
   const header = Buffer.from(bytes.subarray(headerStart, headerStart + headerLength(bytes))).toString("latin1");
   const descr = /'descr':\s*'([^']+)'/.exec(header)?.[1];
@@ -36,7 +39,11 @@ function readHeader(bytes: Uint8Array, path: string): { descr: string; fortranOr
   if (descr === undefined || fortran === undefined || shapeText === undefined) {
     throw new BenchError(`unreadable .npy header ${JSON.stringify(header.trim())}`, { file: path, fix: "write the array with numpy.save" });
   }
-  const shape = shapeText.split(",").map((s) => s.trim()).filter((s) => s !== "").map(Number);
+  const dims = shapeText.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (!dims.every((d) => /^\d{1,9}$/.test(d))) {
+    throw new BenchError(`shape (${shapeText}) is not a tuple of whole numbers`, { file: path, field: "shape", fix: "write the array with numpy.save" });
+  }
+  const shape = dims.map(Number);
   return { descr, fortranOrder: fortran === "True", shape };
 }
 
@@ -66,19 +73,25 @@ function readChecked(path: string, dtype: NpyDtype, rank: number): { shape: numb
       file: path, field: "shape", fix: "re-write the array with numpy.save",
     });
   }
-  const copy = new Uint8Array(bytes.byteLength);
-  copy.set(bytes);
-  return { shape: header.shape, buffer: copy.buffer };
+  // A copy starting at the data: numpy pads headers to 64 bytes, but a file that does not would
+  // put the data at an offset a typed array cannot start at.
+  return { shape: header.shape, buffer: bytes.slice(dataStart).buffer };
+}
+
+/** The data as 4-byte little-endian values, whatever the host's byte order. */
+function littleEndian<T extends Int32Array | Float32Array>(buffer: ArrayBuffer, read: (view: DataView, at: number) => number, TypedArray: new (length: number) => T): T {
+  const view = new DataView(buffer);
+  const values = new TypedArray(buffer.byteLength / 4);
+  for (let i = 0; i < values.length; i++) values[i] = read(view, i * 4);
+  return values;
 }
 
 export function readNpyInt32(path: string, rank: number): NpyInt32 {
   const { shape, buffer } = readChecked(path, "<i4", rank);
-  const parsed = parse(buffer);
-  return { dtype: "<i4", shape, data: parsed.data as Int32Array };
+  return { dtype: "<i4", shape, data: littleEndian(buffer, (view, at) => view.getInt32(at, true), Int32Array) };
 }
 
 export function readNpyFloat32(path: string, rank: number): NpyFloat32 {
   const { shape, buffer } = readChecked(path, "<f4", rank);
-  const parsed = parse(buffer);
-  return { dtype: "<f4", shape, data: parsed.data as Float32Array };
+  return { dtype: "<f4", shape, data: littleEndian(buffer, (view, at) => view.getFloat32(at, true), Float32Array) };
 }

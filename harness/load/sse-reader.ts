@@ -16,10 +16,11 @@ const OTHER_FIELDS = ["event:", "id:", "retry:"].map((field) => Buffer.from(fiel
 
 export type StreamFailure = { readonly status: "malformed_sse" | "stream_error"; readonly error: string };
 
+/** An event's JSON as a server should write it; every field is checked before use. */
 interface EventJson {
-  error?: { message?: string };
-  usage?: { prompt_tokens: number; completion_tokens: number };
-  choices?: { text?: string; token_ids?: number[]; delta?: { content?: string } }[];
+  error?: unknown;
+  usage?: unknown;
+  choices?: unknown;
 }
 
 function startsWith(bytes: Buffer, at: number, end: number, prefix: Buffer): boolean {
@@ -103,22 +104,35 @@ export class OpenAiSseReader {
     try {
       json = JSON.parse(payload) as EventJson;
     } catch {
-      this.failure = { status: "malformed_sse", error: `an event whose data is not JSON: ${JSON.stringify(payload.slice(0, 60))}` };
+      return this.malformed(`an event whose data is not JSON: ${JSON.stringify(payload.slice(0, 60))}`);
+    }
+    // Whatever the server wrote is read defensively: a wrong shape is a malformed stream, never a TypeError.
+    if (typeof json !== "object" || json === null || Array.isArray(json)) return this.malformed(`an event that is not a JSON object: ${JSON.stringify(payload.slice(0, 60))}`);
+    if (json.error !== undefined && json.error !== null) {
+      const message = (json.error as { message?: unknown }).message;
+      this.failure = { status: "stream_error", error: typeof message === "string" ? message : "error event" };
       return;
     }
-    if (json.error !== undefined) {
-      this.failure = { status: "stream_error", error: json.error.message ?? "error event" };
-      return;
-    }
-    const choice = json.choices?.[0];
+    const choice: unknown = Array.isArray(json.choices) ? json.choices[0] : undefined;
     if (choice !== undefined) {
-      const text = choice.text ?? choice.delta?.content ?? "";
-      const tokens = choice.token_ids?.length ?? (text === "" ? 0 : 1);
+      if (typeof choice !== "object" || choice === null) return this.malformed(`an event whose choice is not an object: ${JSON.stringify(payload.slice(0, 60))}`);
+      const { text: rawText, token_ids: ids, delta } = choice as { text?: unknown; token_ids?: unknown; delta?: { content?: unknown } | null };
+      const content = rawText ?? delta?.content ?? "";
+      const text = typeof content === "string" ? content : "";
+      const tokens = Array.isArray(ids) ? ids.length : (text === "" ? 0 : 1);
       if (text !== "" || tokens > 0) {
         this.contentEventsNs.push(stampNs);
         this.clientTokens += tokens;
       }
     }
-    if (json.usage !== undefined && json.usage !== null) this.usage = { promptTokens: json.usage.prompt_tokens, completionTokens: json.usage.completion_tokens };
+    if (json.usage !== undefined && json.usage !== null) {
+      const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = json.usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+      if (typeof promptTokens !== "number" || typeof completionTokens !== "number") return this.malformed(`an event whose usage lacks token counts: ${JSON.stringify(payload.slice(0, 80))}`);
+      this.usage = { promptTokens, completionTokens };
+    }
+  }
+
+  private malformed(error: string): void {
+    this.failure = { status: "malformed_sse", error };
   }
 }

@@ -73,8 +73,9 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
-    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : [])];
-  const child = trackChild(spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
+    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []), "--exit-with-stdin"];
+  // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.
+  const child = trackChild(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   options.onProcess?.(child, "bench serve");
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./child-process.js";
+import { checkHello, KERNEL_METHOD, parseRunnerLine, readAnswer, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
 import { UnsupportedRequestError } from "./unsupported.js";
@@ -14,9 +15,9 @@ import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, Sys
  * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}` (with `"unsupported": true`
  * when the runner has no implementation for what was asked, e.g. a kernel for that tensor type). stdout carries protocol
  * lines only; stderr is the runner's log. `shutdown` (or the end of stdin) asks it to exit.
+ * What each line means is read in runner-lines.ts; this file drives the process.
  */
-export const RUNNER_PROTOCOL = "bringup-bench-runner";
-export const RUNNER_PROTOCOL_VERSION = 1;
+export { RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION } from "./runner-lines.js";
 
 /** Wire method names, snake_case, for each capability the harness knows. */
 const METHODS = {
@@ -27,29 +28,9 @@ const METHODS = {
   batchedGreedy: "batched_greedy",
   teacherForcedTopK: "teacher_forced_top_k",
   traceDemand: "trace_demand",
-  kernel: "kernel",
+  kernel: KERNEL_METHOD,
   kernelTime: "kernel_time",
 } as const;
-
-interface Hello {
-  readonly protocol: string;
-  readonly version: number;
-  /** Set instead of capabilities by a runner that cannot start (no device, a plugin it cannot load). */
-  readonly error?: string;
-  readonly engine?: string;
-  readonly capabilities: readonly string[];
-  readonly settings?: Readonly<Record<string, string | number | boolean>>;
-  /** With the `kernel` capability: the (op, encoding) pairs the runner registers. */
-  readonly kernel_ops?: unknown;
-  /** The sha256 of the model file the runner loaded, and its name: what the identity check compares with the goldens'. */
-  readonly model_sha256?: unknown;
-  readonly model_file?: unknown;
-  /** How its decode can run (absent: eager only); with `traced`, greedy takes `"mode": "traced"`. */
-  readonly modes?: unknown;
-}
-
-/** Decode modes a runner may declare: eager, and a traced (captured, replayed) decode graph. */
-const DECODE_MODES = ["eager", "traced"] as const;
 
 export interface StdioSutOptions {
   readonly label: string;
@@ -92,21 +73,23 @@ class RunnerProcess {
     let greeted = false;
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (this.failure !== undefined || line.trim() === "") return;
-      const message = parseRunnerLine(line);
-      if (typeof message !== "object" || message === null || Array.isArray(message)) {
-        return this.fail(new BenchError(`the runner wrote a line that is not a JSON object on stdout: ${JSON.stringify(line.slice(0, 80))}`, { field: "stdout", fix: "stdout carries protocol lines only; print logs to stderr" }));
+      let message: Record<string, unknown>;
+      try {
+        message = parseRunnerLine(line);
+      } catch (error) {
+        return this.fail(error as Error);
       }
       if (!greeted) {
         greeted = true;
         clearTimeout(bootTimer);
         try {
-          this.resolveHello(this.checkHello(message as Record<string, unknown>));
+          this.resolveHello(checkHello(message));
         } catch (error) {
           this.fail(error as Error);
         }
         return;
       }
-      this.answer(message as Record<string, unknown>);
+      this.answer(readAnswer(message));
     });
     createInterface({ input: child.stderr! }).on("line", (line) => {
       this.stderrTail.push(line);
@@ -126,48 +109,14 @@ class RunnerProcess {
     });
   }
 
-  private checkHello(message: Record<string, unknown>): Hello {
-    const hello = message as unknown as Hello;
-    if (hello.protocol !== RUNNER_PROTOCOL) {
-      throw new BenchError(`the runner's first line is not a ${RUNNER_PROTOCOL} hello: ${JSON.stringify(message).slice(0, 120)}`, { field: "hello.protocol", fix: `write {"protocol": "${RUNNER_PROTOCOL}", "version": ${RUNNER_PROTOCOL_VERSION}, "capabilities": [...]} first` });
-    }
-    if (typeof hello.error === "string") {
-      throw new BenchError(`the runner cannot start: ${hello.error}`, { field: "hello.error", fix: "fix what the runner says, then rerun" });
-    }
-    if (hello.version !== RUNNER_PROTOCOL_VERSION) {
-      throw new BenchError(`the runner speaks protocol version ${String(hello.version)}; this harness speaks ${RUNNER_PROTOCOL_VERSION}`, { field: "hello.version", fix: "update the runner (or the harness) so the versions match" });
-    }
-    if (!Array.isArray(hello.capabilities) || !hello.capabilities.every((c) => typeof c === "string")) {
-      throw new BenchError("the runner's hello has no capabilities list", { field: "hello.capabilities", fix: `list the methods it answers, e.g. ["tokenize", "greedy"]` });
-    }
-    if (hello.capabilities.includes(METHODS.kernel)) {
-      try {
-        kernelPairsFromHello(hello.kernel_ops);
-      } catch (error) {
-        throw new BenchError((error as Error).message, { field: "hello.kernel_ops", fix: `list what the kernel method answers, e.g. [{"op": "rms_norm", "encoding": "F32:F32"}]` });
-      }
-    }
-    if (hello.model_sha256 !== undefined && (typeof hello.model_sha256 !== "string" || !/^[0-9a-f]{64}$/.test(hello.model_sha256))) {
-      throw new BenchError(`the runner's hello has model_sha256 ${JSON.stringify(hello.model_sha256).slice(0, 80)}, not 64 lowercase hex digits`, { field: "hello.model_sha256", fix: "send the sha256 hex digest of the model file the runner loaded, or leave the field out" });
-    }
-    if (hello.modes !== undefined && (!Array.isArray(hello.modes) || !hello.modes.every((mode) => (DECODE_MODES as readonly unknown[]).includes(mode)))) {
-      throw new BenchError(`the runner's hello declares modes ${JSON.stringify(hello.modes).slice(0, 80)}`, { field: "hello.modes", fix: `list some of ${DECODE_MODES.map((m) => JSON.stringify(m)).join(", ")}, or leave modes out (eager only)` });
-    }
-    return hello;
-  }
-
-  private answer(message: Record<string, unknown>): void {
-    const id = message.id as number;
-    const waiting = this.pending.get(id);
-    if (waiting === undefined) return this.fail(new BenchError(`the runner answered request id ${JSON.stringify(message.id)}, which is not waiting`, { field: "id", fix: "answer each request once, with its id" }));
-    this.pending.delete(id);
-    const error = message.error as { message?: unknown; unsupported?: unknown } | undefined;
-    if (error !== undefined) {
-      const reason = `runner ${waiting.method}: ${String(error.message ?? JSON.stringify(error))}`;
-      waiting.reject(error.unsupported === true ? new UnsupportedRequestError(reason) : new Error(reason));
-    }
-    else if (!("result" in message)) waiting.reject(new Error(`runner ${waiting.method}: the answer has neither result nor error`));
-    else waiting.resolve(message.result);
+  private answer(answer: RunnerAnswer): void {
+    const waiting = typeof answer.id === "number" ? this.pending.get(answer.id) : undefined;
+    if (waiting === undefined) return this.fail(new BenchError(`the runner answered request id ${JSON.stringify(answer.id) ?? "(none)"}, which is not waiting`, { field: "id", fix: "answer each request once, with its id" }));
+    this.pending.delete(answer.id as number);
+    const reason = `runner ${waiting.method}: `;
+    if (answer.kind === "error") waiting.reject(answer.unsupported ? new UnsupportedRequestError(reason + answer.message) : new Error(reason + answer.message));
+    else if (answer.kind === "neither") waiting.reject(new Error(`${reason}the answer has neither result nor error`));
+    else waiting.resolve(answer.result);
   }
 
   /** After a protocol breach or an exit, every waiting and later request fails with the same reason. */
@@ -208,23 +157,6 @@ class RunnerProcess {
       },
       graceS, what: `the runner (${this.commandLine})`, onWarning,
     });
-  }
-}
-
-/**
- * One protocol line. Python's json module writes NaN and ±Infinity as bare words, which JSON
- * cannot hold: they are read as the strings "NaN", "Infinity", "-Infinity", so the answer is
- * rejected as that prompt's non-finite value instead of the runner being dropped for bad JSON.
- */
-function parseRunnerLine(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    try {
-      return JSON.parse(line.replace(/([[,:]\s*)(NaN|-?Infinity)(?=\s*[,\]}])/g, '$1"$2"'));
-    } catch {
-      return undefined;
-    }
   }
 }
 

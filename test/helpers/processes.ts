@@ -1,20 +1,10 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { processTable } from "../../harness/io/procfs.js";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** The pids whose parent is `pid`, from /proc (Linux): the children a CLI run started. */
 export function childPids(pid: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // Field 4 of stat is the parent pid; the command name (field 2) may hold spaces, so split after its ')'.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) children.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return children;
+  return [...processTable()].filter(([, entry]) => entry.ppid === pid).map(([child]) => child);
 }
 
 export function commandLineOf(pid: number): string {

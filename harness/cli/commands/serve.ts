@@ -28,6 +28,23 @@ interface ServeOptions {
   unvalidated?: boolean;
   runsDir: string;
   simulateBoot: number;
+  exitWithStdin?: boolean;
+}
+
+/**
+ * Ties the server's life to whoever holds the other end of its stdin. A parent that dies by SIGKILL
+ * runs no handler, but the kernel closes its pipes: end-of-file here is the one notice that always
+ * comes, so the server drains as on SIGTERM instead of living on as an orphan holding its port.
+ */
+function exitWhenStdinCloses(): void {
+  // The parent's ends of stdout/stderr are gone too: a failed log line must not stop the drain.
+  const ignore = () => undefined;
+  process.stdin.once("end", () => {
+    process.stdout.on("error", ignore);
+    process.stderr.on("error", ignore);
+    process.kill(process.pid, "SIGTERM");
+  });
+  process.stdin.resume();
 }
 
 export function registerServe(program: Command): void {
@@ -49,6 +66,7 @@ export function registerServe(program: Command): void {
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
     .option("--unvalidated", "serve even without a passing validation run (/v1/models then says so)")
     .option("--runs-dir <dir>", "where validation runs are", RUNS_DIR)
+    .option("--exit-with-stdin", "drain and exit when stdin closes (how a parent such as `bench run` makes sure the server never outlives it, even after kill -9)")
     .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
     .action(async (options: ServeOptions) => {
       const model = await resolveModel(options.model);
@@ -70,6 +88,7 @@ export function registerServe(program: Command): void {
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
           : { validated: false, note: `UNVALIDATED: ${validation.reason}` },
       });
+      if (options.exitWithStdin === true) exitWhenStdinCloses();
       say(`listening on http://${options.host}:${server.port}`);
       progress("booting");
       // The first SIGINT/SIGTERM drains (exit-code.ts calls this); a second one stops at once, exit 2.

@@ -1,0 +1,69 @@
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+
+/**
+ * Linux /proc, read for the process and port bookkeeping that chaos runs and tests check: which
+ * processes a run started, and which TCP ports they listen on. Entries can vanish mid-read; such a
+ * process is simply not listed.
+ */
+export interface ProcessEntry {
+  readonly ppid: number;
+  readonly cmdline: string;
+}
+
+/** Every live (not zombie) process: pid → parent pid and command line. */
+export function processTable(): Map<number, ProcessEntry> {
+  const table = new Map<number, ProcessEntry>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command name (field 2) may hold spaces: split after its ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      table.set(Number(entry), { ppid: Number(ppid), cmdline: readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ").trim() });
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return table;
+}
+
+/** Children, grandchildren and so on of `root`. */
+export function descendants(root: number, table = processTable()): number[] {
+  const found: number[] = [];
+  const frontier = [root];
+  while (frontier.length > 0) {
+    const parent = frontier.pop()!;
+    for (const [pid, info] of table) if (info.ppid === parent && !found.includes(pid)) { found.push(pid); frontier.push(pid); }
+  }
+  return found;
+}
+
+/** TCP ports in LISTEN state (IPv4 and IPv6), by socket inode. */
+export function listeningPortsByInode(): Map<string, number> {
+  const ports = new Map<string, number>();
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== "0A") continue;
+      ports.set(fields[9], parseInt(fields[1].split(":")[1], 16));
+    }
+  }
+  return ports;
+}
+
+/** The TCP ports `pid` listens on. */
+export function portsListenedBy(pid: number, listening = listeningPortsByInode()): number[] {
+  const ports: number[] = [];
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      const port = inode === undefined ? undefined : listening.get(inode);
+      if (port !== undefined) ports.push(port);
+    }
+  } catch {
+    // Gone while we looked.
+  }
+  return ports;
+}
