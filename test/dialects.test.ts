@@ -95,7 +95,7 @@ test("arms on llama-server are left out with a note where it is not built; named
   const nowhere = { XDG_CACHE_HOME: join(work.path, "empty-cache"), BENCH_CACHE_DIR: "" };
   const env = (extra: Record<string, string>) => ({ ...nowhere, ...extra });
   // BENCH_CACHE_DIR="" must not count as set: the script reads it with ${VAR:-…}.
-  const left = bench(["run", "--suite", suite, "--prompt", "0", "--runs-dir", runs, "--run-id", "unbuilt"], env({}));
+  const left = bench(["run", "--suite", suite, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "unbuilt"], env({}));
   assert.is(left.status, 0, left.stdout + left.stderr);
   assert.match(left.stdout, /^note: 1 arm\(s\) on llama\.cpp's llama-server left out, it is not built \(unbuilt \/ llama-server F32\): scripts\/build-llama-server\.sh builds it once/m);
   const required = bench(["run", "--suite", suite, "--prompt", "0", "--runs-dir", runs], env({ BENCH_REQUIRE_LLAMA_SERVER: "1" }));
