@@ -85,7 +85,18 @@ function caughtBy(trial: Trial): { numeric: string[]; identity: string[] } {
   return { numeric: names(failed.filter((v) => !/identity/i.test(v.check))), identity: names(failed.filter((v) => /identity/i.test(v.check))) };
 }
 
+/** The teacher-forced KLD the run measured (gated or not): how far the fault moved the distribution. */
+function kldNote(trial: Trial): string {
+  const verdict = trial.verdicts.find((v) => v.check === "teacher_forced" && "metrics" in v);
+  const kld = verdict !== undefined && "metrics" in verdict ? verdict.metrics.kld_topk_mean : undefined;
+  return typeof kld === "number" ? `, KLD ${kld.toExponential(1)}` : "";
+}
+
 function outcome(trial: Trial): string {
+  return verdictOf(trial) + kldNote(trial);
+}
+
+function verdictOf(trial: Trial): string {
   const { numeric, identity } = caughtBy(trial);
   if (numeric.length > 0) return `caught by ${numeric.join(", ")}`;
   const errors = trial.verdicts.filter((v) => v.status === "error").map((v) => v.check);
@@ -102,20 +113,22 @@ const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || 
 const rows: string[] = [];
 for (const family of families) {
   const tried: string[] = [];
-  let threshold = "not caught at any size tried";
-  let gates = "—";
+  const caught: Array<{ label: string; gates: string[] }> = [];
   for (const size of family.sizes) {
     const trial = benchRun(await size.prepare(scratch, promptArgs));
     const said = outcome(trial);
     tried.push(`${size.label}: ${said}`);
     console.error(`[sensitivity] ${family.name} ${size.label}: ${said} (${trial.seconds.toFixed(1)} s)`);
     const { numeric } = caughtBy(trial);
-    if (numeric.length > 0 && gates === "—") {
-      threshold = size.label;
-      gates = numeric.join(", ");
-      if (!flags["all-sizes"]) break;
+    if (numeric.length > 0) {
+      caught.push({ label: size.label, gates: numeric });
+      if (family.graded && !flags["all-sizes"]) break;
     }
   }
+  // Graded: the smallest size caught; variants: every one caught.
+  const shown = family.graded ? caught.slice(0, 1) : caught;
+  const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
+  const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
   rows.push(`| ${family.name} | ${threshold} | ${gates} | ${tried.join("; ")} |`);
 }
 
@@ -123,7 +136,7 @@ let falseAlarms = 0;
 const cleanOutcomes = new Map<string, number>();
 for (let i = 0; i < cleanRuns; i++) {
   const trial = benchRun({ args: ["--suite", flags["clean-suite"]] });
-  const said = trial.exitCode === 0 ? "exit 0" : outcome(trial);
+  const said = trial.exitCode === 0 ? "exit 0" : verdictOf(trial);
   if (trial.exitCode !== 0) falseAlarms++;
   cleanOutcomes.set(said, (cleanOutcomes.get(said) ?? 0) + 1);
   console.error(`[sensitivity] clean ${flags["clean-suite"]} ${i + 1}/${cleanRuns}: ${said} (${trial.seconds.toFixed(1)} s)`);
@@ -132,10 +145,10 @@ for (let i = 0; i < cleanRuns; i++) {
 const minutes = ((Date.now() - startedAt.getTime()) / 60000).toFixed(1);
 const command = ["npm run sensitivity --", ...process.argv.slice(2).map((arg) => (/\s/.test(arg) ? JSON.stringify(arg) : arg))].join(" ").replace(/ --$/, "");
 const table = [
-  `Sensitivity (FAKE faults on tiny-random unless named; ${promptCount} prompt(s) per fault run; sizes in increasing order, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}).`,
+  `Sensitivity (FAKE faults on tiny-random unless named; ${promptCount} prompt(s) per fault run; graded faults in increasing size, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}; KLD: the teacher-forced KLD (top-k support) the run measured, gated or not).`,
   `Command: \`${command}\`; ${startedAt.toISOString()}, ${minutes} min on ${describeMachine(machineInfo())}; load average at start ${loadAtStart}, at end ${load()}.`,
   "",
-  "| fault | smallest size caught | required gate(s) failing at it | every size tried |",
+  "| fault | smallest size (or variants) caught | required gate(s) failing there | every size tried |",
   "|---|---|---|---|",
   ...rows,
   "",
