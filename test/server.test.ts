@@ -44,7 +44,7 @@ async function waitHealthy(url: string): Promise<void> {
 test("bench serve refuses an artifact with no passing validation run, and says why", () => {
   const result = bench(["serve", "--model", "tiny-random:Q4_K", "--runs-dir", runs, "--port", "0"]);
   assert.is(result.status, 2);
-  assert.match(result.stderr, /^bench: error: .*tiny-random\.v1\.Q4_K\.gguf: refusing to serve an unvalidated build: no run in .* tested this artifact .* \(fix: validate it with `bench run --model tiny-random:Q4_K`, or pass --unvalidated\)$/m);
+  assert.match(result.stderr, /^bench: error: .*tiny-random\.v\d+\.Q4_K\.gguf: refusing to serve an unvalidated build: no run in .* tested this artifact .* \(fix: validate it with `bench run --model tiny-random:Q4_K`, or pass --unvalidated\)$/m);
 });
 
 /** /v1/models of `bench serve --model MODEL`, asked once it is healthy; the server is then stopped. */

@@ -1,10 +1,12 @@
 import { readGguf } from "../gguf/read.js";
 import { tokenizerFingerprint } from "../gguf/tokenizer-fingerprint.js";
-import type { ModelRef } from "../fixtures/registry.js";
 import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
 import type { ParitySuite } from "../suites/parity-suite.js";
 import { HARNESS_VERSION } from "../version.js";
-import { goldensDir, promptIdsSha256, promptTextsSha256, writeGoldens } from "./goldens.js";
+import { resolveModel, type ModelRef } from "../fixtures/registry.js";
+import { loadParitySuite } from "../suites/load.js";
+import { goldensDir, promptIdsSha256, promptTextsSha256, readGoldens, writeGoldens } from "./goldens.js";
+import { goldensGapDiff, type GoldensGapDiff } from "./gap-diff.js";
 import { creationTime, type GoldensManifest } from "./manifest.js";
 
 /** Evaluates the oracle on a suite's prompts and writes goldens/<model>/<suite>/ atomically. */
@@ -44,4 +46,17 @@ export async function makeGoldens(suite: ParitySuite, model: ModelRef, directory
 /** goldens/<this>/<suite>: `tiny-random.F32` for fixtures, the file's base name for user models. */
 export function goldensModelDirName(model: ModelRef): string {
   return model.quant === "file" ? model.name : `${model.name}.${model.quant}`;
+}
+
+/**
+ * Re-makes one committed goldens directory in place from what its manifest names (suite, model)
+ * and reports what moved. The old goldens are read first, without the model check: the model's
+ * bytes are what changed.
+ */
+export async function remakeGoldens(directory: string): Promise<GoldensGapDiff> {
+  const before = readGoldens(directory);
+  const suite = loadParitySuite(before.manifest.suite);
+  const model = await resolveModel(before.manifest.model.id);
+  await makeGoldens(suite, model, directory);
+  return goldensGapDiff(before, readGoldens(directory));
 }

@@ -10,6 +10,8 @@
  *   WINDOW_OFF     sdpa_decode attends one key past a sliding window (window w acts as w + 1)
  *   NO_STATE       gdn_decode, conv1d_update and ssd_decode return state_in as state_out
  *   UNREGISTERED   does not register matmul_bt_quant_grouped Q5_K:F32 or Q5_K:BF16
+ *   HALF_ACCUM     matvec Q8_0:F32 accumulates each 32-value block's partial sum in fp16 (every
+ *                  add rounded to half precision), the block sums in float32
  *   WRONG_Q4_K     one decoded Q4_K value off by 2^-10, and a Q4_K matvec that drops each row's last
  *                  column (an off-by-one loop bound)
  *   NO_MATVEC      registers no matvec pair
@@ -160,6 +162,25 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
 #endif
 #ifdef FAKE_NO_STATE
   if ((is(op, "gdn_decode") || is(op, "conv1d_update") || is(op, "ssd_decode")) && status == 0) memcpy(outputs[1].data, inputs[n_inputs - 1].data, output_bytes(&outputs[1]));
+#endif
+#ifdef FAKE_HALF_ACCUM
+  if (status == 0 && is(encoding, "Q8_0:F32") && is(op, "matvec")) {
+    const int64_t rows = in[0].shape[0], cols = in[0].shape[1];
+    const codec *q8 = codec_for(BB_TYPE_Q8_0);
+    const float *x = (const float *)in[1].data;
+    float *row = malloc((size_t)cols * sizeof *row);
+    for (int64_t r = 0; r < rows; r++) {
+      decode_row(q8, (const uint8_t *)in[0].data + r * row_bytes(q8, cols), cols, row);
+      float sum = 0.0f;
+      for (int64_t b = 0; b < cols; b += q8->block_values) {
+        _Float16 partial = 0;
+        for (int64_t i = b; i < b + q8->block_values; i++) partial = (_Float16)((float)partial + row[i] * x[i]);
+        sum += (float)partial;
+      }
+      ((float *)outputs[0].data)[r] = sum;
+    }
+    free(row);
+  }
 #endif
 #ifdef FAKE_WRONG_Q4_K
   if (status == 0 && is(encoding, "Q4_K:F32") && is(op, "dequantize") && elements(&outputs[0]) > 300) ((float *)outputs[0].data)[300] += 1.0f / 1024;

@@ -1,9 +1,11 @@
 import type { Command } from "commander";
+import { relative } from "node:path";
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { goldensDir } from "../../goldens/goldens.js";
 import { importGoldens } from "../../goldens/import.js";
-import { goldensModelDirName, makeGoldens } from "../../goldens/make.js";
+import { goldensModelDirName, makeGoldens, remakeGoldens } from "../../goldens/make.js";
+import { renderGapDiff } from "../../goldens/gap-diff.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
 import { loadParitySuite } from "../../suites/load.js";
@@ -20,7 +22,18 @@ export function registerGoldens(program: Command): void {
     .option("--suite <suite>", "suite name or path", "parity16")
     .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: every oracle the suite's arms answer to)")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
-    .action(async (options: { suite: string; model?: string; out?: string }) => {
+    .option("--all", "re-make every committed goldens directory (after a fixture change) and print, per directory, how the greedy ids and the top-1/top-2 gaps moved")
+    .action(async (options: { suite: string; model?: string; out?: string; all?: boolean }) => {
+      if (options.all === true) {
+        if (options.model !== undefined || options.out !== undefined) throw new BenchError("--all re-makes every committed goldens directory in place", { field: "--all", fix: "drop --model and --out, or drop --all" });
+        const directories = listGoldensDirectories();
+        if (directories.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make --suite NAME`" });
+        for (const directory of directories) {
+          progress(`re-making ${directory}`);
+          say(renderGapDiff({ ...(await remakeGoldens(directory)), directory: relative(process.cwd(), directory) }));
+        }
+        return;
+      }
       const suite = loadParitySuite(options.suite);
       const references = options.model !== undefined ? [options.model] : suiteOracles(suite);
       if (options.out !== undefined && references.length > 1) {

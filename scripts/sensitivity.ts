@@ -1,0 +1,159 @@
+/**
+ * npm run sensitivity — which faults the gates catch, and from what size. Each FAKE fault of the
+ * catalogue (scripts/sensitivity/catalogue.ts) is run through the real `bench run` at increasing
+ * sizes; the verdicts come from the run's summary.json, so whatever gates are required when this
+ * runs are the gates measured. Then N clean runs count false alarms. Prints a Markdown table and
+ * writes it (with every run directory) under --out-dir.
+ *
+ *   npm run sensitivity -- [--clean-runs 20] [--clean-suite parity16] [--prompts 16]
+ *     [--noise-sizes 0.003,0.01,0.03,0.1,0.3] [--only TEXT]... [--all-sizes] [--out-dir DIR]
+ */
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { PACKAGE_ROOT, RUNS_DIR } from "../harness/paths.js";
+import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import type { RunSummary } from "../harness/results/read-run.js";
+import { newRunId } from "../harness/results/run-directory.js";
+import type { GateVerdict } from "../harness/results/types.js";
+import { catalogue, type TrialRun } from "./sensitivity/catalogue.js";
+
+const { values: flags } = parseArgs({
+  options: {
+    "clean-runs": { type: "string", default: "20" },
+    "clean-suite": { type: "string", default: "parity16" },
+    prompts: { type: "string", default: "16" },
+    "noise-sizes": { type: "string", default: "0.003,0.01,0.03,0.1,0.3" },
+    only: { type: "string", multiple: true, default: [] },
+    "all-sizes": { type: "boolean", default: false },
+    "out-dir": { type: "string" },
+  },
+});
+
+function wholeNumberFlag(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0) {
+    console.error(`sensitivity: --${name} must be a whole number (got "${text}")`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const cleanRuns = wholeNumberFlag("clean-runs", flags["clean-runs"]);
+const promptCount = wholeNumberFlag("prompts", flags.prompts);
+const noiseSizes = flags["noise-sizes"].split(",").map(Number);
+if (noiseSizes.some((x) => !(x > 0))) {
+  console.error(`sensitivity: --noise-sizes must be positive fractions, e.g. 0.01,0.1 (got "${flags["noise-sizes"]}")`);
+  process.exit(2);
+}
+const outDir = resolve(flags["out-dir"] ?? join(RUNS_DIR, `sensitivity-${newRunId()}`));
+const runsDir = join(outDir, "runs");
+const scratch = join(outDir, "FAKE-models");
+mkdirSync(scratch, { recursive: true });
+const promptArgs = Array.from({ length: promptCount }, (_, p) => ["--prompt", String(p)]).flat();
+
+/** What one `bench run` said: its exit code and its verdicts, read back from summary.json. */
+interface Trial {
+  readonly exitCode: number | null;
+  readonly verdicts: readonly GateVerdict[];
+  readonly seconds: number;
+  readonly stderrTail: string;
+}
+
+let runCounter = 0;
+function benchRun(run: TrialRun): Trial {
+  const runId = `r${String(++runCounter).padStart(3, "0")}`;
+  const started = Date.now();
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", ...run.args, "--runs-dir", runsDir, "--run-id", runId], {
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...run.env }, maxBuffer: 64 * 1024 * 1024,
+  });
+  let verdicts: readonly GateVerdict[] = [];
+  try {
+    verdicts = (JSON.parse(readFileSync(join(runsDir, runId, "summary.json"), "utf8")) as RunSummary).verdicts;
+  } catch {
+    // No summary: the run failed before it opened (bad input); the exit code and stderr say why.
+  }
+  return { exitCode: result.status, verdicts, seconds: (Date.now() - started) / 1000, stderrTail: (result.stderr ?? "").trim().split("\n").slice(-1)[0] ?? "" };
+}
+
+/** The required verdicts that failed, as `check` (arm): identity checks are listed apart, they see any edited file. */
+function caughtBy(trial: Trial): { numeric: string[]; identity: string[] } {
+  const failed = trial.verdicts.filter((v) => v.gate === "required" && v.status === "fail");
+  const names = (vs: readonly GateVerdict[]) => [...new Set(vs.map((v) => v.check))];
+  return { numeric: names(failed.filter((v) => !/identity/i.test(v.check))), identity: names(failed.filter((v) => /identity/i.test(v.check))) };
+}
+
+/** The teacher-forced KLD the run measured (gated or not): how far the fault moved the distribution. */
+function kldNote(trial: Trial): string {
+  const verdict = trial.verdicts.find((v) => v.check === "teacher_forced" && "metrics" in v);
+  const kld = verdict !== undefined && "metrics" in verdict ? verdict.metrics.kld_topk_mean : undefined;
+  return typeof kld === "number" ? `, KLD ${kld.toExponential(1)}` : "";
+}
+
+function outcome(trial: Trial): string {
+  return verdictOf(trial) + kldNote(trial);
+}
+
+function verdictOf(trial: Trial): string {
+  const { numeric, identity } = caughtBy(trial);
+  if (numeric.length > 0) return `caught by ${numeric.join(", ")}`;
+  const errors = trial.verdicts.filter((v) => v.status === "error").map((v) => v.check);
+  if (trial.exitCode === 2 || errors.length > 0) return `ERROR (exit ${trial.exitCode}${errors.length > 0 ? `: ${errors.join(", ")}` : `: ${trial.stderrTail}`})`;
+  if (identity.length > 0) return `only identity (${identity.join(", ")})`;
+  if (trial.exitCode === 77) return "not caught (a required gate SKIPPED)";
+  return trial.exitCode === 0 ? "not caught (exit 0)" : `not caught (exit ${trial.exitCode})`;
+}
+
+const load = () => loadavg().map((x) => x.toFixed(1)).join(" / ");
+const loadAtStart = load();
+const startedAt = new Date();
+const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || flags.only.some((text) => f.name.includes(text)));
+const rows: string[] = [];
+for (const family of families) {
+  const tried: string[] = [];
+  const caught: Array<{ label: string; gates: string[] }> = [];
+  for (const size of family.sizes) {
+    const trial = benchRun(await size.prepare(scratch, promptArgs));
+    const said = outcome(trial);
+    tried.push(`${size.label}: ${said}`);
+    console.error(`[sensitivity] ${family.name} ${size.label}: ${said} (${trial.seconds.toFixed(1)} s)`);
+    const { numeric } = caughtBy(trial);
+    if (numeric.length > 0) {
+      caught.push({ label: size.label, gates: numeric });
+      if (family.graded && !flags["all-sizes"]) break;
+    }
+  }
+  // Graded: the smallest size caught; variants: every one caught.
+  const shown = family.graded ? caught.slice(0, 1) : caught;
+  const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
+  const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
+  rows.push(`| ${family.name} | ${threshold} | ${gates} | ${tried.join("; ")} |`);
+}
+
+let falseAlarms = 0;
+const cleanOutcomes = new Map<string, number>();
+for (let i = 0; i < cleanRuns; i++) {
+  const trial = benchRun({ args: ["--suite", flags["clean-suite"]] });
+  const said = trial.exitCode === 0 ? "exit 0" : verdictOf(trial);
+  if (trial.exitCode !== 0) falseAlarms++;
+  cleanOutcomes.set(said, (cleanOutcomes.get(said) ?? 0) + 1);
+  console.error(`[sensitivity] clean ${flags["clean-suite"]} ${i + 1}/${cleanRuns}: ${said} (${trial.seconds.toFixed(1)} s)`);
+}
+
+const minutes = ((Date.now() - startedAt.getTime()) / 60000).toFixed(1);
+const command = ["npm run sensitivity --", ...process.argv.slice(2).map((arg) => (/\s/.test(arg) ? JSON.stringify(arg) : arg))].join(" ").replace(/ --$/, "");
+const table = [
+  `Sensitivity (FAKE faults on tiny-random unless named; ${promptCount} prompt(s) per fault run; graded faults in increasing size, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}; KLD: the teacher-forced KLD (top-k support) the run measured, gated or not).`,
+  `Command: \`${command}\`; ${startedAt.toISOString()}, ${minutes} min on ${describeMachine(machineInfo())}; load average at start ${loadAtStart}, at end ${load()}.`,
+  "",
+  "| fault | smallest size (or variants) caught | required gate(s) failing there | every size tried |",
+  "|---|---|---|---|",
+  ...rows,
+  "",
+  cleanRuns === 0 ? "Clean runs: none (--clean-runs 0)." : `Clean runs: ${falseAlarms} false alarm(s) in ${cleanRuns} runs of \`bench run --suite ${flags["clean-suite"]}\` (${[...cleanOutcomes].map(([k, n]) => `${n}× ${k}`).join(", ")}).`,
+].join("\n");
+writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
+console.log(table);
+console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);

@@ -1,0 +1,60 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tensorNamed } from "../harness/fixtures/architecture.js";
+import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
+import { gguf } from "../harness/gguf/write.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
+import { faultedTinyRandom, ropeBase, swapTokenRows, weightNoise, zeroHead } from "../scripts/sensitivity/faulted-models.js";
+import { temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+
+const work = temporaryDirectory("sensitivity");
+test.after(() => work.remove());
+
+const clean = buildTinyRandom();
+const delta = (name: string, faulted: ReturnType<typeof faultedTinyRandom>): Float32Array => {
+  const a = tensorNamed(clean.tensors, name).values;
+  return tensorNamed(faulted.tensors, name).values.map((v, i) => v - a[i]);
+};
+const rms = (values: Float32Array): number => Math.sqrt(values.reduce((s, v) => s + v * v, 0) / values.length);
+
+test("FAKE weight noise has the asked size relative to the tensor's RMS, on the named tensors only, and leaves the clean build untouched", () => {
+  const faulted = faultedTinyRandom({ name: "noise", tensors: weightNoise(["blk.1.attn_q.weight"], 0.1) });
+  const ratio = rms(delta("blk.1.attn_q.weight", faulted)) / rms(tensorNamed(clean.tensors, "blk.1.attn_q.weight").values);
+  assert.ok(Math.abs(ratio - 0.1) < 0.005, `noise RMS ratio ${ratio}`);
+  assert.is(rms(delta("blk.0.attn_q.weight", faulted)), 0);
+  assert.is(rms(delta("blk.1.attn_q.weight", faultedTinyRandom({ name: "none" }))), 0, "each fault starts from a fresh clean build");
+  assert.is(faulted.name, "tiny-random-FAKE-noise");
+});
+
+test("a zeroed head clears exactly its 64 input columns of attn_output; swapped token rows trade places; a metadata override replaces the key or is refused", () => {
+  const head = faultedTinyRandom({ name: "head", tensors: zeroHead(1, 3) });
+  const output = tensorNamed(head.tensors, "blk.1.attn_output.weight");
+  const zeros = output.values.filter((v) => v === 0).length;
+  assert.is(zeros, 64 * 256);
+  assert.ok(output.values.subarray(3 * 64, 4 * 64).every((v) => v === 0) && output.values[0] !== 0);
+  const swapped = faultedTinyRandom({ name: "rows", tensors: swapTokenRows("token_embd.weight", 10, 20) });
+  const before = tensorNamed(clean.tensors, "token_embd.weight").values;
+  const after = tensorNamed(swapped.tensors, "token_embd.weight").values;
+  assert.equal([...after.subarray(10 * 256, 11 * 256)], [...before.subarray(20 * 256, 21 * 256)]);
+  assert.equal([...after.subarray(20 * 256, 21 * 256)], [...before.subarray(10 * 256, 11 * 256)]);
+  const rope = faultedTinyRandom({ name: "rope", hyperparameters: ropeBase(10500) });
+  assert.equal(rope.hyperparameters.find(([key]) => key === "rope.freq_base")?.[1], gguf.f32(10500));
+  assert.throws(() => faultedTinyRandom({ name: "typo", hyperparameters: { "rope.freq_bas": gguf.f32(1) } }), /tiny-random has no hyper-parameter rope\.freq_bas/);
+});
+
+test("npm run sensitivity (one family, no clean runs): runs bench run on the FAKE model, reads its verdicts and writes the Markdown table", () => {
+  const out = join(work.path, "table");
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "sensitivity.js"), "--only", "norm weights", "--clean-runs", "0", "--prompts", "4", "--out-dir", out], {
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: withoutForceColor(process.env), timeout: 300_000,
+  });
+  assert.is(result.status, 0, result.stderr);
+  const table = readFileSync(join(out, "sensitivity.md"), "utf8");
+  assert.match(table, /^\| norm weights dropped \| all norms \| [a-z_]+.* \| all norms: caught by /m);
+  assert.match(table, /Clean runs: none \(--clean-runs 0\)\./);
+  assert.is(result.stdout.split("\n\nwritten to")[0].trim(), table.trim());
+});
+
+test.run();
