@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
@@ -17,12 +18,13 @@ const verdictsOf = (runId: string): Verdict[] => JSON.parse(readFileSync(join(ru
 test("the server arm pointed at another model (Q8_0, goldens from F32): identity fails on its own, naming both files and hashes", async () => {
   const result = bench(["run", "--suite", "parity16", "--arm", "server F32", "--model", "tiny-random:Q8_0", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "server-q8"]);
   assert.is(result.status, 1, result.stdout + result.stderr);
-  const [f32, q8] = await Promise.all([sha256File((await resolveModel("tiny-random:F32")).path), sha256File((await resolveModel("tiny-random:Q8_0")).path)]);
+  const [f32Path, q8Path] = [(await resolveModel("tiny-random:F32")).path, (await resolveModel("tiny-random:Q8_0")).path];
+  const [f32, q8] = await Promise.all([sha256File(f32Path), sha256File(q8Path)]);
   const identity = verdictsOf("server-q8").find((v) => v.check === "identity")!;
   assert.is(identity.gate, "required");
   assert.is(identity.status, "fail");
-  assert.is(identity.summary, `server F32 on tiny-random:Q8_0 identity: MISMATCH — the server's /v1/models says it runs tiny-random.v1.Q8_0.gguf (sha256 ${q8}); ` +
-    `the goldens' model (tiny-random:F32) is tiny-random.v1.F32.gguf (sha256 ${f32}): this arm's verdicts are about another artifact`);
+  assert.is(identity.summary, `server F32 on tiny-random:Q8_0 identity: MISMATCH — the server's /v1/models says it runs ${basename(q8Path)} (sha256 ${q8}); ` +
+    `the goldens' model (tiny-random:F32) is ${basename(f32Path)} (sha256 ${f32}): this arm's verdicts are about another artifact`);
 });
 
 test("clean arms verify their artifact: embedded (the harness loaded it), server (/v1/models), runner (its hello); a quantized informational arm runs the model it names", () => {
