@@ -1,8 +1,7 @@
-import { basename } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { sha256File } from "../harness/io/sha256.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
