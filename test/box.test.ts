@@ -183,13 +183,13 @@ test("device legs: each reset before (with the box's env), a hung leg stopped at
   assert.match(junit, /<error message="timed out after 5 s \(leg timeout\); /);
   const report = bench(["report", "legs", "--runs-dir", runs]);
   assert.is(report.status, 0, report.stderr);
-  assert.match(report.stdout, /## Box: resets and failure evidence[\s\S]*- quietbox-legs \/ abort: python3 \S+ abort \S+ died of SIGABRT \(not sent by the harness\)/);
-  assert.match(readFileSync(join(runs, "legs", "report.html"), "utf8"), /<h2>Box: resets and failure evidence<\/h2><ul><li>quietbox-legs \/ hang: reset before the arm: /);
+  assert.match(report.stdout, /### Box: resets and failure evidence[\s\S]*- quietbox-legs \/ abort: python3 \S+ abort \S+ died of SIGABRT \(not sent by the harness\)/);
+  assert.match(readFileSync(join(runs, "legs", "report.html"), "utf8"), /<h3>Box: resets and failure evidence<\/h3><ul><li>quietbox-legs \/ hang: reset before the arm: /);
 });
 
 test("a passing device leg: one reset before, none after; a failed reset leaves the arm unrun (ERROR, exit 2)", () => {
   writeFileSync(resetLog, "");
-  const reference = ["--suite", "parity16", "--prompt", "4", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}"];
+  const reference = ["--suite", "parity16", "--prompt", "4", "--prompt", "5", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}"];
   const passed = bench(["run", ...reference, "--config", writeJson("reset-only.json", { reset: { command: recordingReset }, env: { QB_TAG: "pass" } }), "--runs-dir", runs, "--run-id", "reset-pass"]);
   assert.is(passed.status, 0, passed.stdout + passed.stderr);
   assert.is(readFileSync(resetLog, "utf8"), "reset pass\n");

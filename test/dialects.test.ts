@@ -92,9 +92,9 @@ test("arms on llama-server are left out with a note where it is not built; named
     { label: "F32", model: "tiny-random:F32", gate: "required" },
     { label: "llama-server F32", model: "tiny-random:F32", sut: "http", command: ["{llama-server}", "-m", "{model}", "--port", "{port}"], gate: "required" },
   ]);
-  const nowhere = { XDG_CACHE_HOME: join(work.path, "empty-cache"), BENCH_CACHE_DIR: "" };
+  const nowhere = { XDG_CACHE_HOME: join(work.path, "empty-cache"), BENCH_BUILD_CACHE_DIR: "", BENCH_REQUIRE_LLAMA_SERVER: "" };
   const env = (extra: Record<string, string>) => ({ ...nowhere, ...extra });
-  // BENCH_CACHE_DIR="" must not count as set: the script reads it with ${VAR:-…}.
+  // BENCH_BUILD_CACHE_DIR="" must not count as set (CI sets BENCH_REQUIRE_LLAMA_SERVER=1: unset here): the script reads it with ${VAR:-…}.
   const left = bench(["run", "--suite", suite, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "unbuilt"], env({}));
   assert.is(left.status, 0, left.stdout + left.stderr);
   assert.match(left.stdout, /^note: 1 arm\(s\) on llama\.cpp's llama-server left out, it is not built \(unbuilt \/ llama-server F32\): scripts\/build-llama-server\.sh builds it once/m);

@@ -24,13 +24,15 @@ test("the float64 reference forward in the F32 arm's place passes the distributi
   assert.ok(distribution.metrics!.max_kld_mean_measured! < 1e-6, distribution.summary);
 });
 
-// Faults of the output end keep every greedy id (top-1 100%): before the distribution gate they all exited 0.
+// Output-head scaling keeps every greedy id (top-1 100%): before the distribution gate these faults exited 0.
+// Skipping the final RMSNorm did too while fixture norm weights were all 1; with random norm weights
+// it may move an id as well, so only the distribution gate's verdict is asserted for it.
 for (const fault of ["final-norm-skipped", "output-head-x0.5", "output-head-x1.01"]) {
-  test(`FAULT ${fault}: greedy parity passes, the required distribution gate fails, exit 1`, () => {
+  test(`FAULT ${fault}: the required distribution gate fails, exit 1${fault === "final-norm-skipped" ? "" : "; greedy parity passes"}`, () => {
     const result = bench(["run", "--suite", "parity16", "--runner", `${REFERENCE} --fault ${fault}`, ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", fault]);
     assert.is(result.status, 1, result.stdout + result.stderr);
     const verdicts = verdictsOf(fault);
-    assert.is(verdicts.find((v) => v.check === "greedy_parity")!.status, "pass", "the fault keeps the argmax: greedy ids cannot see it");
+    if (fault !== "final-norm-skipped") assert.is(verdicts.find((v) => v.check === "greedy_parity")!.status, "pass", "the fault keeps the argmax: greedy ids cannot see it");
     const distribution = verdicts.find((v) => v.check === "distribution")!;
     assert.is(distribution.status, "fail");
     assert.is(distribution.gate, "required");

@@ -32,10 +32,10 @@ test("clean arms verify their artifact: embedded (the harness loaded it), server
   const identities = verdictsOf("clean").filter((v) => v.check === "identity");
   assert.equal(identities.map((v) => [v.arm, v.gate, v.status]), [["F32", "required", "pass"], ["server F32", "required", "pass"], ["Q8_0", "informational", "pass"]]);
   assert.match(identities[1].summary!, /per the server's \/v1\/models\), the goldens' artifact$/);
-  assert.match(identities[2].summary!, /runs tiny-random\.v1\.Q8_0\.gguf .*the model the arm names, held to the goldens of tiny-random:F32$/);
+  assert.match(identities[2].summary!, /runs tiny-random\.v\d+\.Q8_0\.gguf .*the model the arm names, held to the goldens of tiny-random:F32$/);
   const runner = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "runner"]);
   assert.is(runner.status, 0, runner.stdout + runner.stderr);
-  assert.match(verdictsOf("runner").find((v) => v.check === "identity")!.summary!, /runs tiny-random\.v1\.F32\.gguf \(sha256 [0-9a-f]{16}…, per the runner's hello\), the goldens' artifact/);
+  assert.match(verdictsOf("runner").find((v) => v.check === "identity")!.summary!, /runs tiny-random\.v\d+\.F32\.gguf \(sha256 [0-9a-f]{16}…, per the runner's hello\), the goldens' artifact/);
 });
 
 test("a runner that does not say which model it loaded: identity is SKIPPED as unverified, never passed; exit 77", () => {
@@ -44,7 +44,7 @@ test("a runner that does not say which model it loaded: identity is SKIPPED as u
   const verdicts = verdictsOf("anonymous");
   const identity = verdicts.find((v) => v.check === "identity")!;
   assert.is(identity.status, "skip");
-  assert.match(identity.reason!, /^unverified: runner does not say which model file it loaded \(a runner's hello carries it as model_sha256; the goldens' model \(tiny-random:F32\) is tiny-random\.v1\.F32\.gguf, sha256 [0-9a-f]{64}\)$/);
+  assert.match(identity.reason!, /^unverified: runner does not say which model file it loaded \(a runner's hello carries it as model_sha256; the goldens' model \(tiny-random:F32\) is tiny-random\.v\d+\.F32\.gguf, sha256 [0-9a-f]{64}\)$/);
   assert.ok(verdicts.filter((v) => v.check !== "identity").every((v) => v.status === "pass"), "every other gate ran and passed");
 });
 
