@@ -97,7 +97,7 @@ test("arms on llama-server are left out with a note where it is not built; named
   // BENCH_BUILD_CACHE_DIR="" must not count as set (CI sets BENCH_REQUIRE_LLAMA_SERVER=1: unset here): the script reads it with ${VAR:-…}.
   const left = bench(["run", "--suite", suite, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "unbuilt"], env({}));
   assert.is(left.status, 0, left.stdout + left.stderr);
-  assert.match(left.stdout, /^note: 1 arm\(s\) on llama\.cpp's llama-server left out, it is not built \(unbuilt \/ llama-server F32\): scripts\/build-llama-server\.sh builds it once/m);
+  assert.match(left.stderr, /^note: 1 arm\(s\) on llama\.cpp's llama-server left out, it is not built \(unbuilt \/ llama-server F32\): scripts\/build-llama-server\.sh builds it once/m);
   const required = bench(["run", "--suite", suite, "--prompt", "0", "--runs-dir", runs], env({ BENCH_REQUIRE_LLAMA_SERVER: "1" }));
   assert.is(required.status, 2);
   assert.match(required.stderr, /BENCH_REQUIRE_LLAMA_SERVER=1 but llama-server is not built/);
