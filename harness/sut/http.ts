@@ -5,7 +5,7 @@ import { request } from "undici";
 import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
-import { basename, join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { existsSync } from "node:fs";
 import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/http-server.js";
@@ -174,14 +174,16 @@ export interface HttpSutOptions {
  * started by the harness, or one on loopback). Only a well-formed digest or a readable path counts;
  * anything else leaves the identity unverified.
  */
-async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unknown }, json: <T>(path: string) => Promise<T>): Promise<{ loadedModel?: LoadedModel }> {
+async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unknown }, json: <T>(path: string) => Promise<T>, known: { path?: string; sha256?: string }): Promise<{ loadedModel?: LoadedModel }> {
   if (typeof model.model_sha256 === "string" && /^[0-9a-f]{64}$/.test(model.model_sha256)) {
     return { loadedModel: { sha256: model.model_sha256, file: typeof model.model_file === "string" ? model.model_file : "(unnamed)", reportedBy: "the server's /v1/models" } };
   }
   const props = await json<{ model_path?: unknown }>("/props").catch(() => undefined);
   const path = props?.model_path;
   if (typeof path !== "string" || !existsSync(path)) return {};
-  return { loadedModel: { sha256: await sha256File(path), file: basename(path), reportedBy: "the server's /props model_path (that file hashed by the harness)" } };
+  // The file the harness handed the server is hashed already (a multi-GB model is not read twice).
+  const sha256 = known.sha256 !== undefined && known.path !== undefined && resolve(known.path) === resolve(path) ? known.sha256 : await sha256File(path);
+  return { loadedModel: { sha256, file: basename(path), reportedBy: "the server's /props model_path (that file hashed by the harness)" } };
 }
 
 /**
@@ -221,7 +223,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     },
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
-    ...await loadedModelOf(model, json),
+    ...await loadedModelOf(model, json, { path: options.modelPath, sha256: options.modelSha256 }),
   };
   const { tokenize, detokenize, inspectTokens, greedy, teacherForced } = offer;
   const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
