@@ -35,7 +35,7 @@ const ids = prompts.map((p) => [model.tokens.bos!, ...model.tokenize(p)] as Toke
 
 for (const arm of arms) {
   const context = await model.createContext({
-    contextSize: 256 * prompts.length, sequences: prompts.length, batchSize: 512, threads: { ideal: 1, min: 1 },
+    contextSize: 256, sequences: prompts.length, batchSize: 512, threads: { ideal: 1, min: 1 },
     flashAttention: false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
   });
   if (arm === "serialised") serialiseSampling(context);

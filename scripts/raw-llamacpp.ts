@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import { attachThreadPool } from "../harness/sut/llamacpp-threadpool.js";
 
 export interface RawSession {
   tokenize(text: string): Token[];
@@ -27,10 +28,13 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
   runtime ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
   const llama = await runtime;
   const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+  const settings = { contextSize: options.contextSize ?? 1024, batchSize: 512, sequences: 1, threads: options.threads ?? 1 };
   const context = await model.createContext({
-    contextSize: options.contextSize ?? 1024, batchSize: 512, sequences: 1, threads: { ideal: options.threads ?? 1, min: options.threads ?? 1 },
+    ...settings, threads: { ideal: settings.threads, min: settings.threads },
     flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: options.kvCacheType ?? "F32", experimentalKvCacheValueType: options.kvCacheType ?? "F32",
   });
+  // The same threading as the harness's embedded SUT, so the two sides differ only in the harness.
+  const threads = attachThreadPool(context, settings);
   const sequence: LlamaContextSequence = context.getSequence();
   const probe = { generateNext: { probabilities: true } } as const;
   return {
@@ -54,6 +58,7 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
     },
     async close() {
       await context.dispose();
+      if (threads.kind === "persistent pool") threads.release();
       await model.dispose();
     },
   };

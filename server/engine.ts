@@ -137,6 +137,8 @@ export class BatchEngine {
     private readonly model: LlamaModel,
     context: LlamaContext,
     readonly slotCount: number,
+    /** Cells per slot: a sequence may not grow past it (llama.cpp would shift its context and go on silently). */
+    readonly contextSize: number,
     readonly maxQueue: number,
     private readonly observer: EngineObserver,
     /** A planted FAULT (tests only); see faults.ts. */
@@ -290,7 +292,8 @@ export class BatchEngine {
       job.stopAt = stopAt;
       return this.finish(slot, "stop");
     }
-    if (job.ids.length >= request.maxTokens) this.finish(slot, "length");
+    // The token just sampled is evaluated next step: stop while it still has a cell.
+    if (job.ids.length >= request.maxTokens || request.promptIds.length + job.ids.length >= this.contextSize) this.finish(slot, "length");
   }
 
   private finish(slot: Slot, reason: FinishReason): void {

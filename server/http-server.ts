@@ -300,6 +300,9 @@ export class CompletionServer {
       if (promptIds.length > this.options.maxPromptTokens) {
         throw new HttpError(400, `the prompt has ${promptIds.length} tokens, the cap is ${this.options.maxPromptTokens}`, "invalid_request_error", "prompt");
       }
+      if (promptIds.length > this.options.numerics.context_size) {
+        throw new HttpError(400, `the prompt has ${promptIds.length} tokens, a slot holds ${this.options.numerics.context_size}`, "invalid_request_error", "prompt");
+      }
     }
     const abort = new AbortController();
     res.on("close", () => { if (!res.writableEnded) abort.abort(); });

@@ -2,6 +2,7 @@ import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
+import { attachThreadPool } from "../harness/sut/llamacpp-threadpool.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
@@ -58,8 +59,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const llama = await llamaRuntime();
     const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
     server.setStage("creating context");
+    // node-llama-cpp's contextSize is per sequence: it allocates contextSize × slots cells.
     const context = await model.createContext({
-      contextSize: options.contextSize * options.slots,
+      contextSize: options.contextSize,
       sequences: options.slots,
       batchSize: options.batchSize,
       threads: { ideal: options.threads, min: options.threads },
@@ -67,10 +69,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheKeyType: options.kvCacheType,
       experimentalKvCacheValueType: options.kvCacheType,
     });
-    const engine = new BatchEngine(model, context, options.slots, options.maxQueue, metrics.observer, options.fault);
+    const threads = attachThreadPool(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
+    const engine = new BatchEngine(model, context, options.slots, options.contextSize, options.maxQueue, metrics.observer, options.fault);
     server.attach(engine, model, vocabSize, artifact);
     dispose = async () => {
       await context.dispose();
+      if (threads.kind === "persistent pool") threads.release();
       await model.dispose();
     };
   })();

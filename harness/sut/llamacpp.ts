@@ -7,6 +7,7 @@ import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
+import { attachThreadPool, type ContextThreads } from "./llamacpp-threadpool.js";
 import { argmaxToken, topKFromProbabilities } from "./topk.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
@@ -19,7 +20,7 @@ export interface LlamaCppSettings {
   /** Explicit: llama.cpp's default of 4 on a 2-core machine collapses throughput ~300x. */
   readonly threads: number;
   readonly batchSize: number;
-  /** Tokens per sequence; the context holds contextSize × sequences cells so sequences never evict each other. */
+  /** Tokens per sequence; each sequence has its own cells, so sequences never evict each other. */
   readonly contextSize: number;
   /** Parallel sequences in the context (batched greedy uses one per request). */
   readonly sequences: number;
@@ -74,6 +75,7 @@ export class LlamaCppSut implements SystemUnderTest {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly settings: LlamaCppSettings,
+    private readonly threads: ContextThreads,
     label: string,
   ) {
     this.label = label;
@@ -93,8 +95,9 @@ export class LlamaCppSut implements SystemUnderTest {
     } catch (error) {
       throw new BenchError(`llama.cpp could not load the model: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete llama GGUF" });
     }
+    // node-llama-cpp's contextSize is per sequence: it allocates contextSize × sequences cells.
     const context = await model.createContext({
-      contextSize: settings.contextSize * settings.sequences,
+      contextSize: settings.contextSize,
       batchSize: settings.batchSize,
       sequences: settings.sequences,
       threads: { ideal: settings.threads, min: settings.threads },
@@ -102,6 +105,7 @@ export class LlamaCppSut implements SystemUnderTest {
       experimentalKvCacheKeyType: settings.kvCacheType,
       experimentalKvCacheValueType: settings.kvCacheType,
     });
+    const threads = attachThreadPool(context, settings);
     const modelSha256 = await sha256File(modelPath);
     const provenance: SutProvenance = {
       kind: "llamacpp",
@@ -112,7 +116,7 @@ export class LlamaCppSut implements SystemUnderTest {
       engine: await llamaCppEngineVersion(),
       settings: { ...settings },
     };
-    return new LlamaCppSut(provenance, model, context, settings, label ?? `llamacpp ${modelPath.split("/").pop()}`);
+    return new LlamaCppSut(provenance, model, context, settings, threads, label ?? `llamacpp ${modelPath.split("/").pop()}`);
   }
 
   async tokenize(texts: readonly string[]): Promise<TokenId[][]> {
@@ -211,6 +215,7 @@ export class LlamaCppSut implements SystemUnderTest {
     if (this.closed) return;
     this.closed = true;
     await this.context.dispose();
+    if (this.threads.kind === "persistent pool") this.threads.release();
     await this.model.dispose();
   }
 }
