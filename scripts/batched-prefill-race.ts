@@ -2,30 +2,33 @@
  * Minimal reproduction: node-llama-cpp 3.21.1 gives wrong next-token distributions when several
  * sequences' prefills share one batch — and why. Usage (after `npx tsc`):
  *
- *   node dist/scripts/batched-prefill-race.js [rounds=40] [serialised|concurrent|both]
+ *   node dist/scripts/batched-prefill-race.js [rounds=40] [concurrent|settled|chained|all]
  *
  * Each round prefills the 16 parity16 prompts into 16 sequences of one context at once (one
  * `controlledEvaluate` each, awaited together, so node-llama-cpp packs them into one llama_decode)
  * and compares every prompt's next-token argmax and its probability with the same prompt prefilled
- * alone. Two arms:
+ * alone. Three arms:
  *  - concurrent: node-llama-cpp as shipped. Its sampleToken runs one AsyncWorker per sequence on
  *    libuv's thread pool, so several threads call llama_get_logits_ith at once. A context with
  *    n_seq_max > 1 and no unified KV cache splits batches with split_equal, which can reorder the
  *    outputs; llama.cpp then records `output_swaps` and applies them lazily, on the first logits
  *    access (llama_context::output_reorder), mutating the logits buffer. Two threads doing that at
  *    once swap rows twice or half-way: a sequence reads another's logits.
- *  - serialised: the same, with the context's sampleToken calls chained one after another
- *    (server/serial-sampling.ts), as llama-server samples on its one thread.
+ *  - settled: what our server does (server/sampling-order.ts): each sampling first makes the
+ *    reorder happen on the JavaScript thread (native/llama-context), then the samplings run at once.
+ *  - chained: the server's fallback without the addon, sampleToken calls one after another, as
+ *    llama-server samples on its one thread.
  */
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { loadParitySuite } from "../harness/suites/load.js";
 import { argmaxToken } from "../harness/sut/topk.js";
-import { serialiseSampling } from "../server/serial-sampling.js";
+import { reachNativeContext, releaseNativeContext, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { orderSampling } from "../server/sampling-order.js";
 
 const rounds = Number(process.argv[2] ?? 40);
-const arms = process.argv[3] === undefined || process.argv[3] === "both" ? ["concurrent", "serialised"] : [process.argv[3]];
+const arms = process.argv[3] === undefined || process.argv[3] === "all" ? ["concurrent", "settled", "chained"] : [process.argv[3]];
 const prompts = loadParitySuite("parity16").prompts;
 const modelFile = await resolveModel("tiny-random:F32");
 const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
@@ -38,7 +41,9 @@ for (const arm of arms) {
     contextSize: 256, sequences: prompts.length, batchSize: 512, threads: { ideal: 1, min: 1 },
     flashAttention: false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
   });
-  if (arm === "serialised") serialiseSampling(context);
+  const native: NativeContext = arm === "chained" ? { reached: false, reason: "the chained arm" } : reachNativeContext(context, { contextSize: 256, sequences: prompts.length, batchSize: 512, threads: 1 });
+  if (arm === "settled" && !native.reached) throw new Error(`the settled arm needs the llama-context addon: ${native.reason}`);
+  if (arm !== "concurrent") orderSampling(context, native);
   const sequences = prompts.map(() => context.getSequence());
   const next = async (sequence: (typeof sequences)[number], prompt: Token[]) => {
     await sequence.clearHistory();
@@ -64,5 +69,6 @@ for (const arm of arms) {
   }
   console.log(`${arm}: ${rounds} rounds of ${prompts.length} prefills in one batch — ${wrongRounds} rounds with a wrong prompt, ${wrongPrompts}/${rounds * prompts.length} prompts wrong (vs each prompt alone)`);
   await context.dispose();
+  releaseNativeContext(native);
 }
 await model.dispose();

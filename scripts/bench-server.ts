@@ -12,9 +12,7 @@
  * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { availableParallelism, loadavg } from "node:os";
-import { performance } from "node:perf_hooks";
-import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { resolveModel } from "../harness/fixtures/registry.js";
@@ -26,7 +24,7 @@ import { randomPrompts } from "../harness/load/prompts.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
-import { attachThreadPool } from "../harness/sut/llamacpp-threadpool.js";
+import { decodeFloors, describeFloors } from "./decode-floor.js";
 
 const SLOTS = 4;
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
@@ -77,36 +75,6 @@ async function startLlamaServer(port: number): Promise<{ baseUrl: string; stop: 
   };
 }
 
-/**
- * The floor under any server built on node-llama-cpp: one sequence's greedy decode through
- * `controlledEvaluate` with llama.cpp's own argmax (what our engine calls per token), nothing
- * else — no HTTP, no engine. Milliseconds per token, median of 5 runs of 64 tokens; with our
- * persistent thread pool attached (as the server runs) or as node-llama-cpp ships (threads created
- * for every graph).
- */
-async function nodeLlamaCppDecodeFloorMs(withPool: boolean): Promise<number> {
-  const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
-  const loaded = await llama.loadModel({ modelPath: model.path, gpuLayers: 0 });
-  const context = await loaded.createContext({ contextSize: CONTEXT_PER_SLOT, sequences: SLOTS, batchSize: BATCH, threads: { ideal: THREADS, min: THREADS }, flashAttention: false });
-  const threads = withPool ? attachThreadPool(context, { contextSize: CONTEXT_PER_SLOT, sequences: SLOTS, batchSize: BATCH, threads: THREADS }) : undefined;
-  if (threads?.kind === "per graph" && THREADS > 1) throw new Error(`the persistent thread pool could not be attached: ${threads.reason}`);
-  const sequence = context.getSequence();
-  const greedy = { generateNext: { token: true } } as const;
-  const runs: number[] = [];
-  for (let run = 0; run < 5; run++) {
-    await sequence.clearHistory();
-    const prompt = [loaded.tokens.bos!, ...loaded.tokenize("the model runs fast on new silicon")] as Token[];
-    let out = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], greedy]]);
-    const started = performance.now();
-    for (let n = 0; n < OUTPUT_TOKENS; n++) out = await sequence.controlledEvaluate([[out[out.length - 1]!.next.token!, greedy]]);
-    runs.push((performance.now() - started) / OUTPUT_TOKENS);
-  }
-  await context.dispose();
-  if (threads?.kind === "persistent pool") threads.release();
-  await loaded.dispose();
-  return distribution(runs)!.median;
-}
-
 const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, bootTimeoutS: 120 });
 const llama = await startLlamaServer(18_000 + Math.floor(Math.random() * 20_000));
 try {
@@ -137,10 +105,7 @@ try {
       + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
       + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}\n  ours: ${perRound("ours")}\n  llama-server: ${perRound("llama-server")}`);
   }
-  const pooled = await nodeLlamaCppDecodeFloorMs(true);
-  const shipped = await nodeLlamaCppDecodeFloorMs(false);
-  console.log(`node-llama-cpp alone (controlledEvaluate, greedy in llama.cpp, one sequence, no server, ${THREADS} thread(s)): ${pooled.toFixed(2)} ms per decoded token with our persistent thread pool (the floor under our TPOT); `
-    + `${shipped.toFixed(2)} ms as node-llama-cpp ships (threads created per graph), ×${(shipped / pooled).toFixed(1)}`);
+  console.log(describeFloors(await decodeFloors(model.path, { threads: THREADS, sequences: SLOTS, contextSize: CONTEXT_PER_SLOT, batchSize: BATCH, tokens: OUTPUT_TOKENS })));
   console.log(`load average after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${allMet ? "all targets met" : "some target missed"}`);
 } finally {
   await stopManagedServer(ours);

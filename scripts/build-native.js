@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds native/ with node-gyp against the Node headers in /usr/include/node when they are there
 // (offline): the plugin host addon and the reference CPU kernel plugin (native/), and the addon that
-// gives node-llama-cpp's contexts a persistent thread pool (native/llama-threadpool/, which needs
+// reaches the llama.cpp context inside node-llama-cpp's (native/llama-context/, which needs
 // llama.cpp's headers: taken from the exact source node-llama-cpp ships, with git). A machine
 // without a compiler still installs: each failure is written to its build/BUILD_FAILED; a kernel
 // suite then stops with that reason (exit 2, never a pass), and llama.cpp runs with its threads
@@ -59,5 +59,5 @@ function build(directory, what, consequence, prepare) {
 
 const native = join(root, "native");
 build(native, "the plugin host and the reference kernel plugin", "kernel suites cannot run");
-const threadpool = join(native, "llama-threadpool");
-build(threadpool, "the llama.cpp thread-pool addon", "llama.cpp creates its threads per graph (slower)", () => extractLlamaHeaders(join(threadpool, "llama-headers")));
+const llamaContext = join(native, "llama-context");
+build(llamaContext, "the llama.cpp context addon", "llama.cpp creates its threads per graph (slower) and our server samples one sequence at a time", () => extractLlamaHeaders(join(llamaContext, "llama-headers")));

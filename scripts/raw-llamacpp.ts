@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
-import { attachThreadPool } from "../harness/sut/llamacpp-threadpool.js";
+import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
 
 export interface RawSession {
   tokenize(text: string): Token[];
@@ -34,7 +34,7 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
     flashAttention: options.flashAttention ?? false, experimentalKvCacheKeyType: options.kvCacheType ?? "F32", experimentalKvCacheValueType: options.kvCacheType ?? "F32",
   });
   // The same threading as the harness's embedded SUT, so the two sides differ only in the harness.
-  const threads = attachThreadPool(context, settings);
+  const native = reachNativeContext(context, settings);
   const sequence: LlamaContextSequence = context.getSequence();
   const probe = { generateNext: { probabilities: true } } as const;
   return {
@@ -58,7 +58,7 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
     },
     async close() {
       await context.dispose();
-      if (threads.kind === "persistent pool") threads.release();
+      releaseNativeContext(native);
       await model.dispose();
     },
   };

@@ -9,7 +9,8 @@ import type { ServerFault } from "./faults.js";
 import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
-import { serialiseSampling } from "./serial-sampling.js";
+import { orderSampling } from "./sampling-order.js";
+import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -121,9 +122,9 @@ interface NextTokenOutput {
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
  * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
  * nothing decodes), then runs one batch holding every admitted prompt's prefill and a decode token
- * for every other active slot, as llama-server does. Samplings are chained one after another
- * (serial-sampling.ts): node-llama-cpp's concurrent samplings can read another sequence's logits
- * after a batch whose outputs llama.cpp reordered (README, "Findings").
+ * for every other active slot, as llama-server does. Samplings start only once the batch's outputs
+ * are settled (sampling-order.ts): node-llama-cpp's concurrent samplings can otherwise read another
+ * sequence's logits after a batch whose outputs llama.cpp reordered (README, "Findings").
  */
 export class BatchEngine {
   private readonly slots: Slot[];
@@ -136,6 +137,7 @@ export class BatchEngine {
   constructor(
     private readonly model: LlamaModel,
     context: LlamaContext,
+    native: NativeContext,
     readonly slotCount: number,
     /** Cells per slot: a sequence may not grow past it (llama.cpp would shift its context and go on silently). */
     readonly contextSize: number,
@@ -144,7 +146,7 @@ export class BatchEngine {
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault?: ServerFault,
   ) {
-    serialiseSampling(context);
+    orderSampling(context, native);
     this.slots = Array.from({ length: slotCount }, () => ({ sequence: context.getSequence(), job: undefined }));
     this.loop = this.run();
   }

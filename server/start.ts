@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
-import { attachThreadPool } from "../harness/sut/llamacpp-threadpool.js";
+import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
@@ -69,12 +69,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheKeyType: options.kvCacheType,
       experimentalKvCacheValueType: options.kvCacheType,
     });
-    const threads = attachThreadPool(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
-    const engine = new BatchEngine(model, context, options.slots, options.contextSize, options.maxQueue, metrics.observer, options.fault);
+    const native = reachNativeContext(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
+    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, options.fault);
     server.attach(engine, model, vocabSize, artifact);
     dispose = async () => {
       await context.dispose();
-      if (threads.kind === "persistent pool") threads.release();
+      releaseNativeContext(native);
       await model.dispose();
     };
   })();

@@ -108,6 +108,26 @@ test("--unvalidated serves anyway and /v1/models says so, with the numerics it r
   }
 });
 
+test("a slot's context is a hard limit: a longer prompt is 400, generation stops at it with finish_reason length; 2 threads run on a persistent pool", async () => {
+  const server = await serve(["--model", "tiny-random", "--unvalidated", "--threads", "2", "--slots", "2", "--context-size", "64"]);
+  try {
+    await waitHealthy(server.url);
+    const tokens = JSON.parse((await httpCall(`${server.url}/tokenize`, { body: { content: "the quick brown fox jumps over the lazy dog" } })).text).tokens as number[];
+    const prompt = (length: number) => Array.from({ length }, (_, i) => tokens[i % tokens.length]);
+    const tooLong = await httpCall(`${server.url}/v1/completions`, { body: { prompt: prompt(65), max_tokens: 1 } });
+    assert.is(tooLong.status, 400, tooLong.text);
+    assert.match(JSON.parse(tooLong.text).error.message, /the prompt has 65 tokens, a slot holds 64/);
+    const capped = JSON.parse((await httpCall(`${server.url}/v1/completions`, { body: { prompt: prompt(40), max_tokens: 100, temperature: 0, ignore_eos: true } })).text);
+    assert.is(capped.usage.prompt_tokens, 40);
+    assert.is(capped.usage.completion_tokens, 24);
+    assert.is(capped.choices[0].finish_reason, "length");
+    assert.not.match(server.output(), /threads anew for every graph/);
+  } finally {
+    server.child.kill("SIGTERM");
+    await server.exited;
+  }
+});
+
 test("SIGTERM drains: the in-flight request completes, new ones get 503, then the process exits 0", async () => {
   const server = await serve(["--model", "tiny-random", "--unvalidated", "--slots", "1"]);
   await waitHealthy(server.url);

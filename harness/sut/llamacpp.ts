@@ -7,7 +7,7 @@ import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
-import { attachThreadPool, type ContextThreads } from "./llamacpp-threadpool.js";
+import { reachNativeContext, releaseNativeContext, type NativeContext } from "./llamacpp-native-context.js";
 import { argmaxToken, topKFromProbabilities } from "./topk.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
@@ -75,7 +75,7 @@ export class LlamaCppSut implements SystemUnderTest {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly settings: LlamaCppSettings,
-    private readonly threads: ContextThreads,
+    private readonly native: NativeContext,
     label: string,
   ) {
     this.label = label;
@@ -105,7 +105,7 @@ export class LlamaCppSut implements SystemUnderTest {
       experimentalKvCacheKeyType: settings.kvCacheType,
       experimentalKvCacheValueType: settings.kvCacheType,
     });
-    const threads = attachThreadPool(context, settings);
+    const native = reachNativeContext(context, settings);
     const modelSha256 = await sha256File(modelPath);
     const provenance: SutProvenance = {
       kind: "llamacpp",
@@ -116,7 +116,7 @@ export class LlamaCppSut implements SystemUnderTest {
       engine: await llamaCppEngineVersion(),
       settings: { ...settings },
     };
-    return new LlamaCppSut(provenance, model, context, settings, threads, label ?? `llamacpp ${modelPath.split("/").pop()}`);
+    return new LlamaCppSut(provenance, model, context, settings, native, label ?? `llamacpp ${modelPath.split("/").pop()}`);
   }
 
   async tokenize(texts: readonly string[]): Promise<TokenId[][]> {
@@ -215,7 +215,7 @@ export class LlamaCppSut implements SystemUnderTest {
     if (this.closed) return;
     this.closed = true;
     await this.context.dispose();
-    if (this.threads.kind === "persistent pool") this.threads.release();
+    releaseNativeContext(this.native);
     await this.model.dispose();
   }
 }

@@ -1,14 +1,18 @@
-// Gives a node-llama-cpp context a persistent ggml thread pool, as llama-server gives each of its
-// contexts (common/common.cpp, common_threadpools). node-llama-cpp 3.21.1 never attaches one, so
-// ggml creates and joins n_threads - 1 threads for every graph it computes ("disposable" pool).
-// Where an idle vCPU halts until woken (Firecracker/KVM guests such as our CI machines), the
-// fresh thread waits milliseconds for its vCPU while the calling thread spins at the first
-// barrier: 15-20 ms per token at 2 threads against 0.6 ms at 1 thread (README, Findings). A
-// persistent pool's workers poll between graphs, so they are running when the next graph starts.
+// Reaches the llama_context inside a node-llama-cpp context, for two things node-llama-cpp 3.21.1
+// does not do (README, Findings):
+//
+// 1. A persistent ggml thread pool, as llama-server gives each of its contexts (common/common.cpp,
+//    common_threadpools). Without one, ggml creates and joins n_threads - 1 threads for every graph
+//    it computes. Where an idle vCPU halts until woken (Firecracker/KVM guests such as our CI
+//    machines), the fresh thread waits milliseconds for its vCPU while the calling thread spins at
+//    the first barrier: 12-17 ms per token at 2 threads against 0.5 ms with a pool.
+// 2. Settling a batch's outputs before samplings start: llama.cpp reorders a batch's output rows in
+//    place on the first logits read, and node-llama-cpp samples each sequence on its own libuv
+//    thread, so two first reads at once can hand a sequence another's logits.
 //
 // The llama_context is private to node-llama-cpp's AddonContext; its class definition is read from
 // the exact node-llama-cpp and llama.cpp sources installed (build-native.js extracts the headers),
-// and every field used is checked against what the caller says the context was created with
+// and the fields used are checked against what the caller says the context was created with
 // before the pointer is dereferenced.
 #include <dlfcn.h>
 #include <link.h>
@@ -31,6 +35,7 @@ struct LlamaSymbols {
   decltype(&llama_n_ctx) nCtx = nullptr;
   decltype(&llama_n_seq_max) nSeqMax = nullptr;
   decltype(&llama_n_threads) nThreads = nullptr;
+  decltype(&llama_get_logits) getLogits = nullptr;
   decltype(&ggml_threadpool_params_default) paramsDefault = nullptr;
   decltype(&ggml_threadpool_new) poolNew = nullptr;
   decltype(&ggml_threadpool_free) poolFree = nullptr;
@@ -75,6 +80,7 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.nCtx, "llama_n_ctx")) return "llama_n_ctx not found";
   if (!take(out.nSeqMax, "llama_n_seq_max")) return "llama_n_seq_max not found";
   if (!take(out.nThreads, "llama_n_threads")) return "llama_n_threads not found";
+  if (!take(out.getLogits, "llama_get_logits")) return "llama_get_logits not found";
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
   decltype(&ggml_backend_dev_backend_reg) devReg = nullptr;
@@ -93,21 +99,36 @@ std::string resolve(LlamaSymbols& out) {
 }
 
 LlamaSymbols symbols;
-std::map<uint32_t, ggml_threadpool*> pools;
-uint32_t nextPoolId = 1;
+
+/** A node-llama-cpp context we reached, and the pool we gave it (if any). */
+struct Handle {
+  llama_context* ctx;
+  ggml_threadpool* pool;
+};
+std::map<uint32_t, Handle> handles;
+uint32_t nextHandle = 1;
 
 uint32_t expectUint(const Napi::Object& expected, const char* key) {
   return expected.Get(key).As<Napi::Number>().Uint32Value();
 }
 
+Handle* handleAt(const Napi::CallbackInfo& info) {
+  const auto found = info.Length() > 0 && info[0].IsNumber() ? handles.find(info[0].As<Napi::Number>().Uint32Value()) : handles.end();
+  if (found == handles.end()) {
+    Napi::Error::New(info.Env(), "no such context handle").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return &found->second;
+}
+
 /**
- * attach(nativeContext, expected: {contextSize (per sequence), sequences, batchSize, threads}, poll) -> pool id.
+ * open(nativeContext, expected: {contextSize (per sequence), sequences, batchSize, threads}) -> handle.
  * `nativeContext` is LlamaContext's `_ctx` (node-llama-cpp's wrapped AddonContext).
  */
-Napi::Value Attach(const Napi::CallbackInfo& info) {
+Napi::Value Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsObject() || !info[2].IsNumber()) {
-    Napi::TypeError::New(env, "attach(nativeContext, expected, poll)").ThrowAsJavaScriptException();
+  if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsObject()) {
+    Napi::TypeError::New(env, "open(nativeContext, expected)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   static const std::string unresolved = resolve(symbols);
@@ -129,9 +150,9 @@ Napi::Value Attach(const Napi::CallbackInfo& info) {
   const auto& params = addonContext->context_params;
   // The layout check: the parameters node-llama-cpp stored must be the ones it was given. Only
   // then is the context pointer next to them trusted and asked the same through llama.cpp's API.
-  if (!addonContext->contextLoaded || addonContext->disposed || addonContext->ctx == nullptr || params.n_ctx < contextSize * sequences || params.n_seq_max != sequences ||
-      params.n_batch != batchSize || params.n_threads != threads || params.n_threads_batch != threads) {
-    Napi::Error::New(env, "node-llama-cpp's context does not look as expected (loaded, sequences, batch size, threads); its layout may have changed")
+  if (!addonContext->contextLoaded || addonContext->disposed || addonContext->ctx == nullptr || params.n_ctx < contextSize * sequences ||
+      params.n_seq_max != sequences || params.n_batch != batchSize || params.n_threads != threads || params.n_threads_batch != threads) {
+    Napi::Error::New(env, "node-llama-cpp's context does not look as expected (loaded, context size, sequences, batch size, threads); its layout may have changed")
         .ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -141,35 +162,56 @@ Napi::Value Attach(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, "llama.cpp's context disagrees with node-llama-cpp's parameters: " + seen).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  ggml_threadpool_params poolParams = symbols.paramsDefault(threads);
-  poolParams.poll = info[2].As<Napi::Number>().Uint32Value();
-  ggml_threadpool* pool = symbols.poolNew(&poolParams);
-  if (pool == nullptr) {
-    Napi::Error::New(env, "ggml_threadpool_new failed").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  symbols.attach(ctx, pool, nullptr);
-  const uint32_t id = nextPoolId++;
-  pools[id] = pool;
+  const uint32_t id = nextHandle++;
+  handles[id] = Handle{ctx, nullptr};
   return Napi::Number::New(env, id);
 }
 
-/** release(id): frees a pool. Only after its context was disposed: llama.cpp never detaches it. */
-Napi::Value Release(const Napi::CallbackInfo& info) {
-  const auto found = pools.find(info[0].As<Napi::Number>().Uint32Value());
-  if (found != pools.end()) {
-    symbols.poolFree(found->second);
-    pools.erase(found);
+/** attachPool(handle, poll): a persistent pool with the context's thread count. */
+Napi::Value AttachPool(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  if (handle->pool != nullptr) return env.Undefined();
+  ggml_threadpool_params poolParams = symbols.paramsDefault(symbols.nThreads(handle->ctx));
+  poolParams.poll = info[1].As<Napi::Number>().Uint32Value();
+  handle->pool = symbols.poolNew(&poolParams);
+  if (handle->pool == nullptr) {
+    Napi::Error::New(env, "ggml_threadpool_new failed").ThrowAsJavaScriptException();
+    return env.Undefined();
   }
+  symbols.attach(handle->ctx, handle->pool, nullptr);
+  return env.Undefined();
+}
+
+/**
+ * settleOutputs(handle): llama.cpp reorders a batch's output rows in place on the first logits
+ * read after the batch. Doing that read here, on the calling thread, before samplings start on
+ * other threads, leaves them only reading.
+ */
+Napi::Value SettleOutputs(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle != nullptr) symbols.getLogits(handle->ctx);
+  return info.Env().Undefined();
+}
+
+/** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
+Napi::Value Close(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return info.Env().Undefined();
+  if (handle->pool != nullptr) symbols.poolFree(handle->pool);
+  handles.erase(info[0].As<Napi::Number>().Uint32Value());
   return info.Env().Undefined();
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("attach", Napi::Function::New(env, Attach));
-  exports.Set("release", Napi::Function::New(env, Release));
+  exports.Set("open", Napi::Function::New(env, Open));
+  exports.Set("attachPool", Napi::Function::New(env, AttachPool));
+  exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
+  exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
 
 }  // namespace
 
-NODE_API_MODULE(llama_threadpool, Init)
+NODE_API_MODULE(llama_context_access, Init)

@@ -1,8 +1,8 @@
 {
   "targets": [
     {
-      "target_name": "llama_threadpool",
-      "sources": ["threadpool.cc"],
+      "target_name": "llama_context_access",
+      "sources": ["context_access.cc"],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "../../node_modules/node-llama-cpp/llama/addon",

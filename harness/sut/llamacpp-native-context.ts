@@ -1,0 +1,103 @@
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import type { LlamaContext } from "node-llama-cpp";
+import { PACKAGE_ROOT } from "../paths.js";
+
+/** native/llama-context's addon (context_access.cc says why it exists). */
+interface ContextAccessAddon {
+  open(nativeContext: object, expected: ContextShape): number;
+  attachPool(handle: number, poll: number): void;
+  settleOutputs(handle: number): void;
+  close(handle: number): void;
+}
+
+/** What the context was created with: checked against node-llama-cpp's and llama.cpp's own view before it is touched. */
+export interface ContextShape {
+  /** Tokens per sequence. */
+  readonly contextSize: number;
+  readonly sequences: number;
+  readonly batchSize: number;
+  readonly threads: number;
+}
+
+const ADDON_DIR = join(PACKAGE_ROOT, "native", "llama-context", "build");
+
+/**
+ * How long a pool's idle workers poll before they sleep, in ggml's units (×131,072 spin rounds,
+ * ~4 ms each here). One covers the gap between two tokens, and between a response and a client's
+ * next request, with room to spare; llama-server's default of 50 (~0.2 s of spinning after every
+ * graph) measured no faster per token and takes a core from everything else on a small machine.
+ */
+const POLL = 1;
+
+/**
+ * The llama.cpp context inside a node-llama-cpp context, reached through our addon, or why it
+ * could not be: then the context works as node-llama-cpp ships it (threads created per graph).
+ */
+export type NativeContext =
+  | {
+    readonly reached: true;
+    /** Whether graphs run on a persistent thread pool (more than one thread) or on the calling thread. */
+    readonly threads: "persistent pool" | "calling thread";
+    /** Does llama.cpp's in-place reorder of the last batch's outputs now, on this thread. */
+    readonly settleOutputs: () => void;
+    /** Frees the pool: call after the context is disposed. */
+    readonly close: () => void;
+  }
+  | { readonly reached: false; readonly reason: string };
+
+let addon: ContextAccessAddon | string | undefined;
+
+function loadAddon(): ContextAccessAddon | string {
+  const path = join(ADDON_DIR, "Release", "llama_context_access.node");
+  if (!existsSync(path)) {
+    const failed = join(ADDON_DIR, "BUILD_FAILED");
+    return existsSync(failed) ? `the llama-context addon did not build: ${readFileSync(failed, "utf8").trim().split("\n").pop()}` : "the llama-context addon is not built";
+  }
+  try {
+    return createRequire(import.meta.url)(path) as ContextAccessAddon;
+  } catch (error) {
+    return `the llama-context addon did not load: ${(error as Error).message}`;
+  }
+}
+
+let warned = false;
+
+/**
+ * Reaches the context and, with more than one thread, gives it a persistent ggml thread pool (as
+ * llama-server does). Where that fails the context still works, only slower on machines whose idle
+ * cores sleep deeply: said once on stderr, never silently.
+ */
+export function reachNativeContext(context: LlamaContext, shape: ContextShape): NativeContext {
+  addon ??= loadAddon();
+  let outcome: NativeContext;
+  if (typeof addon === "string") {
+    outcome = { reached: false, reason: addon };
+  } else {
+    const loaded = addon;
+    try {
+      // `_ctx` is node-llama-cpp's native context (private in its typings; the version is pinned exactly).
+      const handle = loaded.open((context as unknown as { _ctx: object })._ctx, shape);
+      if (shape.threads > 1) loaded.attachPool(handle, POLL);
+      outcome = {
+        reached: true,
+        threads: shape.threads > 1 ? "persistent pool" : "calling thread",
+        settleOutputs: () => loaded.settleOutputs(handle),
+        close: () => loaded.close(handle),
+      };
+    } catch (error) {
+      outcome = { reached: false, reason: (error as Error).message };
+    }
+  }
+  if (!outcome.reached && shape.threads > 1 && !warned) {
+    warned = true;
+    process.stderr.write(`warning: llama.cpp creates its ${shape.threads} threads anew for every graph (${outcome.reason}); on machines whose idle cores sleep deeply each token can take ~25× longer\n  hint: npm run build:native (needs git, g++ and make)\n`);
+  }
+  return outcome;
+}
+
+/** Frees what reachNativeContext made; after the context is disposed. */
+export function releaseNativeContext(native: NativeContext): void {
+  if (native.reached) native.close();
+}
