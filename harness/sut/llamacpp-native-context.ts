@@ -25,7 +25,7 @@ const ADDON_DIR = join(PACKAGE_ROOT, "native", "llama-context", "build");
 
 /**
  * How long a pool's idle workers poll before they sleep, in ggml's units (×131,072 spin rounds,
- * ~4 ms each here). One covers the gap between two tokens, and between a response and a client's
+ * ~5 ms each on our dev box). One covers the gap between two tokens, and between a response and a client's
  * next request, with room to spare; llama-server's default of 50 (~0.2 s of spinning after every
  * graph) measured no faster per token and takes a core from everything else on a small machine.
  */
