@@ -111,6 +111,7 @@ const PROBE = { generateNext: { probabilities: true } } as const;
 const GREEDY = { generateNext: { token: true } } as const;
 type Probe = typeof PROBE | typeof GREEDY;
 
+/** GREEDY is the only token-only probe: sampling-order.ts takes its argmax without a sampler. */
 function probeFor(request: GenerationRequest): Probe {
   return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : PROBE;
 }

@@ -14,8 +14,10 @@ interface NativeSampling {
  *
  * Where our addon reaches the llama.cpp context, every sampling first settles the outputs on the
  * JavaScript thread (the first does the reorder, the rest find nothing to do), and the samplings
- * then run at once, only reading. Otherwise they are chained one after another, as llama-server
- * samples on its one thread: correct, one thread hop per sequence slower.
+ * then run at once, only reading. A sampling that asks for the token alone (no probabilities, no
+ * confidence) is the engine's greedy probe (engine.ts, probeFor): its argmax is taken right there,
+ * sparing the hop to a worker thread and back. Without the addon samplings are chained one after
+ * another, as llama-server samples on its one thread: correct, one thread hop per sequence slower.
  */
 export function orderSampling(context: LlamaContext, native: NativeContext): void {
   const sampling = (context as unknown as { _ctx: NativeSampling })._ctx;
@@ -24,6 +26,8 @@ export function orderSampling(context: LlamaContext, native: NativeContext): voi
   if (native.reached) {
     ordered = (...args) => {
       native.settleOutputs();
+      // node-llama-cpp's call: (batchLogitIndex, sampler, returnProbabilities, returnConfidence) -> [token, probabilities, confidence].
+      if (args[2] === false && args[3] === false) return Promise.resolve([native.greedyToken(args[0] as number), undefined, undefined]);
       return sample(...args);
     };
   } else {

@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { orderSampling } from "../server/sampling-order.js";
 
 const shape = { contextSize: 128, sequences: 2, batchSize: 256, threads: 2 };
 
@@ -27,7 +28,7 @@ async function greedyIds(context: Awaited<ReturnType<typeof openContext>>["conte
   return ids;
 }
 
-test("the addon reaches node-llama-cpp's llama.cpp context and gives it a persistent pool; tokens are those of the shipped threading", async () => {
+test("the addon reaches node-llama-cpp's llama.cpp context and gives it a persistent pool; greedy tokens through the pool and the addon's argmax are node-llama-cpp's own", async () => {
   const { model, context } = await openContext();
   const shipped = await greedyIds(context, model);
   const native = reachNativeContext(context, shape);
@@ -35,6 +36,9 @@ test("the addon reaches node-llama-cpp's llama.cpp context and gives it a persis
   assert.is(native.reached && native.threads, "persistent pool");
   const pooled = await greedyIds(context, model);
   assert.equal(pooled, shipped);
+  orderSampling(context, native);
+  const argmaxed = await greedyIds(context, model);
+  assert.equal(argmaxed, shipped);
   assert.is(new Set(pooled).size > 1, true, "a degenerate sequence would not tell the two apart");
   await context.dispose();
   releaseNativeContext(native);

@@ -9,6 +9,7 @@ interface ContextAccessAddon {
   open(nativeContext: object, expected: ContextShape): number;
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
+  greedyToken(handle: number, batchLogitIndex: number): number;
   close(handle: number): void;
 }
 
@@ -42,6 +43,8 @@ export type NativeContext =
     readonly threads: "persistent pool" | "calling thread";
     /** Does llama.cpp's in-place reorder of the last batch's outputs now, on this thread. */
     readonly settleOutputs: () => void;
+    /** The argmax of a batch output's logits (the first of equal maxima, as llama.cpp's greedy sampler), on this thread. */
+    readonly greedyToken: (batchLogitIndex: number) => number;
     /** Frees the pool: call after the context is disposed. */
     readonly close: () => void;
   }
@@ -84,6 +87,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         reached: true,
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
         settleOutputs: () => loaded.settleOutputs(handle),
+        greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         close: () => loaded.close(handle),
       };
     } catch (error) {

@@ -36,6 +36,10 @@ struct LlamaSymbols {
   decltype(&llama_n_seq_max) nSeqMax = nullptr;
   decltype(&llama_n_threads) nThreads = nullptr;
   decltype(&llama_get_logits) getLogits = nullptr;
+  decltype(&llama_get_logits_ith) getLogitsIth = nullptr;
+  decltype(&llama_get_model) getModel = nullptr;
+  decltype(&llama_model_get_vocab) modelVocab = nullptr;
+  decltype(&llama_vocab_n_tokens) vocabSize = nullptr;
   decltype(&ggml_threadpool_params_default) paramsDefault = nullptr;
   decltype(&ggml_threadpool_new) poolNew = nullptr;
   decltype(&ggml_threadpool_free) poolFree = nullptr;
@@ -81,6 +85,8 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.nSeqMax, "llama_n_seq_max")) return "llama_n_seq_max not found";
   if (!take(out.nThreads, "llama_n_threads")) return "llama_n_threads not found";
   if (!take(out.getLogits, "llama_get_logits")) return "llama_get_logits not found";
+  if (!take(out.getLogitsIth, "llama_get_logits_ith")) return "llama_get_logits_ith not found";
+  if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens")) return "llama.cpp's vocabulary functions not found";
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
   decltype(&ggml_backend_dev_backend_reg) devReg = nullptr;
@@ -195,6 +201,28 @@ Napi::Value SettleOutputs(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+/**
+ * greedyToken(handle, batchLogitIndex) -> token id: the argmax of a batch output's logits, the first
+ * of equal maxima as llama.cpp's greedy sampler picks it, on the calling thread — a vocabulary's
+ * scan costs less than the hop to a worker thread and back that a sampling takes.
+ */
+Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  const float* logits = symbols.getLogitsIth(handle->ctx, info[1].As<Napi::Number>().Int32Value());
+  if (logits == nullptr) {
+    Napi::Error::New(env, "llama.cpp has no logits at that batch index").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
+  int32_t best = 0;
+  for (int32_t id = 1; id < vocab; id++) {
+    if (logits[id] > logits[best]) best = id;
+  }
+  return Napi::Number::New(env, best);
+}
+
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
 Napi::Value Close(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
@@ -208,6 +236,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open));
   exports.Set("attachPool", Napi::Function::New(env, AttachPool));
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
+  exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
