@@ -81,6 +81,8 @@ export interface EngineObserver {
 
 interface Slot {
   readonly sequence: LlamaContextSequence;
+  /** llama.cpp's sequence id (node-llama-cpp's, internal in its typings), for decodes outside it. */
+  readonly sequenceId: number;
   job: Job | undefined;
 }
 
@@ -138,7 +140,7 @@ export class BatchEngine {
   constructor(
     private readonly model: LlamaModel,
     context: LlamaContext,
-    native: NativeContext,
+    private readonly native: NativeContext,
     readonly slotCount: number,
     /** Cells per slot: a sequence may not grow past it (llama.cpp would shift its context and go on silently). */
     readonly contextSize: number,
@@ -148,7 +150,10 @@ export class BatchEngine {
     private readonly fault?: ServerFault,
   ) {
     orderSampling(context, native);
-    this.slots = Array.from({ length: slotCount }, () => ({ sequence: context.getSequence(), job: undefined }));
+    this.slots = Array.from({ length: slotCount }, () => {
+      const sequence = context.getSequence();
+      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, job: undefined };
+    });
     this.loop = this.run();
   }
 
@@ -207,9 +212,18 @@ export class BatchEngine {
         }
       }
       for (const slot of admitted) await this.guard(slot, () => this.clear(slot));
-      // Awaited together, the evaluations share one llama_decode (node-llama-cpp batches the calls of one tick).
+      // Greedy decodes go to llama.cpp in one batch of our own (decodeGreedily); prefills and every
+      // decode that needs a distribution through node-llama-cpp, awaited together so they share one
+      // llama_decode (it batches the calls of one tick). One after the other: never two decodes at once.
       const working = this.slots.filter((slot) => slot.job !== undefined);
-      await Promise.all(working.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
+      const greedy = this.native.reached ? working.filter((slot) => !admitted.includes(slot) && probeFor(slot.job!.request) === GREEDY) : [];
+      const throughNode = working.filter((slot) => !greedy.includes(slot));
+      await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
+      if (greedy.length > 0) {
+        this.decodeGreedily(greedy);
+        // The step ran on this thread: let sockets flush and requests arrive before the next one.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
   }
@@ -230,16 +244,23 @@ export class BatchEngine {
     try {
       await work();
     } catch (error) {
-      const job = slot.job;
-      slot.job = undefined;
-      if (job !== undefined) this.observer.errored();
-      job?.reject(error);
+      this.fail(slot, error);
     }
+  }
+
+  private fail(slot: Slot, error: unknown): void {
+    const job = slot.job;
+    slot.job = undefined;
+    if (job !== undefined) this.observer.errored();
+    job?.reject(error);
   }
 
   /** A reused slot must start from nothing: for hybrid and recurrent models this also resets the recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes). */
   private async clear(slot: Slot): Promise<void> {
-    if (this.fault !== "skip-slot-clear") await slot.sequence.clearHistory();
+    if (this.fault === "skip-slot-clear") return;
+    await slot.sequence.clearHistory();
+    // node-llama-cpp erases only the tokens it evaluated itself; decodeGreedily's are ours to erase.
+    if (this.native.reached) this.native.clearSequence(slot.sequenceId);
   }
 
   private async prefill(slot: Slot): Promise<void> {
@@ -259,6 +280,39 @@ export class BatchEngine {
     job.renderer = new PieceRenderer(this.model, request.promptIds.slice(-8));
     if (request.maxTokens === 0) return this.finish(slot, "length");
     this.accept(slot, output[last]!);
+  }
+
+  /**
+   * One decode step for greedy slots without log-probs: their last tokens in one llama_decode and
+   * each output's argmax, through our addon on this thread — no sampler, no thread hop. A failure
+   * fails these requests only.
+   */
+  private decodeGreedily(slots: readonly Slot[]): void {
+    const live = slots.filter((slot) => {
+      if (!slot.job!.request.signal.aborted) return true;
+      this.finish(slot, "cancelled");
+      return false;
+    });
+    if (live.length === 0 || !this.native.reached) return;
+    let next: Int32Array;
+    try {
+      // The last sampled token sits at position prompt + generated - 1: node-llama-cpp evaluated the prompt at 0..prompt-1.
+      next = this.native.decodeGreedy(
+        Int32Array.from(live, (slot) => slot.sequenceId),
+        Int32Array.from(live, (slot) => slot.job!.ids[slot.job!.ids.length - 1]),
+        Int32Array.from(live, (slot) => slot.job!.request.promptIds.length + slot.job!.ids.length - 1),
+      );
+    } catch (error) {
+      for (const slot of live) this.fail(slot, error);
+      return;
+    }
+    live.forEach((slot, i) => {
+      try {
+        this.accept(slot, { next: { token: next[i] as Token } });
+      } catch (error) {
+        this.fail(slot, error);
+      }
+    });
   }
 
   private async decode(slot: Slot): Promise<void> {

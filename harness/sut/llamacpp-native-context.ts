@@ -10,6 +10,8 @@ interface ContextAccessAddon {
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
+  decodeGreedy(handle: number, sequences: Int32Array, tokens: Int32Array, positions: Int32Array): Int32Array;
+  clearSequence(handle: number, sequence: number): void;
   close(handle: number): void;
 }
 
@@ -45,6 +47,14 @@ export type NativeContext =
     readonly settleOutputs: () => void;
     /** The argmax of a batch output's logits (the first of equal maxima, as llama.cpp's greedy sampler), on this thread. */
     readonly greedyToken: (batchLogitIndex: number) => number;
+    /**
+     * One llama_decode of one token per sequence and each output's argmax, on this thread, outside
+     * node-llama-cpp (which then no longer knows those tokens: the caller tracks positions, and
+     * clears with clearSequence). Never while node-llama-cpp evaluates on the same context.
+     */
+    readonly decodeGreedy: (sequences: Int32Array, tokens: Int32Array, positions: Int32Array) => Int32Array;
+    /** Removes every cell and any recurrent state of a sequence. */
+    readonly clearSequence: (sequence: number) => void;
     /** Frees the pool: call after the context is disposed. */
     readonly close: () => void;
   }
@@ -88,6 +98,8 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
+        decodeGreedy: (sequences, tokens, positions) => loaded.decodeGreedy(handle, sequences, tokens, positions),
+        clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         close: () => loaded.close(handle),
       };
     } catch (error) {

@@ -40,6 +40,11 @@ struct LlamaSymbols {
   decltype(&llama_get_model) getModel = nullptr;
   decltype(&llama_model_get_vocab) modelVocab = nullptr;
   decltype(&llama_vocab_n_tokens) vocabSize = nullptr;
+  decltype(&llama_batch_init) batchInit = nullptr;
+  decltype(&llama_batch_free) batchFree = nullptr;
+  decltype(&llama_decode) decode = nullptr;
+  decltype(&llama_get_memory) memory = nullptr;
+  decltype(&llama_memory_seq_rm) memorySeqRm = nullptr;
   decltype(&ggml_threadpool_params_default) paramsDefault = nullptr;
   decltype(&ggml_threadpool_new) poolNew = nullptr;
   decltype(&ggml_threadpool_free) poolFree = nullptr;
@@ -86,6 +91,8 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.nThreads, "llama_n_threads")) return "llama_n_threads not found";
   if (!take(out.getLogits, "llama_get_logits")) return "llama_get_logits not found";
   if (!take(out.getLogitsIth, "llama_get_logits_ith")) return "llama_get_logits_ith not found";
+  if (!take(out.batchInit, "llama_batch_init") || !take(out.batchFree, "llama_batch_free") || !take(out.decode, "llama_decode")) return "llama.cpp's batch functions not found";
+  if (!take(out.memory, "llama_get_memory") || !take(out.memorySeqRm, "llama_memory_seq_rm")) return "llama.cpp's memory functions not found";
   if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens")) return "llama.cpp's vocabulary functions not found";
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
@@ -110,6 +117,9 @@ LlamaSymbols symbols;
 struct Handle {
   llama_context* ctx;
   ggml_threadpool* pool;
+  /** One token per sequence, allocated on first use. */
+  llama_batch batch;
+  bool hasBatch;
 };
 std::map<uint32_t, Handle> handles;
 uint32_t nextHandle = 1;
@@ -125,6 +135,18 @@ Handle* handleAt(const Napi::CallbackInfo& info) {
     return nullptr;
   }
   return &found->second;
+}
+
+/** The first largest logit of a batch output (llama.cpp's greedy sampler's pick), or -1 without logits. */
+int32_t argmaxRow(llama_context* ctx, int32_t batchIndex) {
+  const float* logits = symbols.getLogitsIth(ctx, batchIndex);
+  if (logits == nullptr) return -1;
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
+  int32_t best = 0;
+  for (int32_t id = 1; id < vocab; id++) {
+    if (logits[id] > logits[best]) best = id;
+  }
+  return best;
 }
 
 /**
@@ -169,7 +191,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const uint32_t id = nextHandle++;
-  handles[id] = Handle{ctx, nullptr};
+  handles[id] = Handle{ctx, nullptr, {}, false};
   return Napi::Number::New(env, id);
 }
 
@@ -210,17 +232,70 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
-  const float* logits = symbols.getLogitsIth(handle->ctx, info[1].As<Napi::Number>().Int32Value());
-  if (logits == nullptr) {
+  const int32_t best = argmaxRow(handle->ctx, info[1].As<Napi::Number>().Int32Value());
+  if (best < 0) {
     Napi::Error::New(env, "llama.cpp has no logits at that batch index").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
-  int32_t best = 0;
-  for (int32_t id = 1; id < vocab; id++) {
-    if (logits[id] > logits[best]) best = id;
-  }
   return Napi::Number::New(env, best);
+}
+
+/**
+ * decodeGreedy(handle, sequences, tokens, positions: Int32Array) -> Int32Array: one llama_decode of
+ * one token per sequence, each with its output, and each output's argmax — a decode step of greedy
+ * requests with no thread hop, as llama-server's loop does it. Runs on the calling thread.
+ */
+Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  if (info.Length() < 4 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
+    Napi::TypeError::New(env, "decodeGreedy(handle, sequences, tokens, positions)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const auto sequences = info[1].As<Napi::Int32Array>();
+  const auto tokens = info[2].As<Napi::Int32Array>();
+  const auto positions = info[3].As<Napi::Int32Array>();
+  const size_t count = tokens.ElementLength();
+  const uint32_t capacity = symbols.nSeqMax(handle->ctx);
+  if (count == 0 || count > capacity || sequences.ElementLength() != count || positions.ElementLength() != count) {
+    Napi::RangeError::New(env, "decodeGreedy: one token per sequence, as many sequences as the context has at most").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!handle->hasBatch) {
+    handle->batch = symbols.batchInit(static_cast<int32_t>(capacity), 0, 1);
+    handle->hasBatch = true;
+  }
+  llama_batch& batch = handle->batch;
+  batch.n_tokens = static_cast<int32_t>(count);
+  for (size_t i = 0; i < count; i++) {
+    batch.token[i] = tokens[i];
+    batch.pos[i] = positions[i];
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = sequences[i];
+    batch.logits[i] = 1;
+  }
+  const int32_t status = symbols.decode(handle->ctx, batch);
+  if (status != 0) {
+    Napi::Error::New(env, "llama_decode returned " + std::to_string(status)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto next = Napi::Int32Array::New(env, count);
+  for (size_t i = 0; i < count; i++) {
+    next[i] = argmaxRow(handle->ctx, static_cast<int32_t>(i));
+    if (next[i] < 0) {
+      Napi::Error::New(env, "llama.cpp has no logits for a decoded token").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+  }
+  return next;
+}
+
+/** clearSequence(handle, sequence): every cell and any recurrent state of one sequence. */
+Napi::Value ClearSequence(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle != nullptr) symbols.memorySeqRm(symbols.memory(handle->ctx), info[1].As<Napi::Number>().Int32Value(), -1, -1);
+  return info.Env().Undefined();
 }
 
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
@@ -228,6 +303,7 @@ Napi::Value Close(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
   if (handle == nullptr) return info.Env().Undefined();
   if (handle->pool != nullptr) symbols.poolFree(handle->pool);
+  if (handle->hasBatch) symbols.batchFree(handle->batch);
   handles.erase(info[0].As<Napi::Number>().Uint32Value());
   return info.Env().Undefined();
 }
@@ -237,6 +313,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("attachPool", Napi::Function::New(env, AttachPool));
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
+  exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
