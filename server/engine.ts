@@ -83,6 +83,8 @@ interface Slot {
   readonly sequence: LlamaContextSequence;
   /** llama.cpp's sequence id (node-llama-cpp's, internal in its typings), for decodes outside it. */
   readonly sequenceId: number;
+  /** Whether node-llama-cpp evaluated tokens in it since it was last cleared (its clearHistory is then needed). */
+  throughNode: boolean;
   job: Job | undefined;
 }
 
@@ -112,6 +114,14 @@ const PROBE = { generateNext: { probabilities: true } } as const;
  */
 const GREEDY = { generateNext: { token: true } } as const;
 type Probe = typeof PROBE | typeof GREEDY;
+
+/**
+ * Greedy, no log-probs of any kind, at least one token to generate: the engine decodes it outside
+ * node-llama-cpp when the addon is there (stepGreedily).
+ */
+function isPlainGreedy(request: GenerationRequest): boolean {
+  return probeFor(request) === GREEDY && request.promptLogprobs === 0 && request.maxTokens > 0;
+}
 
 /** GREEDY is the only token-only probe: sampling-order.ts takes its argmax without a sampler. */
 function probeFor(request: GenerationRequest): Probe {
@@ -152,7 +162,7 @@ export class BatchEngine {
     orderSampling(context, native);
     this.slots = Array.from({ length: slotCount }, () => {
       const sequence = context.getSequence();
-      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, job: undefined };
+      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, job: undefined };
     });
     this.loop = this.run();
   }
@@ -212,15 +222,16 @@ export class BatchEngine {
         }
       }
       for (const slot of admitted) await this.guard(slot, () => this.clear(slot));
-      // Greedy decodes go to llama.cpp in one batch of our own (decodeGreedily); prefills and every
-      // decode that needs a distribution through node-llama-cpp, awaited together so they share one
-      // llama_decode (it batches the calls of one tick). One after the other: never two decodes at once.
+      // Greedy requests without log-probs go to llama.cpp in one batch of our own (stepGreedily);
+      // the rest through node-llama-cpp, awaited together so they share one llama_decode (it batches
+      // the calls of one tick). One after the other: never two decodes at once.
       const working = this.slots.filter((slot) => slot.job !== undefined);
-      const greedy = this.native.reached ? working.filter((slot) => !admitted.includes(slot) && probeFor(slot.job!.request) === GREEDY) : [];
+      const greedy = this.native.reached ? working.filter((slot) => isPlainGreedy(slot.job!.request)) : [];
       const throughNode = working.filter((slot) => !greedy.includes(slot));
+      for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       if (greedy.length > 0) {
-        this.decodeGreedily(greedy);
+        this.stepGreedily(greedy, admitted);
         // The step ran on this thread: let sockets flush and requests arrive before the next one.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
@@ -258,8 +269,9 @@ export class BatchEngine {
   /** A reused slot must start from nothing: for hybrid and recurrent models this also resets the recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes). */
   private async clear(slot: Slot): Promise<void> {
     if (this.fault === "skip-slot-clear") return;
-    await slot.sequence.clearHistory();
-    // node-llama-cpp erases only the tokens it evaluated itself; decodeGreedily's are ours to erase.
+    // node-llama-cpp erases only the tokens it evaluated itself; stepGreedily's are ours to erase.
+    if (slot.throughNode || !this.native.reached) await slot.sequence.clearHistory();
+    slot.throughNode = false;
     if (this.native.reached) this.native.clearSequence(slot.sequenceId);
   }
 
@@ -283,24 +295,31 @@ export class BatchEngine {
   }
 
   /**
-   * One decode step for greedy slots without log-probs: their last tokens in one llama_decode and
-   * each output's argmax, through our addon on this thread — no sampler, no thread hop. A failure
-   * fails these requests only.
+   * One step for greedy requests without log-probs, as llama-server runs it: the admitted ones'
+   * prompts and the others' last tokens in one llama_decode, and each sequence's argmax, through
+   * our addon on this thread — no sampler, no thread hop. A failure fails these requests only.
    */
-  private decodeGreedily(slots: readonly Slot[]): void {
+  private stepGreedily(slots: readonly Slot[], admitted: readonly Slot[]): void {
     const live = slots.filter((slot) => {
       if (!slot.job!.request.signal.aborted) return true;
       this.finish(slot, "cancelled");
       return false;
     });
     if (live.length === 0 || !this.native.reached) return;
+    // A prompt goes in whole from position 0; a decoding slot's last token sits at prompt + generated - 1.
+    const pending = live.map((slot) => {
+      const job = slot.job!;
+      return admitted.includes(slot)
+        ? { tokens: job.request.promptIds, start: 0 }
+        : { tokens: [job.ids[job.ids.length - 1]], start: job.request.promptIds.length + job.ids.length - 1 };
+    });
     let next: Int32Array;
     try {
-      // The last sampled token sits at position prompt + generated - 1: node-llama-cpp evaluated the prompt at 0..prompt-1.
       next = this.native.decodeGreedy(
         Int32Array.from(live, (slot) => slot.sequenceId),
-        Int32Array.from(live, (slot) => slot.job!.ids[slot.job!.ids.length - 1]),
-        Int32Array.from(live, (slot) => slot.job!.request.promptIds.length + slot.job!.ids.length - 1),
+        Int32Array.from(pending, (p) => p.tokens.length),
+        Int32Array.from(pending.flatMap((p) => p.tokens)),
+        Int32Array.from(pending, (p) => p.start),
       );
     } catch (error) {
       for (const slot of live) this.fail(slot, error);
@@ -308,6 +327,7 @@ export class BatchEngine {
     }
     live.forEach((slot, i) => {
       try {
+        if (admitted.includes(slot)) slot.job!.renderer = new PieceRenderer(this.model, slot.job!.request.promptIds.slice(-8));
         this.accept(slot, { next: { token: next[i] as Token } });
       } catch (error) {
         this.fail(slot, error);

@@ -10,7 +10,7 @@ interface ContextAccessAddon {
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
-  decodeGreedy(handle: number, sequences: Int32Array, tokens: Int32Array, positions: Int32Array): Int32Array;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): Int32Array;
   clearSequence(handle: number, sequence: number): void;
   close(handle: number): void;
 }
@@ -48,11 +48,12 @@ export type NativeContext =
     /** The argmax of a batch output's logits (the first of equal maxima, as llama.cpp's greedy sampler), on this thread. */
     readonly greedyToken: (batchLogitIndex: number) => number;
     /**
-     * One llama_decode of one token per sequence and each output's argmax, on this thread, outside
-     * node-llama-cpp (which then no longer knows those tokens: the caller tracks positions, and
-     * clears with clearSequence). Never while node-llama-cpp evaluates on the same context.
+     * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
+     * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
+     * on this thread, outside node-llama-cpp (which then does not know those tokens: the caller
+     * tracks positions and clears with clearSequence). Never while node-llama-cpp evaluates.
      */
-    readonly decodeGreedy: (sequences: Int32Array, tokens: Int32Array, positions: Int32Array) => Int32Array;
+    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array) => Int32Array;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Frees the pool: call after the context is disposed. */
@@ -98,7 +99,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
-        decodeGreedy: (sequences, tokens, positions) => loaded.decodeGreedy(handle, sequences, tokens, positions),
+        decodeGreedy: (sequences, counts, tokens, starts) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         close: () => loaded.close(handle),
       };

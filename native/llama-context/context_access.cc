@@ -35,6 +35,7 @@ struct LlamaSymbols {
   decltype(&llama_n_ctx) nCtx = nullptr;
   decltype(&llama_n_seq_max) nSeqMax = nullptr;
   decltype(&llama_n_threads) nThreads = nullptr;
+  decltype(&llama_n_batch) nBatch = nullptr;
   decltype(&llama_get_logits) getLogits = nullptr;
   decltype(&llama_get_logits_ith) getLogitsIth = nullptr;
   decltype(&llama_get_model) getModel = nullptr;
@@ -89,6 +90,7 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.nCtx, "llama_n_ctx")) return "llama_n_ctx not found";
   if (!take(out.nSeqMax, "llama_n_seq_max")) return "llama_n_seq_max not found";
   if (!take(out.nThreads, "llama_n_threads")) return "llama_n_threads not found";
+  if (!take(out.nBatch, "llama_n_batch")) return "llama_n_batch not found";
   if (!take(out.getLogits, "llama_get_logits")) return "llama_get_logits not found";
   if (!take(out.getLogitsIth, "llama_get_logits_ith")) return "llama_get_logits_ith not found";
   if (!take(out.batchInit, "llama_batch_init") || !take(out.batchFree, "llama_batch_free") || !take(out.decode, "llama_decode")) return "llama.cpp's batch functions not found";
@@ -117,7 +119,7 @@ LlamaSymbols symbols;
 struct Handle {
   llama_context* ctx;
   ggml_threadpool* pool;
-  /** One token per sequence, allocated on first use. */
+  /** A batch of the context's batch size, allocated on first use. */
   llama_batch batch;
   bool hasBatch;
 };
@@ -241,52 +243,80 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
 }
 
 /**
- * decodeGreedy(handle, sequences, tokens, positions: Int32Array) -> Int32Array: one llama_decode of
- * one token per sequence, each with its output, and each output's argmax — a decode step of greedy
- * requests with no thread hop, as llama-server's loop does it. Runs on the calling thread.
+ * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array) -> Int32Array: a step of
+ * greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a prompt to
+ * prefill, or the one token to decode; `tokens` holds them back to back) at positions starts[i]
+ * onwards, all in one llama_decode (several when they exceed the batch size), only each sequence's
+ * last token with an output, and that output's argmax. No sampler and no thread hop: it runs on
+ * the calling thread.
  */
 Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
-  if (info.Length() < 4 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray()) {
-    Napi::TypeError::New(env, "decodeGreedy(handle, sequences, tokens, positions)").ThrowAsJavaScriptException();
+  if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
+    Napi::TypeError::New(env, "decodeGreedy(handle, sequences, counts, tokens, starts)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const auto sequences = info[1].As<Napi::Int32Array>();
-  const auto tokens = info[2].As<Napi::Int32Array>();
-  const auto positions = info[3].As<Napi::Int32Array>();
-  const size_t count = tokens.ElementLength();
-  const uint32_t capacity = symbols.nSeqMax(handle->ctx);
-  if (count == 0 || count > capacity || sequences.ElementLength() != count || positions.ElementLength() != count) {
-    Napi::RangeError::New(env, "decodeGreedy: one token per sequence, as many sequences as the context has at most").ThrowAsJavaScriptException();
+  const auto counts = info[2].As<Napi::Int32Array>();
+  const auto tokens = info[3].As<Napi::Int32Array>();
+  const auto starts = info[4].As<Napi::Int32Array>();
+  const size_t entries = sequences.ElementLength();
+  size_t total = 0;
+  bool shaped = entries > 0 && counts.ElementLength() == entries && starts.ElementLength() == entries;
+  for (size_t e = 0; shaped && e < entries; e++) {
+    shaped = counts[e] > 0;
+    total += shaped ? static_cast<size_t>(counts[e]) : 0;
+  }
+  if (!shaped || total != tokens.ElementLength()) {
+    Napi::RangeError::New(env, "decodeGreedy: every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  const int32_t capacity = static_cast<int32_t>(symbols.nBatch(handle->ctx));
   if (!handle->hasBatch) {
-    handle->batch = symbols.batchInit(static_cast<int32_t>(capacity), 0, 1);
+    handle->batch = symbols.batchInit(capacity, 0, 1);
     handle->hasBatch = true;
   }
   llama_batch& batch = handle->batch;
-  batch.n_tokens = static_cast<int32_t>(count);
-  for (size_t i = 0; i < count; i++) {
-    batch.token[i] = tokens[i];
-    batch.pos[i] = positions[i];
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = sequences[i];
-    batch.logits[i] = 1;
-  }
-  const int32_t status = symbols.decode(handle->ctx, batch);
-  if (status != 0) {
-    Napi::Error::New(env, "llama_decode returned " + std::to_string(status)).ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  auto next = Napi::Int32Array::New(env, count);
-  for (size_t i = 0; i < count; i++) {
-    next[i] = argmaxRow(handle->ctx, static_cast<int32_t>(i));
-    if (next[i] < 0) {
-      Napi::Error::New(env, "llama.cpp has no logits for a decoded token").ThrowAsJavaScriptException();
-      return env.Undefined();
+  auto next = Napi::Int32Array::New(env, entries);
+  std::vector<std::pair<size_t, int32_t>> outputs;  // (entry, batch index) of the chunk being filled
+  const auto flush = [&]() -> std::string {
+    if (batch.n_tokens == 0) return "";
+    const int32_t status = symbols.decode(handle->ctx, batch);
+    if (status != 0) return "llama_decode returned " + std::to_string(status);
+    for (const auto& [entry, index] : outputs) {
+      next[entry] = argmaxRow(handle->ctx, index);
+      if (next[entry] < 0) return "llama.cpp has no logits for a decoded token";
     }
+    batch.n_tokens = 0;
+    outputs.clear();
+    return "";
+  };
+  batch.n_tokens = 0;
+  size_t offset = 0;
+  for (size_t e = 0; e < entries; e++) {
+    for (int32_t t = 0; t < counts[e]; t++, offset++) {
+      const int32_t i = batch.n_tokens++;
+      batch.token[i] = tokens[offset];
+      batch.pos[i] = starts[e] + t;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = sequences[e];
+      batch.logits[i] = t == counts[e] - 1;
+      if (batch.logits[i]) outputs.emplace_back(e, i);
+      if (batch.n_tokens == capacity) {
+        const std::string failed = flush();
+        if (!failed.empty()) {
+          Napi::Error::New(env, failed).ThrowAsJavaScriptException();
+          return env.Undefined();
+        }
+      }
+    }
+  }
+  const std::string failed = flush();
+  if (!failed.empty()) {
+    Napi::Error::New(env, failed).ThrowAsJavaScriptException();
+    return env.Undefined();
   }
   return next;
 }
