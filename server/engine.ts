@@ -85,6 +85,8 @@ interface Slot {
   readonly sequenceId: number;
   /** Whether node-llama-cpp evaluated tokens in it since it was last cleared (its clearHistory is then needed). */
   throughNode: boolean;
+  /** Where stepGreedily's next token goes: the cells it filled since the slot was last cleared. */
+  nextPosition: number;
   job: Job | undefined;
 }
 
@@ -134,10 +136,12 @@ interface NextTokenOutput {
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
  * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
- * nothing decodes), then runs one batch holding every admitted prompt's prefill and a decode token
- * for every other active slot, as llama-server does. Samplings start only once the batch's outputs
- * are settled (sampling-order.ts): node-llama-cpp's concurrent samplings can otherwise read another
- * sequence's logits after a batch whose outputs llama.cpp reordered (README, "Findings").
+ * nothing decodes), then runs every admitted prompt's prefill and a decode token for every other
+ * active slot, as llama-server does: plain greedy requests in one llama_decode of our own
+ * (stepGreedily, through native/llama-context), the rest in one batch through node-llama-cpp.
+ * Its samplings start only once the batch's outputs are settled (sampling-order.ts):
+ * node-llama-cpp's concurrent samplings can otherwise read another sequence's logits after a batch
+ * whose outputs llama.cpp reordered (README, "Findings").
  */
 export class BatchEngine {
   private readonly slots: Slot[];
@@ -162,7 +166,7 @@ export class BatchEngine {
     orderSampling(context, native);
     this.slots = Array.from({ length: slotCount }, () => {
       const sequence = context.getSequence();
-      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, job: undefined };
+      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, nextPosition: 0, job: undefined };
     });
     this.loop = this.run();
   }
@@ -272,6 +276,7 @@ export class BatchEngine {
     // node-llama-cpp erases only the tokens it evaluated itself; stepGreedily's are ours to erase.
     if (slot.throughNode || !this.native.reached) await slot.sequence.clearHistory();
     slot.throughNode = false;
+    slot.nextPosition = 0;
     if (this.native.reached) this.native.clearSequence(slot.sequenceId);
   }
 
@@ -306,12 +311,13 @@ export class BatchEngine {
       return false;
     });
     if (live.length === 0 || !this.native.reached) return;
-    // A prompt goes in whole from position 0; a decoding slot's last token sits at prompt + generated - 1.
+    // An admitted prompt goes in whole, a decoding slot's last sampled token alone, each where the slot's cells end.
     const pending = live.map((slot) => {
       const job = slot.job!;
-      return admitted.includes(slot)
-        ? { tokens: job.request.promptIds, start: 0 }
-        : { tokens: [job.ids[job.ids.length - 1]], start: job.request.promptIds.length + job.ids.length - 1 };
+      const tokens = admitted.includes(slot) ? job.request.promptIds : [job.ids[job.ids.length - 1]];
+      const start = slot.nextPosition;
+      slot.nextPosition += tokens.length;
+      return { tokens, start };
     });
     let next: Int32Array;
     try {

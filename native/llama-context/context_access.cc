@@ -1,5 +1,5 @@
-// Reaches the llama_context inside a node-llama-cpp context, for two things node-llama-cpp 3.21.1
-// does not do (README, Findings):
+// Reaches the llama_context inside a node-llama-cpp context, for what node-llama-cpp 3.21.1 does
+// not do (README, Findings):
 //
 // 1. A persistent ggml thread pool, as llama-server gives each of its contexts (common/common.cpp,
 //    common_threadpools). Without one, ggml creates and joins n_threads - 1 threads for every graph
@@ -9,6 +9,9 @@
 // 2. Settling a batch's outputs before samplings start: llama.cpp reorders a batch's output rows in
 //    place on the first logits read, and node-llama-cpp samples each sequence on its own libuv
 //    thread, so two first reads at once can hand a sequence another's logits.
+// 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
+//    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
+//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
 //
 // The llama_context is private to node-llama-cpp's AddonContext; its class definition is read from
 // the exact node-llama-cpp and llama.cpp sources installed (build-native.js extracts the headers),
