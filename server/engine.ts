@@ -230,7 +230,8 @@ export class BatchEngine {
       // the rest through node-llama-cpp, awaited together so they share one llama_decode (it batches
       // the calls of one tick). One after the other: never two decodes at once.
       const working = this.slots.filter((slot) => slot.job !== undefined);
-      const greedy = this.native.reached ? working.filter((slot) => isPlainGreedy(slot.job!.request)) : [];
+      // The FAKE slot-clear fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended.
+      const greedy = this.native.reached && this.fault === undefined ? working.filter((slot) => isPlainGreedy(slot.job!.request)) : [];
       const throughNode = working.filter((slot) => !greedy.includes(slot));
       for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
