@@ -5,6 +5,7 @@ import { needleFromSeed, needleSeed } from "../niah/needle.js";
 import { scoreNeedle } from "../niah/score.js";
 import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
 import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { identityOutcome, type ExpectedModel } from "./identity.js";
 import { BenchError } from "../errors.js";
 import type { CellRecord } from "../results/types.js";
 import { askGreedy } from "../sut/answer-shape.js";
@@ -26,6 +27,8 @@ export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): 
 export interface NiahArmContext extends ArmScope {
   readonly spec: ResolvedNiahSuite;
   readonly cases: readonly NeedleCase[];
+  /** The model file the arm names: the SUT must say it runs this one (no goldens: the arm's model is what its grid is about). */
+  readonly expectedModel: ExpectedModel;
 }
 
 /** An informational arm's grid says so: "0/6 Y" above an exit-0 line must not read like a contradiction. */
@@ -37,6 +40,8 @@ function gridLabel(context: NiahArmContext): string {
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
   const { spec, sut } = context;
   const grid: GridCase[] = [];
+  // Always asked, and first: the grid is about the artifact this one names.
+  await runCheck(context, "identity", "required", [], (gate) => identityOutcome(context, gate, context.expectedModel, "the model the arm names"));
   await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate): Promise<CheckOutcome> => {
     if (context.cases.length === 0) {
       const reason = `no needle case to run in ${spec.suite.name}: an empty grid cannot fail`;

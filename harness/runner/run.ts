@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { BenchError } from "../errors.js";
 import { resolveModel } from "../fixtures/registry.js";
 import { goldensDir, promptTextsSha256, readGoldens } from "../goldens/goldens.js";
@@ -30,6 +30,7 @@ import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
 import { runParityArm } from "./parity-runner.js";
+import type { ExpectedModel } from "./identity.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
@@ -426,13 +427,19 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
   }
 }
 
+/** The model file an arm names, as its identity check expects it. */
+async function armModel(arm: SuiteArm): Promise<ExpectedModel> {
+  const model = await resolveModel(arm.model);
+  return { file: basename(model.path), sha256: await sha256File(model.path), what: `the model the arm names (${arm.model})` };
+}
+
 async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
   const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, 1), context);
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut, _opened, signal) => runNiahArm({
-    suiteName: suite.name, spec, cases, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options),
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, async (arm, sut, _opened, signal) => runNiahArm({
+    suiteName: suite.name, spec, cases, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options), expectedModel: await armModel(arm),
   }));
 }
 
