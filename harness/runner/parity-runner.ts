@@ -11,7 +11,7 @@ import type { CellRecord, CheckName } from "../results/types.js";
 import type { DistributionBounds, GateLevel, ParitySuite, SuiteArm } from "../suites/parity-suite.js";
 import { hasCapability, type Capability, type TokenId, type TopK } from "../sut/types.js";
 import { askGreedy, askTeacherForced, type Checked } from "../sut/answer-shape.js";
-import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 import { identityOutcome } from "./identity.js";
 
 /** Teacher-forced top-1 accuracy below this fails the teacher_forced check (tt-metal gates on top-1/top-5). */
@@ -28,10 +28,11 @@ export interface ParityArmContext extends ArmScope {
   readonly vocabSize: number;
 }
 
-/** A prompt whose answer had the wrong shape: failed with the reason, kept out of the scorers. */
+/** A prompt whose answer had the wrong shape (failed with the reason) or never came (errored: its runner timed out), kept out of the scorers. */
 interface BrokenAnswer {
   readonly prompt: number;
   readonly reason: string;
+  readonly errored?: boolean;
 }
 
 /** Splits checked answers into the prompts' valid values and the broken ones. */
@@ -40,7 +41,7 @@ function sortAnswers<T>(prompts: readonly number[], answers: readonly Checked<T>
   const broken: BrokenAnswer[] = [];
   answers.forEach((answer, i) => {
     if (answer.ok) valid.set(prompts[i], answer.value);
-    else broken.push({ prompt: prompts[i], reason: answer.reason });
+    else broken.push({ prompt: prompts[i], reason: answer.reason, errored: answer.errored === true });
   });
   return { valid, broken };
 }
@@ -107,7 +108,7 @@ function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribu
 }
 
 function brokenCells(context: ParityArmContext, check: CheckName, gate: GateLevel, method: string, broken: readonly BrokenAnswer[]): CellRecord[] {
-  return broken.map(({ prompt, reason }) => cell(context, check, gate, { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
+  return broken.map(({ prompt, reason, errored }) => cell(context, check, gate, errored === true ? { prompt, status: "error", detail: reason } : { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
 }
 
 function parityCells(context: ParityArmContext, check: CheckName, gate: GateLevel, results: readonly PromptParity[]): CellRecord[] {
@@ -122,14 +123,28 @@ function parityCells(context: ParityArmContext, check: CheckName, gate: GateLeve
  * Runs every check of one arm. A check whose capability is missing is SKIPPED with the reason;
  * a check that throws becomes an error verdict; the other checks still run.
  */
-export async function runParityArm(context: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
+export async function runParityArm(armContext: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
+  // The error cells a check records (prompts whose runner timed out and was replaced) make its verdict an error: the check did not see every answer.
+  let erroredCells: CellRecord[] = [];
+  const context: ParityArmContext = {
+    ...armContext,
+    emit: (event) => {
+      if (event.kind === "cells") erroredCells.push(...event.cells.filter((c) => c.status === "error"));
+      return armContext.emit(event);
+    },
+  };
   const { suite, arm, sut, goldens, emit } = context;
   const T = goldens.manifest.T;
   let aloneIds: Map<number, TokenId[]> | undefined;
   let summaryLine: string | undefined;
 
   const check = (name: CheckName, level: GateLevel | undefined, needs: readonly Capability[], body: (gate: GateLevel) => Promise<CheckOutcome>) =>
-    runCheck(context, name, level, needs, body);
+    runCheck(context, name, level, needs, async (gate) => {
+      erroredCells = [];
+      const outcome = await body(gate);
+      if (erroredCells.length > 0) throw new ErrorsInCells(`${erroredCells.length} prompt(s) errored (prompt ${erroredCells[0].prompt}: ${erroredCells[0].detail}); see their cells`);
+      return outcome;
+    });
 
   // Always asked, and first: every other verdict of the arm is about the artifact this one names.
   await check("identity", "required", [], async (gate) => parityIdentity(context, gate));

@@ -19,6 +19,7 @@ import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llam
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
 import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
+import { DEFAULT_RUNNER_RESTARTS, RestartingRunner } from "../sut/restarting-runner.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { startServerCommand } from "../sut/server-command.js";
 import { builtLlamaServer, LLAMA_SERVER_PLACEHOLDER, llamaServerPath, needsLlamaServer } from "../sut/llama-server-binary.js";
@@ -64,6 +65,8 @@ export interface RunOptions {
   /** Overrides applied to every arm's llama.cpp settings. */
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
+  /** Per arm, how many times a runner that does not answer within the case timeout is replaced (default 2). */
+  readonly runnerRestarts?: number;
   /** Seconds a runner or server gets to exit when its arm ends, before SIGTERM, then SIGKILL. */
   readonly shutdownGraceS?: number;
   readonly signal?: AbortSignal;
@@ -152,6 +155,7 @@ interface ResolvedRunOptions {
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
+  readonly runnerRestarts: number;
   readonly shutdownGraceS: number;
   readonly signal: AbortSignal;
   readonly openSut: OpenSut;
@@ -176,6 +180,7 @@ function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunLi
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
+    runnerRestarts: options.runnerRestarts ?? DEFAULT_RUNNER_RESTARTS,
     shutdownGraceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S,
     signal,
     openSut: options.openSut ?? openArmSut,
@@ -359,9 +364,14 @@ async function forEachArm<Arm extends { readonly label: string; readonly gate: G
     try {
       // A board whose reset failed is in an unknown state: the arm does not run on it (leg.end() says why).
       if (leg.failedReset === undefined) {
-        const opened = await open(arm, { ...sutContext(arm, options, emit), ...leg.sutHooks });
+        const context = { ...sutContext(arm, options, emit), ...leg.sutHooks };
+        const opened = await open(arm, context);
         leg.startClock();
-        const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, leg.signal);
+        const caseTimeoutS = suite.case_timeout_s ?? options.caseTimeoutS;
+        // A runner that stops answering is replaced (restarting-runner.ts); an in-process SUT cannot be, and a server arm's timeout ends its checks.
+        const sut = opened.provenance.kind === "stdio"
+          ? new RestartingRunner(opened, { caseTimeoutS, limit: options.runnerRestarts, signal: leg.signal, open: () => open(arm, context), beforeRestart: (restart, why) => leg.restartRunner(restart, why) }).sut
+          : withCaseTimeout(opened, caseTimeoutS, leg.signal);
         recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
         await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
         try {
