@@ -12,6 +12,7 @@ function fakeRunner(number: number, sha256 = "a".repeat(64), log: string[] = [])
   return {
     label: "FAKE runner",
     provenance: { kind: "stdio", engine: "FAKE", settings: {}, loadedModel: { sha256, file: "m.gguf", reportedBy: "the runner's hello" } },
+    traceDemand: async () => [],
     greedy: (requests: readonly GreedyRequest[]) => requests.some((r) => r.promptIds.includes(666)) ? new Promise<never>(() => undefined) : Promise.resolve(requests.map(() => [number])),
     close: async () => { log.push(`close ${number}`); },
   };
@@ -36,6 +37,8 @@ test("a request that times out is that case's error; the runner is stopped at on
   assert.instance(error, RunnerReplacedError);
   assert.is((error as Error).message, "FAKE runner: greedy timed out after 0.05 s (per-case timeout); the runner was stopped, a fresh runner takes the next case");
   assert.equal(log, ["close 1"], "stopped at the timeout; nothing started until a request needs it");
+  assert.is((await runner.sut.traceDemand!().catch((e: unknown) => e) as Error).message, "not asked: the runner was stopped after greedy timed out after 0.05 s (per-case timeout); the graphs it captured went with it");
+  assert.equal(log, ["close 1"], "no runner is started only to be asked for the graphs it captured");
   assert.equal(await ask(runner.sut, 0), [[2]], "the next case is answered by the fresh runner");
   assert.equal(log, ["close 1", "restart 1: greedy timed out after 0.05 s (per-case timeout)"]);
   assert.is(runner.restarts, 1);

@@ -56,11 +56,12 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
       await context.emit({ kind: "progress", message: `${spec.suite.name} · ${context.arm.label} · L=${length} depth=${depth} trial=${trial}` });
       const seed = needleSeed(trial, depth, length);
       const needle = needleFromSeed(seed, spec.needleAlphabet, spec.needleLength);
-      await assertNeedleRepresentable(sut, needle, spec.suite.path);
       const caseCell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "niah", gate, {
         niah_length: length, niah_depth: depth, niah_trial: trial, niah_seed: seed, ...fields,
       }, ` --niah-case ${length}:${depth}:${trial}`);
       try {
+        // Inside the case: a runner that times out here is replaced and the next case still runs; bad input (a BenchError naming the suite) still ends the run.
+        await assertNeedleRepresentable(sut, needle, spec.suite.path);
         const haystack = await buildHaystack(sut, spec, needle, length, depth);
         const caseStarted = performance.now();
         const [answer] = await askGreedy(sut, "greedy", [{ promptIds: haystack.promptIds, maxTokens: spec.maxTokens }]);
@@ -82,7 +83,7 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
         });
       } catch (error) {
         if (error instanceof BenchError && error.file !== undefined) throw error;
-        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering.
+        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering (a runner that stopped answering was replaced: they run).
         errored++;
         const reason = error instanceof Error ? error.message : String(error);
         await context.emit({ kind: "cells", cells: [caseCell({ status: "error", detail: reason })] });

@@ -75,6 +75,10 @@ export class RestartingRunner {
   }
 
   private async call(method: Method, args: never[]): Promise<unknown> {
+    // Trace demand is about the graphs captured while serving the arm's checks: a runner started only to be asked would report none.
+    if (method === "traceDemand" && this.stopped !== undefined && this.gone === undefined) {
+      throw new SutGoneError(`not asked: the runner was stopped after ${this.stopped}; the graphs it captured went with it`);
+    }
     const runner = await this.live();
     try {
       return await (runner[method] as (...a: never[]) => Promise<unknown>)(...args);
