@@ -1,6 +1,6 @@
 import { SutGoneError } from "./sut-gone.js";
 import { SutStoppedError, SutTimeoutError, withCaseTimeout } from "./with-timeout.js";
-import type { SutProvenance, SystemUnderTest } from "./types.js";
+import type { Capability, SutProvenance, SystemUnderTest } from "./types.js";
 
 /** Per arm, how many times a runner that stopped answering is replaced before the rest of the arm is not run. */
 export const DEFAULT_RUNNER_RESTARTS = 2;
@@ -39,8 +39,8 @@ function differsFrom(first: SystemUnderTest, fresh: SystemUnderTest): string | u
   return undefined;
 }
 
-type Method = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "batchedGreedy" | "teacherForcedTopK" | "traceDemand" | "kernel" | "kernelTime";
-const METHODS: readonly Method[] = ["tokenize", "detokenize", "inspectTokens", "greedy", "tracedGreedy", "batchedGreedy", "teacherForcedTopK", "traceDemand", "kernel", "kernelTime"];
+/** Every capability is a method of the same name; a `Record` makes the list complete at compile time. */
+const METHODS = Object.keys({ tokenize: 0, detokenize: 0, inspectTokens: 0, greedy: 0, tracedGreedy: 0, batchedGreedy: 0, teacherForcedTopK: 0, traceDemand: 0, kernel: 0, kernelTime: 0 } satisfies Record<Capability, 0>) as Capability[];
 
 /**
  * A runner held to the per-case timeout that is replaced instead of given up on: a request it does
@@ -62,7 +62,7 @@ export class RestartingRunner {
   constructor(private readonly first: SystemUnderTest, private readonly plan: RestartPlan) {
     this.runner = first;
     this.current = withCaseTimeout(first, plan.caseTimeoutS, plan.signal);
-    const wrapped: Partial<Record<Method, (...args: never[]) => Promise<unknown>>> = {};
+    const wrapped: Partial<Record<Capability, (...args: never[]) => Promise<unknown>>> = {};
     for (const method of METHODS) {
       if (typeof first[method] === "function") wrapped[method] = (...args: never[]) => this.call(method, args);
     }
@@ -74,7 +74,7 @@ export class RestartingRunner {
     return this.restartCount;
   }
 
-  private async call(method: Method, args: never[]): Promise<unknown> {
+  private async call(method: Capability, args: never[]): Promise<unknown> {
     // Trace demand is about the graphs captured while serving the arm's checks: a runner started only to be asked would report none.
     if (method === "traceDemand" && this.stopped !== undefined && this.gone === undefined) {
       throw new SutGoneError(`not asked: the runner was stopped after ${this.stopped}; the graphs it captured went with it`);
