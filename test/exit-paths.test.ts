@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PACKAGE_ROOT } from "../harness/paths.js";
-import { startBench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { bench, startBench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { childPids, commandLineOf, stillRunning, waitFor } from "./helpers/processes.js";
 
 // Every way out of `bench run` ends in harness/cli/exit-code.ts: a run that did not finish is
@@ -50,11 +50,48 @@ test("a runner that hangs (and ignores SIGTERM): verdicts written, then the shut
   const { status, stdout, stderr } = await result;
   assert.is(status, 2, stdout + stderr);
   assert.ok(Date.now() - began < 60_000, "bounded: case timeouts, then shutdown request, 1 s grace, SIGTERM, 1 s, SIGKILL");
-  assert.match(stdout, /greedy_parity +required +ERROR +runner: greedy did not answer within 1 s \(per-case timeout\)/);
+  assert.match(stdout, /greedy_parity +required +ERROR +1 prompt\(s\) errored \(prompt 4: runner: greedy timed out after 1 s \(per-case timeout\); the runner was stopped, a fresh runner takes the next case\)/);
   const summary = summaryOf("hang-ladder");
   assert.is(summary.status, "complete");
   assert.is(summary.exit_code, 2);
   assert.not.ok(await stillRunning(pid), "the runner was killed, not orphaned");
+});
+
+test("a runner that hangs on one prompt is stopped, the box reset and a fresh runner started: the other prompts get real verdicts; after 2 restarts the rest of the arm is ERROR, not run; exit 2, no orphan", async () => {
+  const pidFile = join(work.path, "hang-on-prompt.pids");
+  const resetLog = join(work.path, "hang-on-prompt.resets");
+  const config = join(work.path, "hang-on-prompt.config.json");
+  writeFileSync(config, JSON.stringify({ reset: { command: ["sh", "-c", `echo reset >> ${resetLog}`], timeout_s: 30 } }));
+  const { status, stdout, stderr } = await startBench(["run", "--suite", "parity16", "--runner", "python3 {bench}/test/helpers/fake_runner.py hang-on-prompt:1 {model}",
+    "--prompt", "0", "--prompt", "1", "--prompt", "2", "--case-timeout", "4", "--shutdown-grace", "1", "--config", config, "--runs-dir", runs, "--run-id", "hang-on-prompt"], { FAKE_RUNNER_PID_FILE: pidFile }).result;
+  assert.is(status, 2, stdout + stderr);
+  const summary = summaryOf("hang-on-prompt");
+  const verdict = (check: string) => summary.verdicts.find((v: { check: string }) => v.check === check);
+  // The batch of three hung: the runner was replaced and the prompts asked alone; prompt 1 hung again, the others were answered.
+  assert.is(verdict("greedy_parity").status, "error");
+  assert.match(verdict("greedy_parity").reason, /^1 prompt\(s\) errored \(prompt 1: runner: greedy timed out after 4 s \(per-case timeout\); the runner was stopped, a fresh runner takes the next case\)/);
+  const cells = readFileSync(join(runs, "hang-on-prompt", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line)).filter((c) => c.check === "greedy_parity");
+  assert.equal(cells.filter((c) => c.status === "error").map((c) => [c.prompt, c.reproduce.endsWith("--prompt 1")]), [[1, true]]);
+  assert.equal(cells.filter((c) => c.status === "pass").map((c) => c.prompt), [...Array(16).fill(0), ...Array(16).fill(2)], "real verdicts for the prompts that were answered: 16 positions each");
+  assert.is(verdict("teacher_forced").status, "pass", "checks after the timeout ran on the fresh runner");
+  assert.is(verdict("distribution").status, "pass");
+  for (const check of ["determinism", "batch_invariance"]) {
+    assert.is(verdict(check).status, "error");
+    assert.match(verdict(check).reason, /^not run: runner restarted 2 times \(the limit per arm\), and the last one's greedy timed out after 4 s/);
+  }
+  const [leg] = summary.legs;
+  assert.is(leg.runner_restarts, 2);
+  assert.equal(leg.resets.map((r: { when: string }) => r.when), ["before", "restart", "restart", "after"]);
+  assert.is(readFileSync(resetLog, "utf8"), "reset\n".repeat(4));
+  assert.is(leg.evidence.filter((e: { kind: string }) => e.kind === "runner_restarted").length, 2);
+  assert.match(stdout, /^parity16 \/ runner: runner restarted \(2 of 2\) after greedy timed out after 4 s \(per-case timeout\)/m);
+  assert.match(stdout, /^parity16 \/ runner: reset between runners: sh -c echo reset/m);
+  const pids = readFileSync(pidFile, "utf8").trim().split("\n").map(Number);
+  assert.is(pids.length, 3, "the first runner and two fresh ones");
+  for (const pid of pids) assert.not.ok(await stillRunning(pid), `runner ${pid} was stopped, not orphaned`);
+  const report = bench(["report", "hang-on-prompt", "--runs-dir", runs]);
+  assert.is(report.status, 0, report.stderr);
+  assert.match(report.stdout, /^- parity16 \/ runner: runner restarted \(1 of 2\) after greedy timed out after 4 s/m);
 });
 
 test("the first SIGINT stops in order (summary.json interrupted, exit 2); no orphan", async () => {

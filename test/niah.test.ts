@@ -2,7 +2,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { sha256File } from "../harness/io/sha256.js";
 import { ensureFixture, resolveModel } from "../harness/fixtures/registry.js";
 import { copyMargins } from "../harness/fixtures/copy-model.js";
 import { buildHaystack } from "../harness/niah/haystack.js";
@@ -87,6 +88,23 @@ test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y
   const cells = niahCells("clean");
   assert.is(cells.length, 6);
   for (const cell of cells) assert.match(cell.detail, /at token \d+\/4000;/);
+  // Each needle arm first verifies it runs the file it names, as parity arms do.
+  const identities = summaryOf("clean").verdicts.filter((v: { check: string }) => v.check === "identity");
+  assert.equal(identities.map((v: { arm: string; gate: string; status: string }) => [v.arm, v.gate, v.status]), [["copy-4k", "required", "pass"], ["server copy-4k", "required", "pass"]]);
+  assert.match(identities[0].summary, /^copy-4k identity: runs copy-4k\.v\d+\.F32\.gguf \(sha256 [0-9a-f]{16}…, per the harness \(it loaded this file itself\)\), the model the arm names$/);
+  assert.match(identities[1].summary, /per the server's \/v1\/models\), the model the arm names$/);
+});
+
+test("a needle arm whose runner loads another model file than the arm names: identity FAILS with both files and hashes, exit 1", async () => {
+  const other = (await resolveModel("tiny-random:F32")).path;
+  const result = bench(["run", "--suite", "niah", "--runner", `python3 {bench}/scripts/runners/reference_forward.py ${other}`, "--runs-dir", runs, "--run-id", "other-model"]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const identity = summaryOf("other-model").verdicts.find((v: { check: string }) => v.check === "identity");
+  assert.is(identity.gate, "required");
+  assert.is(identity.status, "fail");
+  const copy = (await resolveModel("copy-4k")).path;
+  assert.is(identity.summary, `runner identity: MISMATCH — the runner's hello says it runs ${basename(other)} (sha256 ${await sha256File(other)}); ` +
+    `the model the arm names (copy-4k) is ${basename(copy)} (sha256 ${await sha256File(copy)}): this arm's verdicts are about another artifact`);
 });
 
 test("planted fault: context truncated below the needle — N at early depths, Y where the needle survives, exit 1", () => {

@@ -43,12 +43,14 @@ test("--prompt 0 alone: batch invariance (B=1 vs B=1) is SKIPPED with the reason
   assert.is(two.status, 0, two.stdout + two.stderr);
 });
 
-test("a needle arm with no case is SKIPPED (an empty grid cannot fail), not failed or passed", async () => {
+test("a needle arm with no case is SKIPPED (an empty grid cannot fail), not failed or passed; a SUT that cannot say its model leaves identity unverified", async () => {
   const { verdicts, emit } = collect();
   const spec = resolveNiahSuite(loadSuite("niah") as NiahSuite);
-  await runNiahArm({ suiteName: "niah", spec, cases: [], arm: { label: "copy-4k", gate: "required" }, sut: neverCalled("FAKE needle SUT"), emit, signal: new AbortController().signal, reproduce: "bench run --suite niah" });
-  assert.equal(verdicts.map((v) => [v.check, v.status]), [["niah", "skip"]]);
-  assert.match((verdicts[0] as { reason: string }).reason, /no needle case to run in niah/);
+  const expectedModel = { file: "copy-4k.gguf", sha256: "0".repeat(64), what: "the model the arm names (copy-4k)" };
+  await runNiahArm({ suiteName: "niah", spec, cases: [], arm: { label: "copy-4k", gate: "required" }, sut: neverCalled("FAKE needle SUT"), emit, signal: new AbortController().signal, reproduce: "bench run --suite niah", expectedModel });
+  assert.equal(verdicts.map((v) => [v.check, v.gate, v.status]), [["identity", "required", "skip"], ["niah", "required", "skip"]]);
+  assert.match((verdicts[0] as { reason: string }).reason, /^unverified: FAKE needle SUT does not say which model file it loaded .*the model the arm names \(copy-4k\) is copy-4k\.gguf/);
+  assert.match((verdicts[1] as { reason: string }).reason, /no needle case to run in niah/);
 });
 
 test("a timing pass with no case timed is SKIPPED, not passed", async () => {

@@ -107,6 +107,8 @@ export class Leg {
   readonly signal: AbortSignal;
   private readonly processes: { child: ChildProcess; command: string; tail: StderrTail }[] = [];
   private readonly resets: ResetRecord[] = [];
+  /** Why each runner restart of the arm happened (harness/sut/restarting-runner.ts). */
+  private readonly restarts: string[] = [];
   private readonly started = new Date();
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
@@ -131,13 +133,28 @@ export class Leg {
 
   async reset(when: ResetRecord["when"]): Promise<void> {
     const reset = this.box.settings.reset!;
-    await this.box.emit({ kind: "progress", message: `${this.arm.label}: resetting the box (${reset.command.join(" ")}) ${when} the arm` });
+    const moment = when === "restart" ? "between runners of" : `${when}`;
+    await this.box.emit({ kind: "progress", message: `${this.arm.label}: resetting the box (${reset.command.join(" ")}) ${moment} the arm` });
     const record = await runReset(reset.command, reset.timeoutS, this.box.settings.env, when);
     this.resets.push(record);
     if (!record.ok) {
-      await this.box.emit({ kind: "notice", message: `${this.arm.label}: the reset ${when} the arm failed: ${describeReset(record)}` });
+      await this.box.emit({ kind: "notice", message: `${this.arm.label}: the reset ${moment} the arm failed: ${describeReset(record)}` });
       if (when === "before") this.failedReset = record;
     }
+  }
+
+  /**
+   * Between a runner that stopped answering (already stopped) and the fresh one: the box reset, if
+   * one is configured (a hung device call can leave the board wedged), and the restart on record.
+   */
+  async restartRunner(restart: number, why: string): Promise<void> {
+    this.restarts.push(why);
+    await this.box.emit({ kind: "notice", message: `${this.arm.label}: restarting its runner (restart ${restart}): ${why}` });
+    if (!this.device || this.box.settings.reset === undefined) return;
+    await this.reset("restart");
+    const reset = this.resets[this.resets.length - 1];
+    // A board whose reset failed is in an unknown state: no fresh runner is started on it.
+    if (!reset.ok) throw new Error(`the box reset between runners failed: ${describeReset(reset)}`);
   }
 
   /** Starts the leg's wall-clock limit: once the SUT is up (booting has its own timeout). */
@@ -170,12 +187,13 @@ export class Leg {
       const how = p.forced ? `was killed by ${p.signal} from the harness (it did not exit when asked)` : `died of ${p.signal} (not sent by the harness)`;
       evidence.push({ kind: "killed_by_signal", summary: `${shorten(p.command)} ${how}`, source: "process", fields: { signal: p.signal!, pid: p.pid ?? -1, by: p.forced ? "harness" : "other" } });
     }
+    this.restarts.forEach((why, i) => evidence.push({ kind: "runner_restarted", summary: `runner restarted (${i + 1} of ${this.restarts.length}) after ${why}`, source: "runner restart", fields: { restart: i + 1 } }));
     const limitS = this.box.settings.legTimeoutS;
     if (this.timedOut && limitS !== undefined) evidence.unshift({ kind: "timed_out", summary: `timed out after ${limitS} s (leg timeout)`, source: "leg timeout", fields: { leg_timeout_s: limitS } });
     const stderr = this.processes.filter(({ tail }) => tail.lines.length > 0).map(({ command, child, tail }) => [`== ${command} (pid ${child.pid ?? "?"}), last ${tail.lines.length} lines of stderr`, ...tail.lines].join("\n"));
     await this.box.record({
       suite: this.suite, arm: this.arm.label, device: this.device, started: this.started.toISOString(), duration_ms: Date.now() - this.started.getTime(),
-      timed_out: this.timedOut, resets: this.resets, processes, stderr_file: null, evidence,
+      timed_out: this.timedOut, resets: this.resets, processes, stderr_file: null, evidence, runner_restarts: this.restarts.length,
     }, stderr.length === 0 ? undefined : `${stderr.join("\n\n")}\n`, this.index);
     const base = { suite: this.suite, arm: this.arm.label, check: "arm" as const, gate: this.arm.gate, status: "error" as const };
     const found = evidence.filter((e) => e.kind !== "timed_out").map((e) => e.summary);

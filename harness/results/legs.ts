@@ -19,8 +19,8 @@ export interface Evidence {
 
 /** One run of the box's reset command, as summary.json records it. */
 export interface ResetRecord {
-  /** Before the arm (every device arm), or after it (its process had to be killed, or the arm timed out). */
-  readonly when: "before" | "after";
+  /** Before the arm (every device arm), after it (its process had to be killed, or the arm timed out), or between a runner that stopped answering and its replacement. */
+  readonly when: "before" | "after" | "restart";
   readonly command: readonly string[];
   readonly exit_code: number | null;
   readonly signal: string | null;
@@ -62,6 +62,8 @@ export interface LegRecord {
   /** The kept stderr tail, relative to the run directory (null: no process wrote to stderr). */
   readonly stderr_file: string | null;
   readonly evidence: readonly Evidence[];
+  /** Runners started in place of one that stopped answering (absent in runs made before restarts). */
+  readonly runner_restarts?: number;
 }
 
 /**
@@ -72,7 +74,7 @@ export function legLines(legs: readonly LegRecord[]): string[] {
   const lines: string[] = [];
   for (const leg of legs) {
     const who = `${leg.suite} / ${leg.arm}`;
-    for (const reset of leg.resets) lines.push(`${who}: reset ${reset.when} the arm: ${describeReset(reset)}`);
+    for (const reset of leg.resets) lines.push(`${who}: reset ${reset.when === "restart" ? "between runners" : `${reset.when} the arm`}: ${describeReset(reset)}`);
     const stderr = leg.stderr_file === null ? "" : ` (stderr: ${leg.stderr_file})`;
     for (const evidence of leg.evidence) lines.push(`${who}: ${evidence.summary}${stderr}`);
   }

@@ -5,6 +5,7 @@ import { needleFromSeed, needleSeed } from "../niah/needle.js";
 import { scoreNeedle } from "../niah/score.js";
 import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
 import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { identityOutcome, type ExpectedModel } from "./identity.js";
 import { BenchError } from "../errors.js";
 import type { CellRecord } from "../results/types.js";
 import { askGreedy } from "../sut/answer-shape.js";
@@ -26,6 +27,8 @@ export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): 
 export interface NiahArmContext extends ArmScope {
   readonly spec: ResolvedNiahSuite;
   readonly cases: readonly NeedleCase[];
+  /** The model file the arm names: the SUT must say it runs this one (no goldens: the arm's model is what its grid is about). */
+  readonly expectedModel: ExpectedModel;
 }
 
 /** An informational arm's grid says so: "0/6 Y" above an exit-0 line must not read like a contradiction. */
@@ -37,6 +40,8 @@ function gridLabel(context: NiahArmContext): string {
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
   const { spec, sut } = context;
   const grid: GridCase[] = [];
+  // Always asked, and first: the grid is about the artifact this one names.
+  await runCheck(context, "identity", "required", [], (gate) => identityOutcome(context, gate, context.expectedModel, "the model the arm names"));
   await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate): Promise<CheckOutcome> => {
     if (context.cases.length === 0) {
       const reason = `no needle case to run in ${spec.suite.name}: an empty grid cannot fail`;
@@ -51,11 +56,12 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
       await context.emit({ kind: "progress", message: `${spec.suite.name} · ${context.arm.label} · L=${length} depth=${depth} trial=${trial}` });
       const seed = needleSeed(trial, depth, length);
       const needle = needleFromSeed(seed, spec.needleAlphabet, spec.needleLength);
-      await assertNeedleRepresentable(sut, needle, spec.suite.path);
       const caseCell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "niah", gate, {
         niah_length: length, niah_depth: depth, niah_trial: trial, niah_seed: seed, ...fields,
       }, ` --niah-case ${length}:${depth}:${trial}`);
       try {
+        // Inside the case: a runner that times out here is replaced and the next case still runs; bad input (a BenchError naming the suite) still ends the run.
+        await assertNeedleRepresentable(sut, needle, spec.suite.path);
         const haystack = await buildHaystack(sut, spec, needle, length, depth);
         const caseStarted = performance.now();
         const [answer] = await askGreedy(sut, "greedy", [{ promptIds: haystack.promptIds, maxTokens: spec.maxTokens }]);
@@ -77,7 +83,7 @@ export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine
         });
       } catch (error) {
         if (error instanceof BenchError && error.file !== undefined) throw error;
-        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering.
+        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering (a runner that stopped answering was replaced: they run).
         errored++;
         const reason = error instanceof Error ? error.message : String(error);
         await context.emit({ kind: "cells", cells: [caseCell({ status: "error", detail: reason })] });

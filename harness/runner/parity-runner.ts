@@ -11,7 +11,8 @@ import type { CellRecord, CheckName } from "../results/types.js";
 import type { DistributionBounds, GateLevel, ParitySuite, SuiteArm } from "../suites/parity-suite.js";
 import { hasCapability, type Capability, type TokenId, type TopK } from "../sut/types.js";
 import { askGreedy, askTeacherForced, type Checked } from "../sut/answer-shape.js";
-import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { identityOutcome } from "./identity.js";
 
 /** Teacher-forced top-1 accuracy below this fails the teacher_forced check (tt-metal gates on top-1/top-5). */
 export const DEFAULT_MIN_TOP1 = 0.9;
@@ -27,10 +28,11 @@ export interface ParityArmContext extends ArmScope {
   readonly vocabSize: number;
 }
 
-/** A prompt whose answer had the wrong shape: failed with the reason, kept out of the scorers. */
+/** A prompt whose answer had the wrong shape (failed with the reason) or never came (errored: its runner timed out), kept out of the scorers. */
 interface BrokenAnswer {
   readonly prompt: number;
   readonly reason: string;
+  readonly errored?: boolean;
 }
 
 /** Splits checked answers into the prompts' valid values and the broken ones. */
@@ -39,7 +41,7 @@ function sortAnswers<T>(prompts: readonly number[], answers: readonly Checked<T>
   const broken: BrokenAnswer[] = [];
   answers.forEach((answer, i) => {
     if (answer.ok) valid.set(prompts[i], answer.value);
-    else broken.push({ prompt: prompts[i], reason: answer.reason });
+    else broken.push({ prompt: prompts[i], reason: answer.reason, errored: answer.errored === true });
   });
   return { valid, broken };
 }
@@ -58,33 +60,16 @@ async function classifyPaths(context: ParityArmContext, paths: ReadonlyMap<numbe
 }
 
 /**
- * The SUT must run the artifact its goldens were made from: a mismatch is its own failure, named
- * with both files and hashes, not a parity FAIL whose cause must be guessed. An informational arm
- * that names another artifact on purpose (a quantization held to F32 goldens) must run the one it
- * names. A SUT that cannot say what it loaded is unverified: SKIPPED, never passed.
+ * The SUT must run the artifact its goldens were made from. An informational arm that names
+ * another artifact on purpose (a quantization held to F32 goldens) must run the one it names.
  */
-async function identityOutcome(context: ParityArmContext, gate: GateLevel): Promise<CheckOutcome> {
-  const { sut, arm, goldens, emit } = context;
+function parityIdentity(context: ParityArmContext, gate: GateLevel): Promise<CheckOutcome> {
+  const { sut, arm, goldens } = context;
   const goldensModel = goldens.manifest.model;
   const armModel = sut.provenance.modelSha256 === undefined ? undefined : { file: basename(sut.provenance.modelPath ?? "(unnamed)"), sha256: sut.provenance.modelSha256 };
   const ownArtifact = arm.gate === "informational" && armModel !== undefined && armModel.sha256 !== goldensModel.sha256;
   const expected = ownArtifact ? { ...armModel, what: "the model the arm names" } : { file: goldensModel.file, sha256: goldensModel.sha256, what: `the goldens' model (${goldensModel.id})` };
-  const loaded = sut.provenance.loadedModel;
-  const record = async (status: "pass" | "fail" | "skip", detail: string) => emit({ kind: "cells", cells: [cell(context, "identity", gate, { status, detail })] });
-  if (loaded === undefined) {
-    const reason = `unverified: ${sut.label} does not say which model file it loaded (a runner's hello carries it as model_sha256; ${expected.what} is ${expected.file}, sha256 ${expected.sha256})`;
-    await record("skip", reason);
-    return { status: "skip", reason };
-  }
-  const metrics = { loaded_sha256: loaded.sha256, loaded_file: loaded.file, expected_sha256: expected.sha256, expected_file: expected.file, reported_by: loaded.reportedBy };
-  if (loaded.sha256 !== expected.sha256) {
-    const summary = `${arm.label} identity: MISMATCH — ${loaded.reportedBy} says it runs ${loaded.file} (sha256 ${loaded.sha256}); ${expected.what} is ${expected.file} (sha256 ${expected.sha256}): this arm's verdicts are about another artifact`;
-    await record("fail", summary);
-    return { status: "fail", summary, metrics };
-  }
-  const summary = `${arm.label} identity: runs ${loaded.file} (sha256 ${loaded.sha256.slice(0, 16)}…, per ${loaded.reportedBy}), ${ownArtifact ? `the model the arm names, held to the goldens of ${goldensModel.id}` : "the goldens' artifact"}`;
-  await record("pass", summary);
-  return { status: "pass", summary, metrics };
+  return identityOutcome(context, gate, expected, ownArtifact ? `the model the arm names, held to the goldens of ${goldensModel.id}` : "the goldens' artifact");
 }
 
 /** A SUT's teacher-forced answers to every selected prompt, scored against the goldens' top-k. */
@@ -123,7 +108,7 @@ function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribu
 }
 
 function brokenCells(context: ParityArmContext, check: CheckName, gate: GateLevel, method: string, broken: readonly BrokenAnswer[]): CellRecord[] {
-  return broken.map(({ prompt, reason }) => cell(context, check, gate, { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
+  return broken.map(({ prompt, reason, errored }) => cell(context, check, gate, errored === true ? { prompt, status: "error", detail: reason } : { prompt, status: "fail", detail: `${method} answer rejected: ${reason}` }));
 }
 
 function parityCells(context: ParityArmContext, check: CheckName, gate: GateLevel, results: readonly PromptParity[]): CellRecord[] {
@@ -138,17 +123,31 @@ function parityCells(context: ParityArmContext, check: CheckName, gate: GateLeve
  * Runs every check of one arm. A check whose capability is missing is SKIPPED with the reason;
  * a check that throws becomes an error verdict; the other checks still run.
  */
-export async function runParityArm(context: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
+export async function runParityArm(armContext: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
+  // The error cells a check records (prompts whose runner timed out and was replaced) make its verdict an error: the check did not see every answer.
+  let erroredCells: CellRecord[] = [];
+  const context: ParityArmContext = {
+    ...armContext,
+    emit: (event) => {
+      if (event.kind === "cells") erroredCells.push(...event.cells.filter((c) => c.status === "error"));
+      return armContext.emit(event);
+    },
+  };
   const { suite, arm, sut, goldens, emit } = context;
   const T = goldens.manifest.T;
   let aloneIds: Map<number, TokenId[]> | undefined;
   let summaryLine: string | undefined;
 
   const check = (name: CheckName, level: GateLevel | undefined, needs: readonly Capability[], body: (gate: GateLevel) => Promise<CheckOutcome>) =>
-    runCheck(context, name, level, needs, body);
+    runCheck(context, name, level, needs, async (gate) => {
+      erroredCells = [];
+      const outcome = await body(gate);
+      if (erroredCells.length > 0) throw new ErrorsInCells(`${erroredCells.length} prompt(s) errored (prompt ${erroredCells[0].prompt}: ${erroredCells[0].detail}); see their cells`);
+      return outcome;
+    });
 
   // Always asked, and first: every other verdict of the arm is about the artifact this one names.
-  await check("identity", "required", [], async (gate) => identityOutcome(context, gate));
+  await check("identity", "required", [], async (gate) => parityIdentity(context, gate));
 
   await check("tokenizer", suite.checks.tokenizer, ["tokenize"], async (gate) => {
     const ids = await sut.tokenize!(context.prompts.map((p) => suite.prompts[p]));

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { BenchError } from "../errors.js";
 import { resolveModel } from "../fixtures/registry.js";
 import { goldensDir, promptTextsSha256, readGoldens } from "../goldens/goldens.js";
@@ -19,6 +19,7 @@ import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llam
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
 import { runCheck } from "./check.js";
 import { withCaseTimeout } from "../sut/with-timeout.js";
+import { DEFAULT_RUNNER_RESTARTS, RestartingRunner } from "../sut/restarting-runner.js";
 import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
 import { startServerCommand } from "../sut/server-command.js";
 import { builtLlamaServer, LLAMA_SERVER_PLACEHOLDER, llamaServerPath, needsLlamaServer } from "../sut/llama-server-binary.js";
@@ -30,6 +31,7 @@ import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
 import { runParityArm } from "./parity-runner.js";
+import type { ExpectedModel } from "./identity.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
@@ -63,6 +65,8 @@ export interface RunOptions {
   /** Overrides applied to every arm's llama.cpp settings. */
   readonly settings?: Partial<LlamaCppSettings>;
   readonly caseTimeoutS?: number;
+  /** Per arm, how many times a runner that does not answer within the case timeout is replaced (default 2). */
+  readonly runnerRestarts?: number;
   /** Seconds a runner or server gets to exit when its arm ends, before SIGTERM, then SIGKILL. */
   readonly shutdownGraceS?: number;
   readonly signal?: AbortSignal;
@@ -151,6 +155,7 @@ interface ResolvedRunOptions {
   readonly niahCases: readonly string[] | undefined;
   readonly settings: Partial<LlamaCppSettings>;
   readonly caseTimeoutS: number;
+  readonly runnerRestarts: number;
   readonly shutdownGraceS: number;
   readonly signal: AbortSignal;
   readonly openSut: OpenSut;
@@ -175,6 +180,7 @@ function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunLi
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
     settings: options.settings ?? {},
     caseTimeoutS: options.caseTimeoutS ?? DEFAULT_CASE_TIMEOUT_S,
+    runnerRestarts: options.runnerRestarts ?? DEFAULT_RUNNER_RESTARTS,
     shutdownGraceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S,
     signal,
     openSut: options.openSut ?? openArmSut,
@@ -358,9 +364,14 @@ async function forEachArm<Arm extends { readonly label: string; readonly gate: G
     try {
       // A board whose reset failed is in an unknown state: the arm does not run on it (leg.end() says why).
       if (leg.failedReset === undefined) {
-        const opened = await open(arm, { ...sutContext(arm, options, emit), ...leg.sutHooks });
+        const context = { ...sutContext(arm, options, emit), ...leg.sutHooks };
+        const opened = await open(arm, context);
         leg.startClock();
-        const sut = withCaseTimeout(opened, suite.case_timeout_s ?? options.caseTimeoutS, leg.signal);
+        const caseTimeoutS = suite.case_timeout_s ?? options.caseTimeoutS;
+        // A runner that stops answering is replaced (restarting-runner.ts); an in-process SUT cannot be, and a server arm's timeout ends its checks.
+        const sut = opened.provenance.kind === "stdio"
+          ? new RestartingRunner(opened, { caseTimeoutS, limit: options.runnerRestarts, signal: leg.signal, open: () => open(arm, context), beforeRestart: (restart, why) => leg.restartRunner(restart, why) }).sut
+          : withCaseTimeout(opened, caseTimeoutS, leg.signal);
         recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
         await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
         try {
@@ -426,13 +437,19 @@ async function runParitySuite(suite: ParitySuite, options: ResolvedRunOptions, r
   }
 }
 
+/** The model file an arm names, as its identity check expects it. */
+async function armModel(arm: SuiteArm): Promise<ExpectedModel> {
+  const model = await resolveModel(arm.model);
+  return { file: basename(model.path), sha256: await sha256File(model.path), what: `the model the arm names (${arm.model})` };
+}
+
 async function runNiahSuite(suite: NiahSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const spec = resolveNiahSuite(suite);
   const cases = needleCases(spec, options.niahCases);
   if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
   const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, 1), context);
-  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, (arm, sut, _opened, signal) => runNiahArm({
-    suiteName: suite.name, spec, cases, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options),
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, async (arm, sut, _opened, signal) => runNiahArm({
+    suiteName: suite.name, spec, cases, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options), expectedModel: await armModel(arm),
   }));
 }
 

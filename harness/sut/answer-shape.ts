@@ -1,4 +1,5 @@
 import { endsTheSut } from "./with-timeout.js";
+import { RunnerReplacedError } from "./restarting-runner.js";
 import type { GreedyRequest, KernelRequest, SystemUnderTest, TeacherForcedRequest, TokenId, TopK } from "./types.js";
 
 /**
@@ -6,7 +7,7 @@ import type { GreedyRequest, KernelRequest, SystemUnderTest, TeacherForcedReques
  * a short, empty or malformed answer is that prompt's failure with the reason, never a quiet pass
  * (an empty sequence used to classify STRICT-by-omission). One place, for every adapter.
  */
-export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
+export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string; readonly errored?: true };
 
 /** A top-k may sum to a little over 1 from float32 rounding; more than this is not a distribution. */
 export const LOGSUMEXP_TOLERANCE_NATS = 1e-3;
@@ -100,8 +101,9 @@ function reasonOf(error: unknown): string {
 /**
  * Sends a batch and checks each answer against its request. A wrong answer count is the SUT's
  * protocol breach (thrown, naming the method). With `splitOnError` (requests evaluated alone
- * anyway), a batch that errors while the SUT is still there is asked again one request at a time,
- * so an error belongs to the prompt it happened on and the other prompts still get their answers.
+ * anyway), a batch that errors while the SUT is still there (or was replaced after a timeout) is
+ * asked again one request at a time, so an error belongs to the prompt it happened on and the other
+ * prompts still get their answers.
  * A batched call is never split: answers asked one by one would prove nothing about batching.
  */
 async function ask<Req, Ans>(
@@ -117,7 +119,8 @@ async function ask<Req, Ans>(
     answers = await send(requests);
   } catch (error) {
     if (!splitOnError || endsTheSut(error)) throw error;
-    if (requests.length === 1) return [bad(reasonOf(error))];
+    // A runner that timed out on this request alone was replaced: no answer was given, so the prompt is an error, not a wrong answer.
+    if (requests.length === 1) return [error instanceof RunnerReplacedError ? { ok: false, reason: reasonOf(error), errored: true } : bad(reasonOf(error))];
     const alone: Checked<Ans>[] = [];
     for (const request of requests) alone.push(...(await ask(sut, method, send, [request], check, true)));
     return alone;

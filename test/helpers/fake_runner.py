@@ -23,6 +23,9 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
   anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
+  hang-on-prompt:N     greedy never answers a batch holding parity16's prompt N (a device call wedged by one
+                       input); every other request is answered. With FAKE_RUNNER_PID_FILE set it appends its
+                       pid there, one line per runner started
   unknown-mode         a hello declaring a decode mode the protocol does not know ("graph")
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
@@ -56,6 +59,10 @@ if mode == "version-2":
 from reference.gguf import GgufFile  # noqa: E402
 from reference.llama import Llama  # noqa: E402
 from reference.runner import ReferenceRunner  # noqa: E402
+
+if os.environ.get("FAKE_RUNNER_PID_FILE") and mode.startswith("hang-on-prompt:"):
+    with open(os.environ["FAKE_RUNNER_PID_FILE"], "a") as pids:
+        pids.write(f"{os.getpid()}\n")
 
 gguf = GgufFile(model_path)
 reference = ReferenceRunner(gguf, Llama(gguf, set(), {}), [])
@@ -103,11 +110,15 @@ class Faulty:
     @staticmethod
     def greedy(params):
         requests = params["requests"]
-        if mode.startswith("error-on-prompt:"):
+        if mode.startswith(("error-on-prompt:", "hang-on-prompt:")):
             with open(os.path.join(os.path.dirname(__file__), "..", "..", "suites", "parity16.json")) as suite:
                 text = json.load(suite)["prompts"][int(mode.split(":")[1])]
             poisoned = reference.tokenize({"texts": [text]})["ids"][0]
             if any(r["prompt_ids"] == poisoned for r in requests):
+                if mode.startswith("hang-on-prompt:"):
+                    print("waiting for the device", file=sys.stderr, flush=True)
+                    while True:
+                        time.sleep(3600)
                 raise RuntimeError("kernel launch failed on this prompt")
         ids = reference.greedy(params)["ids"]
         if mode == "short-answers":

@@ -6,6 +6,7 @@ import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import type { GateVerdict, RunEvent } from "../../results/types.js";
 import { exitCodeFor } from "../../results/verdicts.js";
 import { DEFAULT_CASE_TIMEOUT_S, runBattery } from "../../runner/run.js";
+import { DEFAULT_RUNNER_RESTARTS } from "../../sut/restarting-runner.js";
 import { DEFAULT_BATTERY } from "../../suites/default-battery.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
 import { DEFAULT_SHUTDOWN_GRACE_S } from "../../sut/child-process.js";
@@ -33,6 +34,7 @@ interface RunCliOptions {
   kvCacheType?: "F32" | "F16";
   threads?: number;
   caseTimeout: number;
+  runnerRestarts: number;
   shutdownGrace: number;
   runsDir: string;
   runId?: string;
@@ -78,6 +80,7 @@ export function registerRun(program: Command): void {
     .option("--kv-cache-type <type>", "KV cache type for every arm (F32 or F16)", kvCacheType)
     .option("--threads <n>", "llama.cpp threads for every arm", wholeNumber)
     .option("--case-timeout <seconds>", "per-case timeout: a SUT call taking longer is an error", wholeNumber, DEFAULT_CASE_TIMEOUT_S)
+    .option("--runner-restarts <count>", "per arm, how many times a runner that does not answer within the case timeout is stopped and replaced before the rest of the arm is not run", wholeNumber, DEFAULT_RUNNER_RESTARTS)
     .option("--shutdown-grace <seconds>", "seconds a runner or server gets to exit after it is asked to, before SIGTERM, then SIGKILL", wholeNumber, DEFAULT_SHUTDOWN_GRACE_S)
     .option("--config <file>", "box configuration (default: bench.config.json in the working directory, if there is one): device lock, reset command, boot and leg timeouts, runner environment, extra failure signatures")
     .option("--device-lock <file>", "take this flock before the first device arm (a runner or plugin) and hold it to the end of the run")
@@ -118,7 +121,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
+      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
       // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
       if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();
