@@ -48,6 +48,17 @@ class TransformersForward:
         return self.logits(state["ids"])[-1]
 
 
+def loading_mismatch(loading):
+    """The tensors from_pretrained could not place, from its loading info; '' when every one fits."""
+    parts = []
+    for kind in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs"):
+        names = sorted(str(name) for name in loading.get(kind) or [])
+        if names:
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            parts.append(f"{len(names)} {kind.replace('_', ' ')} ({shown})")
+    return "; ".join(parts)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="hf_oracle.py", description="transformers oracle over the runner protocol")
     parser.add_argument("model", help="the GGUF the checkpoint was exported from (its vocabulary tokenizes)")
@@ -70,9 +81,15 @@ def main(argv):
         refuse(f"hf_oracle.py needs torch and transformers, which are not installed here ({error}); install them (pip install torch transformers) on a machine that has them")
         return
     try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, torch_dtype=getattr(torch, args.dtype))
+        # `dtype` (transformers >= 4.56; `torch_dtype` before, deprecated since): the families exported need a newer one anyway.
+        model, loading = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, dtype=getattr(torch, args.dtype), output_loading_info=True)
     except Exception as error:  # transformers raises many kinds; the hello carries the reason
         refuse(f"{args.hf_dir}: transformers could not load the checkpoint: {type(error).__name__}: {error}")
+        return
+    # transformers only warns about tensors it did not place, and leaves their parameters random: fail closed instead.
+    mismatch = loading_mismatch(loading)
+    if mismatch:
+        refuse(f"{args.hf_dir}: the checkpoint does not match {type(model).__name__}: {mismatch} (fix the names in harness/export-hf/families/)")
         return
     model.eval()
     engine = f"hf_oracle.py (transformers {transformers.__version__}, torch {torch.__version__}, {args.dtype})"
