@@ -97,9 +97,9 @@ def config_probe(hf_dir):
         return {"config_probe_error": f"{type(error).__name__}: {error}"}
 
 
-def run_family(family_dir, runners, texts, prompts, out_dir, timeout_s):
+def run_family(family_dir, probe, runners, texts, prompts, out_dir, timeout_s):
     name = os.path.basename(os.path.normpath(family_dir))
-    summary = {"family": name, **config_probe(os.path.join(family_dir, "hf"))}
+    summary = {"family": name, **probe}
     started = time.monotonic()
     stderr_lines = []
     try:
@@ -156,9 +156,11 @@ def main(argv):
     prompts = [int(p) for p in args.prompts.split(",")] if args.prompts else None
     os.makedirs(args.out, exist_ok=True)
     summaries = [None] * len(args.families)
+    # transformers imports its classes lazily, and not safely from several threads at once: probe first, one by one.
+    probes = [config_probe(os.path.join(family, "hf")) for family in args.families]
 
     def one(i, family):
-        summaries[i] = run_family(family, args.runners, texts, prompts, args.out, args.timeout_s)
+        summaries[i] = run_family(family, probes[i], args.runners, texts, prompts, args.out, args.timeout_s)
 
     threads = [threading.Thread(target=one, args=(i, f)) for i, f in enumerate(args.families)]
     for t in threads:

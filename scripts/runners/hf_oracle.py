@@ -14,6 +14,7 @@ harness stops with that line (exit 2).
 Usage: python3 hf_oracle.py MODEL.gguf HF_DIR [--dtype float32|float64]
 """
 import argparse
+import json
 import os
 import sys
 
@@ -46,6 +47,14 @@ class TransformersForward:
     def step(self, token, state):
         state["ids"].append(token)
         return self.logits(state["ids"])[-1]
+
+
+def experts_option(hf_dir):
+    """MoE checkpoints run their experts with transformers' "eager" loop: its default (grouped_mm) has no
+    float64 kernel ("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got Double", transformers 5.17)."""
+    with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    return {"experts_implementation": "eager"} if any(key in config for key in ("num_experts", "n_routed_experts")) else {}
 
 
 def loading_mismatch(loading):
@@ -82,7 +91,7 @@ def main(argv):
         return
     try:
         # `dtype` (transformers >= 4.56; `torch_dtype` before, deprecated since): the families exported need a newer one anyway.
-        model, loading = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, dtype=getattr(torch, args.dtype), output_loading_info=True)
+        model, loading = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, dtype=getattr(torch, args.dtype), output_loading_info=True, **experts_option(args.hf_dir))
     except Exception as error:  # transformers raises many kinds; the hello carries the reason
         refuse(f"{args.hf_dir}: transformers could not load the checkpoint: {type(error).__name__}: {error}")
         return

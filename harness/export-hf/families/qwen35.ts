@@ -1,5 +1,6 @@
 import type { GgufModel } from "../gguf-model.js";
 import { asTorch, mapValues, outputHead, permuteColumns, permuteRows, tokenizerConfig, type HfModel } from "../hf-model.js";
+import { float } from "../config-json.js";
 import type { SafetensorsTensor } from "../safetensors.js";
 
 /**
@@ -99,11 +100,11 @@ export function exportQwen35(model: GgufModel): HfModel {
       head_dim: headDim,
       hidden_act: "silu",
       max_position_embeddings: model.number("context_length"),
-      rms_norm_eps: model.number("attention.layer_norm_rms_epsilon"),
+      rms_norm_eps: float(model.number("attention.layer_norm_rms_epsilon")),
       rope_parameters: {
         rope_type: "default",
-        rope_theta: ropeTheta,
-        partial_rotary_factor: model.number("rope.dimension_count", headDim) / headDim,
+        rope_theta: float(ropeTheta),
+        partial_rotary_factor: float(model.number("rope.dimension_count", headDim) / headDim),
         mrope_section: sections.slice(0, 3),
         mrope_interleaved: true,
       },
