@@ -88,7 +88,7 @@ export function exportGemma4(model: GgufModel): HfModel {
       enable_moe_block: false,
       attention_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -68,7 +68,7 @@ export function exportLlama(model: GgufModel): HfModel {
       attention_bias: false,
       mlp_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -119,7 +119,7 @@ export function exportNemotronH(model: GgufModel): HfModel {
       use_bias: false,
       residual_in_fp32: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -93,7 +93,8 @@ export function exportQwen35(model: GgufModel): HfModel {
       model_type: moe ? "qwen3_5_moe_text" : "qwen3_5_text",
       ...tokenizerConfig(model),
       hidden_size: hidden,
-      intermediate_size: model.number("feed_forward_length"),
+      // The MoE class has no dense FFN size (transformers 5.17 lists intermediate_size as unknown to Qwen3_5MoeTextConfig).
+      ...(moe ? {} : { intermediate_size: model.number("feed_forward_length") }),
       num_hidden_layers: layers,
       num_attention_heads: heads,
       num_key_value_heads: model.number("attention.head_count_kv", heads),
@@ -122,7 +123,7 @@ export function exportQwen35(model: GgufModel): HfModel {
       } : {}),
       attention_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };
