@@ -4,7 +4,8 @@ answer as a session file (scripts/runners/recorded_session.py's format), and com
 with the family's llama.cpp goldens in numpy, for a first reading on the spot. Back on a machine
 with `bench`, the session file is scored by the harness itself:
 
-  bench run --suite zoo --model FIXTURE --runner "python3 {bench}/scripts/runners/recorded_session.py replay SESSION.jsonl"
+  bench run --suite zoo --arm "qwen35 F32" --runner "python3 {bench}/scripts/runners/recorded_session.py replay SESSION.jsonl"
+  (parity16 for tiny-random; an arm of zoo for the other families: each is held to its own goldens)
 
 Usage: python3 hf_oracle_check.py --runners DIR --suite SUITE.json --out DIR [--prompts 4,5] [--timeout-s S] FAMILY_DIR...
   FAMILY_DIR holds model.gguf (its vocabulary tokenizes), hf/ (from `bench fixtures export-hf`) and
@@ -55,13 +56,10 @@ def compare(golden, answers):
     greedy = [a for m, a in answers if m == "greedy" and "result" in a]
     if greedy:
         ids = greedy[0]["result"]["ids"]
-        exact = [p for p, row in zip(golden["prompts"], ids) if row == golden["greedy_ids"][golden["prompts"].index(p)].tolist()]
-        first_divergence = {}
-        for p, row in zip(golden["prompts"], ids):
-            want = golden["greedy_ids"][golden["prompts"].index(p)].tolist()
-            if row != want:
-                first_divergence[str(p)] = next(j for j, (a, b) in enumerate(zip(row, want)) if a != b)
-        reading["greedy_exact"] = f"{len(exact)}/{len(ids)}"
+        wanted = [row.tolist() for row in golden["greedy_ids"]]
+        first_divergence = {str(p): next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                            for p, got, want in zip(golden["prompts"], ids, wanted) if got != want}
+        reading["greedy_exact"] = f"{len(ids) - len(first_divergence)}/{len(ids)}"
         reading["greedy_first_divergence"] = first_divergence
         reading["greedy_reruns_identical"] = all(g["result"]["ids"] == ids for g in greedy[1:])
     forced = [a for m, a in answers if m == "teacher_forced_top_k" and "result" in a]
@@ -171,7 +169,7 @@ def main(argv):
         json.dump(summaries, f, indent=1)
     lines = []
     for s in summaries:
-        verdict = s.get("load_error") or s.get("error") or f"greedy exact {s.get('greedy_exact')}, teacher-forced top-1 {s.get('teacher_forced_top1_agreement')}, max |Δ log p| {s.get('teacher_forced_max_abs_delta_logprob_mnats')} mnats"
+        verdict = s.get("load_error") or s.get("error") or (f"every answer an error, first: {s['request_errors'][0]}" if "greedy_exact" not in s and s.get("request_errors") else None) or f"greedy exact {s.get('greedy_exact')}, teacher-forced top-1 {s.get('teacher_forced_top1_agreement')}, max |Δ log p| {s.get('teacher_forced_max_abs_delta_logprob_mnats')} mnats"
         lines.append(f"{s['family']}: {verdict} ({s['seconds']} s)")
     with open(os.path.join(args.out, "summary.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

@@ -8,7 +8,7 @@ Runs only where torch and transformers are installed; elsewhere it says so in it
 harness stops with that line (exit 2).
 
   bench fixtures export-hf qwen35-tiny /tmp/qwen35-hf
-  bench run --suite parity16 --model qwen35-tiny \\
+  bench run --suite zoo --arm "qwen35 F32" \\
       --runner "python3 {bench}/scripts/runners/hf_oracle.py {model} /tmp/qwen35-hf --dtype float64"
 
 Usage: python3 hf_oracle.py MODEL.gguf HF_DIR [--dtype float32|float64]
