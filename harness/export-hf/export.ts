@@ -8,6 +8,7 @@ import { exportLlama } from "./families/llama.js";
 import { exportNemotronH } from "./families/nemotron-h.js";
 import { exportQwen35 } from "./families/qwen35.js";
 import { GgufModel } from "./gguf-model.js";
+import { configJsonText } from "./config-json.js";
 import type { HfModel } from "./hf-model.js";
 import { encodeSafetensors } from "./safetensors.js";
 
@@ -40,7 +41,7 @@ export async function exportHf(ggufPath: string, directory: string, source: stri
   const hf = hfModelOf(ggufPath);
   const safetensors = encodeSafetensors(hf.tensors, { format: "pt", source, exporter: `bringup-bench ${HARNESS_VERSION}` });
   await writeDirectoryAtomic(directory, async (temporary) => {
-    await writeFile(join(temporary, "config.json"), JSON.stringify(hf.config, null, 2) + "\n");
+    await writeFile(join(temporary, "config.json"), configJsonText(hf.config));
     await writeFile(join(temporary, "model.safetensors"), safetensors);
   });
   return hf;

@@ -8,12 +8,13 @@ Runs only where torch and transformers are installed; elsewhere it says so in it
 harness stops with that line (exit 2).
 
   bench fixtures export-hf qwen35-tiny /tmp/qwen35-hf
-  bench run --suite parity16 --model qwen35-tiny \\
+  bench run --suite zoo --arm "qwen35 F32" \\
       --runner "python3 {bench}/scripts/runners/hf_oracle.py {model} /tmp/qwen35-hf --dtype float64"
 
 Usage: python3 hf_oracle.py MODEL.gguf HF_DIR [--dtype float32|float64]
 """
 import argparse
+import json
 import os
 import sys
 
@@ -48,6 +49,25 @@ class TransformersForward:
         return self.logits(state["ids"])[-1]
 
 
+def experts_option(hf_dir):
+    """MoE checkpoints run their experts with transformers' "eager" loop: its default (grouped_mm) has no
+    float64 kernel ("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got Double", transformers 5.17)."""
+    with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    return {"experts_implementation": "eager"} if any(key in config for key in ("num_experts", "n_routed_experts")) else {}
+
+
+def loading_mismatch(loading):
+    """The tensors from_pretrained could not place, from its loading info; '' when every one fits."""
+    parts = []
+    for kind in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs"):
+        names = sorted(str(name) for name in loading.get(kind) or [])
+        if names:
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            parts.append(f"{len(names)} {kind.replace('_', ' ')} ({shown})")
+    return "; ".join(parts)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="hf_oracle.py", description="transformers oracle over the runner protocol")
     parser.add_argument("model", help="the GGUF the checkpoint was exported from (its vocabulary tokenizes)")
@@ -70,9 +90,15 @@ def main(argv):
         refuse(f"hf_oracle.py needs torch and transformers, which are not installed here ({error}); install them (pip install torch transformers) on a machine that has them")
         return
     try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, torch_dtype=getattr(torch, args.dtype))
+        # `dtype` (transformers >= 4.56; `torch_dtype` before, deprecated since): the families exported need a newer one anyway.
+        model, loading = transformers.AutoModelForCausalLM.from_pretrained(args.hf_dir, dtype=getattr(torch, args.dtype), output_loading_info=True, **experts_option(args.hf_dir))
     except Exception as error:  # transformers raises many kinds; the hello carries the reason
         refuse(f"{args.hf_dir}: transformers could not load the checkpoint: {type(error).__name__}: {error}")
+        return
+    # transformers only warns about tensors it did not place, and leaves their parameters random: fail closed instead.
+    mismatch = loading_mismatch(loading)
+    if mismatch:
+        refuse(f"{args.hf_dir}: the checkpoint does not match {type(model).__name__}: {mismatch} (fix the names in harness/export-hf/families/)")
         return
     model.eval()
     engine = f"hf_oracle.py (transformers {transformers.__version__}, torch {torch.__version__}, {args.dtype})"

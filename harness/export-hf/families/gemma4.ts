@@ -1,6 +1,7 @@
 import { BenchError } from "../../errors.js";
 import type { GgufModel } from "../gguf-model.js";
 import { asTorch, outputHead, tokenizerConfig, type HfModel } from "../hf-model.js";
+import { float } from "../config-json.js";
 import type { SafetensorsTensor } from "../safetensors.js";
 
 /** llama.cpp's converter writes "proportional" RoPE as factor 1 (rotated pair) or 1e30 (frozen pair). */
@@ -74,20 +75,20 @@ export function exportGemma4(model: GgufModel): HfModel {
       layer_types: sliding.map((s) => (s ? "sliding_attention" : "full_attention")),
       sliding_window: model.number("attention.sliding_window"),
       rope_parameters: {
-        sliding_attention: { rope_type: "default", rope_theta: model.number("rope.freq_base_swa", 10000) },
-        full_attention: { rope_type: "proportional", partial_rotary_factor: rotated / factors.length, rope_theta: model.number("rope.freq_base", 10000) },
+        sliding_attention: { rope_type: "default", rope_theta: float(model.number("rope.freq_base_swa", 10000)) },
+        full_attention: { rope_type: "proportional", partial_rotary_factor: float(rotated / factors.length), rope_theta: float(model.number("rope.freq_base", 10000)) },
       },
-      final_logit_softcapping: softcap === 0 ? null : softcap,
+      final_logit_softcapping: softcap === 0 ? null : float(softcap),
       hidden_activation: "gelu_pytorch_tanh",
       max_position_embeddings: model.number("context_length"),
-      rms_norm_eps: model.number("attention.layer_norm_rms_epsilon"),
+      rms_norm_eps: float(model.number("attention.layer_norm_rms_epsilon")),
       hidden_size_per_layer_input: 0,
       num_kv_shared_layers: 0,
       attention_k_eq_v: false,
       enable_moe_block: false,
       attention_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

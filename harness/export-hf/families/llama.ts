@@ -1,6 +1,7 @@
 import { BenchError } from "../../errors.js";
 import type { GgufModel } from "../gguf-model.js";
 import { asTorch, outputHead, permuteRows, tokenizerConfig, type HfModel } from "../hf-model.js";
+import { float } from "../config-json.js";
 
 /**
  * llama's GGUF rotates adjacent pairs; transformers' LlamaAttention rotates halves (rotate_half).
@@ -61,13 +62,13 @@ export function exportLlama(model: GgufModel): HfModel {
       head_dim: headDim,
       hidden_act: "silu",
       max_position_embeddings: model.number("context_length"),
-      rms_norm_eps: model.number("attention.layer_norm_rms_epsilon"),
-      rope_theta: ropeTheta,
-      rope_parameters: { rope_type: "default", rope_theta: ropeTheta },
+      rms_norm_eps: float(model.number("attention.layer_norm_rms_epsilon")),
+      rope_theta: float(ropeTheta),
+      rope_parameters: { rope_type: "default", rope_theta: float(ropeTheta) },
       attention_bias: false,
       mlp_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -1,6 +1,7 @@
 import { BenchError } from "../../errors.js";
 import type { GgufModel } from "../gguf-model.js";
 import { asTorch, mapValues, outputHead, tokenizerConfig, type HfModel } from "../hf-model.js";
+import { float } from "../config-json.js";
 import type { SafetensorsTensor } from "../safetensors.js";
 
 /**
@@ -107,18 +108,18 @@ export function exportNemotronH(model: GgufModel): HfModel {
         moe_shared_expert_intermediate_size: model.number("expert_shared_feed_forward_length"),
         n_shared_experts: 1,
         norm_topk_prob: model.number("expert_weights_norm", 0) !== 0,
-        routed_scaling_factor: model.number("expert_weights_scale", 0) || 1,
+        routed_scaling_factor: float(model.number("expert_weights_scale", 0) || 1),
         n_group: 1,
         topk_group: 1,
       }),
-      layer_norm_epsilon: model.number("attention.layer_norm_rms_epsilon"),
+      layer_norm_epsilon: float(model.number("attention.layer_norm_rms_epsilon")),
       max_position_embeddings: model.number("context_length"),
       attention_bias: false,
       mlp_bias: false,
       use_bias: false,
       residual_in_fp32: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -1,5 +1,6 @@
 import type { GgufModel } from "../gguf-model.js";
 import { asTorch, mapValues, outputHead, permuteColumns, permuteRows, tokenizerConfig, type HfModel } from "../hf-model.js";
+import { float } from "../config-json.js";
 import type { SafetensorsTensor } from "../safetensors.js";
 
 /**
@@ -92,18 +93,19 @@ export function exportQwen35(model: GgufModel): HfModel {
       model_type: moe ? "qwen3_5_moe_text" : "qwen3_5_text",
       ...tokenizerConfig(model),
       hidden_size: hidden,
-      intermediate_size: model.number("feed_forward_length"),
+      // The MoE class has no dense FFN size (transformers 5.17 lists intermediate_size as unknown to Qwen3_5MoeTextConfig).
+      ...(moe ? {} : { intermediate_size: model.number("feed_forward_length") }),
       num_hidden_layers: layers,
       num_attention_heads: heads,
       num_key_value_heads: model.number("attention.head_count_kv", heads),
       head_dim: headDim,
       hidden_act: "silu",
       max_position_embeddings: model.number("context_length"),
-      rms_norm_eps: model.number("attention.layer_norm_rms_epsilon"),
+      rms_norm_eps: float(model.number("attention.layer_norm_rms_epsilon")),
       rope_parameters: {
         rope_type: "default",
-        rope_theta: ropeTheta,
-        partial_rotary_factor: model.number("rope.dimension_count", headDim) / headDim,
+        rope_theta: float(ropeTheta),
+        partial_rotary_factor: float(model.number("rope.dimension_count", headDim) / headDim),
         mrope_section: sections.slice(0, 3),
         mrope_interleaved: true,
       },
@@ -121,7 +123,7 @@ export function exportQwen35(model: GgufModel): HfModel {
       } : {}),
       attention_bias: false,
       tie_word_embeddings: head.tie_word_embeddings,
-      torch_dtype: "float32",
+      dtype: "float32",
     },
     tensors,
   };

@@ -67,11 +67,24 @@ class FakeLlamaForCausalLM:
         return SimpleNamespace(logits=torch.tensor(logits[None].astype(self.dtype)))
 
 
+LLAMA_LAYER_TENSORS = ("input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                       "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+
+
 class AutoModelForCausalLM:
     @staticmethod
-    def from_pretrained(directory, torch_dtype):
+    def from_pretrained(directory, dtype, output_loading_info=False):
         with open(os.path.join(directory, "config.json")) as f:
             config = json.load(f)
         if config["architectures"] != ["LlamaForCausalLM"]:
             raise ValueError(f"the FAKE transformers runs LlamaForCausalLM only, not {config['architectures']}")
-        return FakeLlamaForCausalLM(config, read_safetensors(os.path.join(directory, "model.safetensors")), torch_dtype)
+        weights = read_safetensors(os.path.join(directory, "model.safetensors"))
+        model = FakeLlamaForCausalLM(config, weights, dtype)
+        if not output_loading_info:
+            return model
+        # Like transformers: a checkpoint tensor the class has no parameter for is "unexpected", a parameter
+        # the checkpoint lacks is "missing" (and would be left randomly initialised, with only a warning).
+        expected = {"model.embed_tokens.weight", "model.norm.weight"} | ({"lm_head.weight"} if not config.get("tie_word_embeddings") else set())
+        expected |= {f"model.layers.{il}.{t}.weight" for il in range(config["num_hidden_layers"]) for t in LLAMA_LAYER_TENSORS}
+        info = {"missing_keys": sorted(expected - set(weights)), "unexpected_keys": sorted(set(weights) - expected), "mismatched_keys": [], "error_msgs": []}
+        return model, info
