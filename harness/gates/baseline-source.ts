@@ -6,8 +6,6 @@ import { exitCodeFor } from "../results/verdicts.js";
 export interface BaselineRefusal {
   /** The run's honest exit code: the worse of what it recorded and what its verdicts say. */
   readonly code: ExitCode;
-  /** Required verdicts that failed, errored or were skipped. */
-  readonly notPassing: number;
   /** "run ID is complete with exit 1: 2 required verdicts did not pass (1 FAIL, 1 SKIPPED)". */
   readonly reason: string;
 }
@@ -32,5 +30,5 @@ export function baselineRefusal(run: StoredRun): BaselineRefusal | undefined {
   const what = required.length > 0
     ? `${required.length} required verdict${required.length === 1 ? "" : "s"} did not pass (${byStatus.join(", ")})`
     : summary.verdicts.some((v) => v.gate === "required") ? "its recorded exit code is not 0" : "no required verdict ran";
-  return { code, notPassing: required.length, reason: `run ${summary.run_id} is ${summary.status} with exit ${code}: ${what}` };
+  return { code, reason: `run ${summary.run_id} is ${summary.status} with exit ${code}: ${what}` };
 }
