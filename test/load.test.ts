@@ -7,6 +7,7 @@ import { tableFromIPC } from "apache-arrow";
 import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { summarizeLoadPoint } from "../harness/load/aggregate.js";
+import { loadPointVerdict } from "../harness/load/point-verdict.js";
 import { arrivalOffsets } from "../harness/load/arrivals.js";
 import { startNoopServer } from "../harness/load/noop-server.js";
 import { bench, benchAsync, temporaryDirectory } from "./helpers/workspace.js";
@@ -105,6 +106,39 @@ test("faults are counted and classified per request; a high error rate stops the
     assert.match(refused.stderr, /cannot reach the server \(connect ECONNREFUSED/);
   } finally {
     await server.close();
+  }
+});
+
+test("a load point that measured nothing never passes: 0 completed fails the run, a non-finite or missing number fails its verdict", async () => {
+  // Every request refused, and --max-error-rate 1 so the point never stops on its error rate: it used to pass at 0 tok/s.
+  const server = await startScriptedServer({ firstMs: 1, gapMs: 1, tokens: 4, fault: () => "429" });
+  try {
+    const cli = await benchAsync(["load", "--url", server.url, "--concurrency", "1", "--requests", "4", "--warmup", "0", "--max-error-rate", "1", "--runs-dir", runs, "--run-id", "none-completed"]);
+    assert.is(cli.status, 1, cli.stdout + cli.stderr);
+    assert.match(cli.stdout, /^concurrency 1: FAIL: 0\.0 output tok\/s, TTFT p50 – ms; FAIL: 0\/4 requests completed \(\{"http_error":4\}\)$/m);
+    const verdict = JSON.parse(readFileSync(join(runs, "none-completed", "summary.json"), "utf8")).verdicts[0];
+    assert.equal([verdict.check, verdict.gate, verdict.status, verdict.metrics.ttft_p99_ms], ["load", "required", "fail", null]);
+    assert.is(JSON.parse(readFileSync(join(runs, "none-completed", "summary.json"), "utf8")).exit_code, 1);
+  } finally {
+    await server.close();
+  }
+  // Real samples from a working server; FAKE aggregates of them: a zero-length measured phase, a NaN TTFT.
+  const good = await startScriptedServer({ firstMs: 2, gapMs: 1, tokens: 3 });
+  try {
+    const result = await runLoadPoint({ url: `${good.url}/v1/completions`, body: () => ({ prompt: "x", stream: true }) }, { mode: { kind: "closed", concurrency: 1 }, requests: 2, warmup: 0, maxErrorRate: 0, seed: 1 });
+    const summary = summarizeLoadPoint("c1", result.samples, result.samples.map(requestMetrics), result.durationS, {});
+    assert.is(loadPointVerdict("c1", result.stoppedBy, summary).status, "pass");
+    const instant = loadPointVerdict("c1", "count", summarizeLoadPoint("c1", result.samples, result.samples.map(requestMetrics), 0, {}));
+    assert.is(instant.status, "fail");
+    assert.match("summary" in instant ? instant.summary : "", /FAIL: non-finite output_tokens_per_second = Infinity, requests_per_second = Infinity$/);
+    assert.is("metrics" in instant ? instant.metrics.output_tokens_per_second : undefined, null, "summary.json holds null, never a non-finite number");
+    const nanTtft = loadPointVerdict("c1", "count", { ...summary, ttftMs: { ...summary.ttftMs!, median: NaN } });
+    assert.match("summary" in nanTtft ? nanTtft.summary : "", /FAIL: non-finite ttft_p50_ms = NaN$/);
+    const noTtft = loadPointVerdict("c1", "count", { ...summary, ttftMs: undefined });
+    assert.match("summary" in noTtft ? noTtft.summary : "", /FAIL: no ttft_p50_ms, ttft_p99_ms$/);
+    assert.is(loadPointVerdict("c1", "duration", { ...summary, requests: 0, completed: 0 }).status, "skip");
+  } finally {
+    await good.close();
   }
 });
 

@@ -51,6 +51,10 @@ test("zoo-reference: the reference forward of every family passes its family's l
   assert.is(run.status, 77, run.stdout + run.stderr);
   const verdicts: { check: string; status: string }[] = JSON.parse(readFileSync(join(runs, "zoo-reference", "summary.json"), "utf8")).verdicts;
   assert.equal([...new Set(verdicts.filter((v) => v.status !== "pass").map((v) => `${v.check} ${v.status}`))], ["batch_invariance skip"]);
+  // Each arm's own distribution bounds (twice its clean value over 16 prompts) hold on this prompt too.
+  for (const arm of ["qwen35 reference", "qwen35moe reference", "gemma4 reference", "gemma4 reference, ggml GELU table", "nemotron_h_moe reference"]) {
+    assert.match(run.stdout, new RegExp(`^zoo-reference +${arm} +distribution +required +PASS +`, "m"), arm);
+  }
   for (const family of ["qwen35", "qwen35moe", "gemma4", "nemotron_h_moe"]) {
     assert.match(run.stdout, new RegExp(`^zoo-reference +${family} reference +greedy_parity +required +PASS +1/1 prompts PASS \\(STRICT 1/1;`, "m"));
     assert.match(run.stdout, new RegExp(`^zoo-reference +${family} reference +determinism +required +PASS`, "m"));
@@ -75,6 +79,17 @@ test("each planted FAULT of the reference fails its family's gates: delta-net ga
     assert.match(run.stdout, /determinism +required +FAIL +0\/1 prompts identical over 3 reruns; .*state leaking from earlier requests/);
     // One prompt: B=1 against B=1 is not a batch, so that check is SKIPPED; determinism has already caught the leak.
     assert.match(run.stdout, /batch_invariance +required +SKIPPED — NOT A PASS +one prompt selected/);
+  }
+});
+
+test("zoo-reference is distribution-gated per arm: FAULT output-head-x1.01 keeps every greedy id and fails its family's bounds", () => {
+  // gemma4 through the GELU-table arm: the exact-GELU arm's floor (llama.cpp's fp16 table) is above this fault.
+  for (const [arm, extra] of [["qwen35 reference", ""], ["nemotron_h_moe reference", ""], ["gemma4 reference, ggml GELU table", " --gelu ggml-fp16-table"]]) {
+    const runId = `head-${arm.split(" ")[0]}`;
+    const run = bench(["run", "--suite", "zoo-reference", "--arm", arm, "--runner", `${REFERENCE}${extra} --fault output-head-x1.01`, "--prompt", "4", "--runs-dir", runs, "--run-id", runId]);
+    assert.is(run.status, 1, `${arm}: ${run.stdout}${run.stderr}`);
+    assert.match(run.stdout, /greedy_parity +required +PASS +1\/1 prompts PASS \(STRICT 1\/1;/, arm);
+    assert.match(run.stdout, /distribution +required +FAIL +.*FAIL (kld p99|rms delta p) /, arm);
   }
 });
 

@@ -61,6 +61,33 @@ test("bench gate --update writes the baseline from a run and prints its diff; th
   assert.match(pass.stdout, /PASS \(exit 0\)/);
 });
 
+test("bench gate --update refuses a run that did not pass (exit 2, one line); --accept-failing takes it and says so at every gate", () => {
+  const taken = join(work.path, "from-failing.json");
+  const before = readFileSync(baseline, "utf8");
+  const failing = gate(["divergent-required", "--update"]);
+  assert.is(failing.status, 2, failing.stdout + failing.stderr);
+  assert.is(readFileSync(baseline, "utf8"), before, "a refused update leaves the baseline as it was");
+  assert.is(failing.stderr.trim().split("\n").length, 1, failing.stderr);
+  assert.match(failing.stderr, /runs\/divergent-required: not a baseline: run divergent-required is complete with exit 1: \d+ required verdicts? did not pass \(\d+ FAIL[^)]*\); a baseline is taken only from a passing run \(fix: make the run pass and re-run it, or take it anyway with --update --accept-failing/, failing.stderr);
+  const skipped = bench(["gate", "strict-drop", "--runs-dir", runs, "--baseline", taken, "--update"]);
+  assert.is(skipped.status, 2, skipped.stdout + skipped.stderr);
+  assert.match(skipped.stderr, /run strict-drop is complete with exit 77: no required verdict ran/);
+  assert.not.ok(existsSync(taken), "nothing written");
+  const accepted = bench(["gate", "divergent-required", "--runs-dir", runs, "--baseline", taken, "--update", "--accept-failing"]);
+  assert.is(accepted.status, 0, accepted.stdout + accepted.stderr);
+  assert.match(accepted.stderr, /warning: .*from-failing\.json taken from a run that did not pass: run divergent-required is complete with exit 1/);
+  assert.match(JSON.parse(readFileSync(taken, "utf8")).accepted_failing, /^run divergent-required is complete with exit 1: \d+ required verdicts? did not pass \(\d+ FAIL[^)]*\)$/);
+  const held = bench(["gate", "good", "--runs-dir", runs, "--baseline", taken]);
+  assert.match(held.stdout, /^WARN {2}baseline: taken from a run that did not pass \(--accept-failing\): run divergent-required/m);
+  assert.is(bench(["gate", "good", "--runs-dir", runs, "--baseline", taken, "--strict"]).status, 1);
+  // A passing run replaces it, and the mark goes with it.
+  assert.is(bench(["gate", "good", "--runs-dir", runs, "--baseline", taken, "--update"]).status, 0);
+  assert.is(JSON.parse(readFileSync(taken, "utf8")).accepted_failing, undefined);
+  const misplaced = bench(["gate", "good", "--runs-dir", runs, "--baseline", taken, "--accept-failing"]);
+  assert.is(misplaced.status, 2);
+  assert.match(misplaced.stderr, /--accept-failing only applies to --update/);
+});
+
 test("parity ratchets: STRICT may not drop; FORWARD-DIVERGENT must be 0 on required arms", () => {
   const drop = gate(["strict-drop"]);
   assert.is(drop.status, 1, drop.stdout);

@@ -40,6 +40,11 @@ export interface Baseline {
   readonly schema_version: 1;
   readonly name: string;
   readonly from_run: string;
+  /**
+   * Set only by `bench gate --update --accept-failing`: why the run it was taken from did not pass.
+   * Every gate against such a baseline warns (fails under --strict) until a passing run replaces it.
+   */
+  readonly accepted_failing?: string;
   readonly parity: Readonly<Record<string, { readonly strict: number; readonly forward_divergent: number }>>;
   readonly needles: Readonly<Record<string, readonly string[]>>;
   /** Absent in baselines made before kernel suites existed. */
@@ -109,13 +114,17 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
   return metrics;
 }
 
-/** A baseline taken from a run, keeping the tolerances of `previous` where it had them. */
-export function baselineFromRun(name: string, run: StoredRun, previous?: Baseline): Baseline {
+/**
+ * A baseline taken from a run, keeping the tolerances of `previous` where it had them. Callers
+ * check baselineRefusal first; `acceptedFailing` records why a run that did not pass was taken anyway.
+ */
+export function baselineFromRun(name: string, run: StoredRun, previous?: Baseline, acceptedFailing?: string): Baseline {
   const m = gatedMetrics(run);
   return {
     schema_version: 1,
     name,
     from_run: run.summary.run_id,
+    ...(acceptedFailing === undefined ? {} : { accepted_failing: acceptedFailing }),
     parity: Object.fromEntries([...m.parity].map(([key, p]) => [key, { strict: p.strict, forward_divergent: p.forwardDivergent }])),
     needles: Object.fromEntries(m.needles),
     kernels: Object.fromEntries(m.kernels),

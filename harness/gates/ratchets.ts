@@ -16,12 +16,17 @@ export type GateFinding =
  *   update_beyond (default 2 × tolerance) warns "update the target";
  * - kernel ratios: a passing case's worst ratio to its bound above max(baseline × (1 + tolerance), 1%) fails;
  * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
+ * - a baseline taken with --accept-failing warns (fails under --strict);
  * - a gated metric with no baseline entry warns (fails under --strict);
  * - a baseline entry the run does not have warns (fails under --strict): a run that leaves out an
  *   arm, a needle grid, a kernel check, a perf band or a trace capture cannot pass by omission.
  */
 export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFinding[] {
   const findings: GateFinding[] = [];
+  if (baseline.accepted_failing !== undefined) {
+    findings.push({ level: "warn", key: "baseline", message: `taken from a run that did not pass (--accept-failing): ${baseline.accepted_failing}`,
+      hint: "re-take it with `bench gate --update` from a passing run", strictFails: true });
+  }
   const missing = (key: string, what: string): GateFinding => ({
     level: "warn", key, message: `no baseline entry for ${what}`, hint: "run `bench gate --update` to record it", strictFails: true,
   });

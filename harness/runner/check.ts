@@ -1,4 +1,5 @@
 import { BenchError } from "../errors.js";
+import { splitNonFinite } from "../results/finite-metrics.js";
 import type { CellRecord, CheckName, GateVerdict, RunListener } from "../results/types.js";
 import type { GateLevel, SuiteArm } from "../suites/parity-suite.js";
 import { hasCapability, type Capability, type SystemUnderTest } from "../sut/types.js";
@@ -55,9 +56,8 @@ export function makeCell(scope: ArmScope, check: CheckName, gate: GateLevel, fie
  */
 function finiteOutcome(outcome: CheckOutcome): { outcome: CheckOutcome; nonFinite: string[] } {
   if (outcome.status === "skip") return { outcome, nonFinite: [] };
-  const nonFinite = Object.entries(outcome.metrics).filter(([, value]) => typeof value === "number" && !Number.isFinite(value)).map(([key, value]) => `${key} = ${String(value)}`);
+  const { nonFinite, metrics } = splitNonFinite(outcome.metrics);
   if (nonFinite.length === 0) return { outcome, nonFinite };
-  const metrics = Object.fromEntries(Object.entries(outcome.metrics).map(([key, value]) => [key, typeof value === "number" && !Number.isFinite(value) ? null : value]));
   return { outcome: { status: "fail", summary: `${outcome.summary}; FAIL: the SUT's answers gave non-finite ${nonFinite.join(", ")}`, metrics }, nonFinite };
 }
 

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { BenchError } from "../../errors.js";
 import { baselineFromRun, gatedMetrics, readBaseline, type Baseline } from "../../gates/baseline.js";
+import { baselineRefusal } from "../../gates/baseline-source.js";
 import { applyRatchets, baselineDiff } from "../../gates/ratchets.js";
 import { writeFileAtomic } from "../../io/atomic-write.js";
 import { RUNS_DIR } from "../../paths.js";
@@ -18,6 +19,7 @@ interface GateOptions {
   strict?: boolean;
   update?: boolean;
   createIfMissing?: boolean;
+  acceptFailing?: boolean;
 }
 
 export function registerGate(program: Command): void {
@@ -28,14 +30,25 @@ export function registerGate(program: Command): void {
     .requiredOption("--baseline <file>", "reports/baselines/<name>.json")
     .option("--runs-dir <dir>", "where run directories are", RUNS_DIR)
     .option("--strict", "a gated metric missing from the baseline fails instead of warning")
-    .option("--update", "write the baseline from this run (keeping its tolerances) and print the diff")
+    .option("--update", "write the baseline from this run (keeping its tolerances) and print the diff; refused (exit 2) unless the run passed")
+    .option("--accept-failing", "with --update: take the baseline from a run that did not pass anyway; the baseline records why, and every gate against it warns (fails under --strict)")
     .option("--create-if-missing", "first run: when the baseline file does not exist, create it from this run if the run passed (exit 0), else write nothing; exit with the run's code")
     .addHelpText("after", "\nExit codes: 0 pass, 1 a ratchet or band failed (or the run itself failed), 2 error, 77 the run skipped a required gate.")
     .action(async (runArg: string | undefined, options: GateOptions) => {
       const run = readRun(runArg ?? latestRunDirectory(options.runsDir), options.runsDir);
       const previous: Baseline | undefined = existsSync(options.baseline) ? readBaseline(options.baseline) : undefined;
+      if (options.acceptFailing === true && options.update !== true) {
+        throw new BenchError("--accept-failing only applies to --update", { field: "--accept-failing", fix: "add --update, or drop --accept-failing" });
+      }
       if (options.update === true) {
-        const next = baselineFromRun(previous?.name ?? basename(options.baseline, ".json"), run, previous);
+        const refusal = baselineRefusal(run);
+        if (refusal !== undefined && options.acceptFailing !== true) {
+          throw new BenchError(`not a baseline: ${refusal.reason}; a baseline is taken only from a passing run`, {
+            file: run.directory, fix: `make the run pass and re-run it, or take it anyway with --update --accept-failing (recorded in ${options.baseline})`,
+          });
+        }
+        if (refusal !== undefined) warn(`${options.baseline} taken from a run that did not pass: ${refusal.reason}`, "recorded as accepted_failing; every gate against it warns, and fails under --strict, until a passing run replaces it");
+        const next = baselineFromRun(previous?.name ?? basename(options.baseline, ".json"), run, previous, refusal?.reason);
         const before = previous === undefined ? "" : `${JSON.stringify(previous, null, 2)}\n`;
         const after = `${JSON.stringify(next, null, 2)}\n`;
         await writeFileAtomic(options.baseline, after);
@@ -94,11 +107,11 @@ export function registerGate(program: Command): void {
  * from a run that passed — a failing first run must not become the standard later runs are held to.
  */
 async function createFirstBaseline(path: string, run: StoredRun): Promise<void> {
-  const runCode = (run.summary.status === "complete" ? run.summary.exit_code ?? EXIT.error : EXIT.error) as ExitCode;
-  if (runCode !== EXIT.pass) {
-    say(`${paint("NOT CREATED", "red")} ${path}: run ${run.summary.run_id} is ${run.summary.status} with exit ${runCode}; a baseline is taken only from a passing run (exit ${runCode})`);
-    annotate("error", "bench gate", `no baseline created: run ${run.summary.run_id} exited ${runCode}`);
-    setExitCode(runCode);
+  const refusal = baselineRefusal(run);
+  if (refusal !== undefined) {
+    say(`${paint("NOT CREATED", "red")} ${path}: ${refusal.reason}; a baseline is taken only from a passing run (exit ${refusal.code})`);
+    annotate("error", "bench gate", `no baseline created: ${refusal.reason}`);
+    setExitCode(refusal.code);
     return;
   }
   await writeFileAtomic(path, `${JSON.stringify(baselineFromRun(basename(path, ".json"), run), null, 2)}\n`);

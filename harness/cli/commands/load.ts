@@ -13,6 +13,8 @@ import type { RequestSample, RequestStatus } from "../../load/sse-request.js";
 import { parsePrometheusText } from "../../conformance/prometheus.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
+import { exitCodeFor } from "../../results/verdicts.js";
+import { loadPointVerdict } from "../../load/point-verdict.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
 import { guardRun, setExitCode } from "../exit-code.js";
@@ -233,13 +235,11 @@ export function registerLoad(program: Command): void {
           recorder.setSamples(encodeSamplesArrow(rows));
           const line = tableRow(modelLabel, options.model !== undefined ? String(options.slots) : "–", summary);
           lines.push(line);
+          const pointVerdict = loadPointVerdict(label, result.stoppedBy, summary);
+          if (pointVerdict.status !== "pass") say(`${label}: ${pointVerdict.status === "skip" ? `SKIPPED — NOT A PASS: ${pointVerdict.reason}` : `FAIL: ${"summary" in pointVerdict ? pointVerdict.summary : pointVerdict.reason}`}`);
           await recorder.record({
             kind: "verdict",
-            verdict: result.stoppedBy === "error-rate"
-              ? { suite: "load", arm: label, check: "load", gate: "required", status: "fail", summary: `stopped: ${Object.values(summary.errors).reduce((a, b) => a + (b ?? 0), 0)}/${summary.requests} requests failed (${JSON.stringify(summary.errors)})`, metrics: {} }
-              : { suite: "load", arm: label, check: "load", gate: "required", status: "pass", summary: `${fmt(summary.outputTokensPerSecond)} output tok/s, TTFT p50 ${fmt(summary.ttftMs?.median)} ms`, metrics: {
-                output_tokens_per_second: summary.outputTokensPerSecond, requests_per_second: summary.requestsPerSecond, ttft_p50_ms: summary.ttftMs?.median ?? null, ttft_p99_ms: summary.ttftMs?.p99 ?? null,
-                tpot_p50_ms: summary.tpotMs?.median ?? null, tpot_p99_ms: summary.tpotMs?.p99 ?? null, token_count_discrepancy: summary.tokenCountDiscrepancy } },
+            verdict: pointVerdict,
           });
           let parityLine: string | undefined;
           if (parityResults !== undefined) {
@@ -257,11 +257,14 @@ export function registerLoad(program: Command): void {
           if (result.stoppedBy === "error-rate") { errorStop = true; break; }
         }
         await parity?.close();
-        const code = errorStop ? EXIT.gateFailed : EXIT.pass;
+        // From the verdicts written: a point that measured nothing fails (or skips) the run like any gate.
+        const code = exitCodeFor(recorder.allVerdicts());
         await recorder.flush("complete", code);
         release();
         say(["", ...lines].join("\n"));
-        say(`${errorStop ? "FAIL: a load point stopped on its error rate, or parity failed under load" : "done"} (exit ${code}) — results in ${recorder.directory}`);
+        const ending = errorStop ? "FAIL: a load point stopped on its error rate, or parity failed under load"
+          : code === EXIT.pass ? "done" : code === EXIT.requiredSkipped ? "SKIPPED — NOT A PASS: a load point measured nothing" : "FAIL: a load point's numbers cannot pass (see its line above)";
+        say(`${ending} (exit ${code}) — results in ${recorder.directory}`);
         setExitCode(code);
       } finally {
         if (managed !== undefined) await stopManagedServer(managed);

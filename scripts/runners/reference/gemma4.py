@@ -19,10 +19,11 @@ import math
 import numpy as np
 
 from .gguf import GgufError
+from .head_faults import HEAD_SCALE, scaled_head
 from .ops import (AttentionState, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
                   route_experts, softmax)
 
-FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"}
+FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
@@ -59,7 +60,7 @@ class Gemma4:
             self.per_layer_model_proj = gguf.tensor("per_layer_model_proj.weight")
             self.per_layer_proj_norm = gguf.tensor("per_layer_proj_norm.weight")
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.output_projection(self.embedding)
+        self.output = scaled_head(gguf.output_projection(self.embedding), faults)
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."

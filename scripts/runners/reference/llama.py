@@ -3,13 +3,13 @@ import math
 
 import numpy as np
 
+from .head_faults import HEAD_SCALE
 from .ops import AttentionState, attend, rms_norm, rope_angles, rope_norm, silu
 from .trace import Eager, StepInputs
 
 # Faults of the output end, which keep the argmax on most positions and move the distribution: what
 # the distribution gates exist for.
-FAULTS = {"final-norm-skipped", "output-head-x0.5", "output-head-x1.01"}
-HEAD_SCALE = {"output-head-x0.5": 0.5, "output-head-x1.01": 1.01}
+FAULTS = {"final-norm-skipped"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):

@@ -19,9 +19,10 @@ import math
 
 import numpy as np
 
+from .head_faults import HEAD_SCALE, scaled_head
 from .ops import KvCache, attend, causal_conv_step, relu_squared, rms_norm, route_experts, sigmoid, silu, softplus
 
-FAULTS = {"state-not-cleared", "conv-state-not-shifted", "moe-topk-minus-one", "moe-no-renorm"}
+FAULTS = {"state-not-cleared", "conv-state-not-shifted", "moe-topk-minus-one", "moe-no-renorm"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
@@ -73,7 +74,7 @@ class NemotronH:
         self.embedding = gguf.tensor("token_embd.weight")
         self.layers = [self.load_layer(gguf, il) for il in range(n)]
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.output_projection(self.embedding)
+        self.output = scaled_head(gguf.output_projection(self.embedding), faults)
 
     def load_layer(self, gguf, il):
         p = f"blk.{il}."

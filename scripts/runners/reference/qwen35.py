@@ -20,10 +20,11 @@ import math
 
 import numpy as np
 
+from .head_faults import HEAD_SCALE, scaled_head
 from .ops import (KvCache, attend, causal_conv_step, l2_norm, rms_norm, rope_angles, rope_neox,
                   route_experts, sigmoid, silu, softmax, softplus)
 
-DENSE_FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped"}
+DENSE_FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
@@ -74,7 +75,7 @@ class Qwen35:
         self.embedding = gguf.tensor("token_embd.weight")
         self.layers = [self.load_layer(gguf, il) for il in range(self.n_layer)]
         self.output_norm = gguf.tensor("output_norm.weight")
-        self.output = gguf.output_projection(self.embedding)
+        self.output = scaled_head(gguf.output_projection(self.embedding), faults)
 
     def load_layer(self, gguf, il):
         t, o = gguf.block_tensors(il)
