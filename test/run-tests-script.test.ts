@@ -1,6 +1,8 @@
+// test-tier: fast
+
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
@@ -42,6 +44,16 @@ test("a test file that throws before its tests run: counted as a failure, never 
   const result = runSynthetic("throws", `throw new Error("broken import");`);
   assert.match(result.lastLine, /^0 passed, 1 failed/);
   assert.is(result.status, 1);
+});
+
+test("our fast tier: every marked source file keeps its marker as the compiled file's first line, where the runner reads it", () => {
+  const sources = readdirSync(join(PACKAGE_ROOT, "test")).filter((name) => name.endsWith(".test.ts"));
+  const marked = sources.filter((name) => readFileSync(join(PACKAGE_ROOT, "test", name), "utf8").startsWith("// test-tier: fast\n"));
+  assert.ok(marked.length >= 5 && marked.length < sources.length / 2, `${marked.length} of ${sources.length} files marked fast`);
+  for (const name of marked) {
+    const compiled = readFileSync(join(PACKAGE_ROOT, "dist", "test", name.replace(/\.ts$/, ".js")), "utf8");
+    assert.ok(compiled.startsWith("// test-tier: fast\n"), `dist/test/${name.replace(/\.ts$/, ".js")} lost its marker in compilation`);
+  }
 });
 
 // Three files: one declares the fast tier, one does not, one mentions the marker only in a string.
