@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { checkShardsJoin } from "../harness/results/merge.js";
 import { readRun, type StoredRun } from "../harness/results/read-run.js";
-import { BENCH_BIN, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { BENCH_BIN, CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { readWorkflowSteps, type WorkflowStep } from "./helpers/workflow-steps.js";
 
 /**
@@ -50,7 +50,7 @@ function expand(text: string, shard: number | undefined, env: Record<string, str
 }
 
 const shell = (command: string, cwd: string, env: Record<string, string>): StepResult => {
-  const result = spawnSync("bash", ["-c", command], { cwd, encoding: "utf8", timeout: 300_000, env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1", PATH: `${shims}:${process.env.PATH}`, GITHUB_SHA: COMMIT, ...env } });
+  const result = spawnSync("bash", ["-c", command], { cwd, encoding: "utf8", timeout: CLI_HANG_GUARD_MS, env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1", PATH: `${shims}:${process.env.PATH}`, GITHUB_SHA: COMMIT, ...env } });
   return { command, status: result.status, output: result.stdout + result.stderr };
 };
 

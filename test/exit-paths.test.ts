@@ -4,7 +4,6 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
-import { setTimeout as sleep } from "node:timers/promises";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { bench, startBench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { childPids, commandLineOf, stillRunning, waitFor } from "./helpers/processes.js";
@@ -112,8 +111,11 @@ test("the first SIGINT stops in order (summary.json interrupted, exit 2); no orp
 test("a second SIGINT stops at once: summary.json interrupted with that reason, exit 2; no orphan", async () => {
   const { child, result, runnerPid } = hangingRunner("hang-sigint-twice", 600, 300);
   const pid = await runnerPid();
+  let said = "";
+  child.stderr!.on("data", (chunk) => { said += chunk; });
   child.kill("SIGINT");
-  await sleep(300);
+  // The second only once the first was taken: two SIGINTs pending at once (a descheduled process on a loaded box) merge into one.
+  await waitFor("bench to take the first SIGINT", () => (said.includes("SIGINT: stopping in order") ? true : undefined));
   child.kill("SIGINT");
   const { status, stdout, stderr } = await result;
   assert.is(status, 2, stdout + stderr);

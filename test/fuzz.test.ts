@@ -1,3 +1,5 @@
+// test-tier: fast
+
 import fc from "fast-check";
 import { test } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,3 +1,5 @@
+// test-tier: fast
+
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";

@@ -196,7 +196,9 @@ test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the cop
   const verdict = summary("timed").verdicts.find((v: { check: string }) => v.check === "kernel_time");
   const copy = verdict.metrics.copy_bandwidth_gbps as number;
   assert.ok(copy > 0.1 && copy < 1000, `copy bandwidth ${copy}`);
-  for (const c of cells("timed").filter((row) => row.check !== "kernel_time")) {
+  const timed = cells("timed").filter((row) => row.check !== "kernel_time");
+  assert.is(timed.length, 3, "the three timed cases, each with its own cell");
+  for (const c of timed) {
     assert.ok(c.kernel_us_p10 <= c.kernel_us_median && c.kernel_us_median <= c.kernel_us_p90, c.detail);
     assert.ok(c.kernel_in_plugin_us_median > 0, c.detail);
     near(c.kernel_bandwidth_fraction, c.kernel_gbps / copy);

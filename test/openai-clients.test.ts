@@ -1,3 +1,5 @@
+// test-tier: fast
+
 /**
  * Our server spoken to in the exact request shapes of the clients people point at it:
  * lm-evaluation-harness's `local-completions` (loglikelihood and generate_until) and the official

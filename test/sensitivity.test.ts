@@ -8,7 +8,7 @@ import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
 import { gguf } from "../harness/gguf/write.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { faultedTinyRandom, ropeBase, swapTokenRows, weightNoise, zeroHead } from "../scripts/sensitivity/faulted-models.js";
-import { temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("sensitivity");
 test.after(() => work.remove());
@@ -48,7 +48,7 @@ test("a zeroed head clears exactly its 64 input columns of attn_output; swapped 
 test("npm run sensitivity (one family, no clean runs): runs bench run on the FAKE model, reads its verdicts and writes the Markdown table", () => {
   const out = join(work.path, "table");
   const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "sensitivity.js"), "--only", "norm weights", "--clean-runs", "0", "--prompts", "4", "--out-dir", out], {
-    cwd: PACKAGE_ROOT, encoding: "utf8", env: withoutForceColor(process.env), timeout: 300_000,
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: withoutForceColor(process.env), timeout: CLI_HANG_GUARD_MS,
   });
   assert.is(result.status, 0, result.stderr);
   const table = readFileSync(join(out, "sensitivity.md"), "utf8");

@@ -6,11 +6,13 @@ import { createInterface } from "node:readline";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpCall } from "../harness/sut/http.js";
+import { parsePrometheusText } from "../harness/conformance/prometheus.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { sha256File } from "../harness/io/sha256.js";
 import { findValidation } from "../harness/results/validation.js";
 import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { waitFor } from "./helpers/processes.js";
 
 const work = temporaryDirectory("server");
 test.after(() => work.remove());
@@ -132,9 +134,14 @@ test("SIGTERM drains: the in-flight request completes, new ones get 503, then th
   const server = await serve(["--model", "tiny-random", "--unvalidated", "--slots", "1"]);
   await waitHealthy(server.url);
   const inFlight = httpCall(`${server.url}/v1/completions`, { body: { prompt: "Drain", max_tokens: 600, temperature: 0 } });
-  await sleep(150);
+  // No sleeps racing a loaded box: the signal goes once the server counts the request in flight, the
+  // late request once the server says it drains.
+  for (let polls = 0; (parsePrometheusText((await httpCall(`${server.url}/metrics`)).text).get("bench_in_flight") ?? 0) < 1; polls++) {
+    assert.ok(polls < 6000, "the long request never showed as in flight");
+    await sleep(20);
+  }
   server.child.kill("SIGTERM");
-  await sleep(100);
+  await waitFor("the server to start draining", () => (server.output().includes("SIGTERM: draining in-flight requests") ? true : undefined));
   const during = await httpCall(`${server.url}/v1/completions`, { body: { prompt: "late", max_tokens: 2 } }).catch(() => ({ status: 0, text: "" }));
   const finished = await inFlight;
   assert.is(finished.status, 200);

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { parsePrometheusText } from "../harness/conformance/prometheus.js";
 import { ServerMetrics } from "../server/metrics.js";
-import { temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("soak");
 test.after(() => work.remove());
@@ -14,7 +14,7 @@ test.after(() => work.remove());
 test("a short soak (12 s, every request kind, 429 overload): both sides' books close exactly, slots and queue drain, memory stays bounded", () => {
   const figuresPath = join(work.path, "soak.json");
   const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "soak.js"), "--duration", "12", "--json", figuresPath],
-    { cwd: PACKAGE_ROOT, env: withoutForceColor(process.env), encoding: "utf8", timeout: 120_000 });
+    { cwd: PACKAGE_ROOT, env: withoutForceColor(process.env), encoding: "utf8", timeout: CLI_HANG_GUARD_MS });
   assert.is(result.status, 0, result.stdout + result.stderr);
   const figures = JSON.parse(readFileSync(figuresPath, "utf8"));
   const { client, server } = figures;

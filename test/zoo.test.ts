@@ -12,7 +12,7 @@ import { GgmlType } from "../harness/gguf/types.js";
 import { serverFaultFromEnvironment } from "../server/faults.js";
 import { spawnSync } from "node:child_process";
 import { PACKAGE_ROOT } from "../harness/paths.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { bench, CLI_HANG_GUARD_MS, temporaryDirectory } from "./helpers/workspace.js";
 import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
 const work = temporaryDirectory("zoo");
@@ -136,7 +136,7 @@ test("slot poisoning (FAULT skip-slot-clear): parity, determinism and batch inva
 });
 
 test("llama.cpp finding still holds: with ssm_out quantized, qwen35 decoded in one batch differs from alone (or the process dies), so the fixtures keep ssm_out F32", () => {
-  const child = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "test", "helpers", "quantized-ssm-out.js"), work.path], { encoding: "utf8", timeout: 120_000 });
+  const child = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "test", "helpers", "quantized-ssm-out.js"), work.path], { encoding: "utf8", timeout: CLI_HANG_GUARD_MS });
   if (child.signal === "SIGSEGV") return; // seen with 6 sequences
   assert.is(child.status, 0, child.stderr);
   const { differ } = JSON.parse(child.stdout.trim().split("\n").pop()!) as { differ: number };

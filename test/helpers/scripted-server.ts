@@ -19,16 +19,32 @@ export interface Script {
   readonly fault?: (n: number) => "429" | "malformed" | "reset" | "stall" | undefined;
 }
 
-export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number }> {
+/**
+ * What the server really did for one request, stamped on the client's clock (both live in the test's
+ * process): under CPU contention its timers fire late, so timing checks compare the client's
+ * numbers with these rather than with the script.
+ */
+export interface ServedTimeline {
+  readonly body: string;
+  readonly receivedNs: bigint;
+  /** Stamped just before each content event was written (never the role-only chunk). */
+  readonly contentWritesNs: bigint[];
+}
+
+export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number; timeline: (body: string) => ServedTimeline | undefined }> {
   let count = 0;
+  const timelines: ServedTimeline[] = [];
   const server: Server = createServer(async (req, res) => {
-    for await (const _ of req) void _;
+    let body = "";
+    for await (const chunk of req) body += (chunk as Buffer).toString();
+    const timeline: ServedTimeline = { body, receivedNs: process.hrtime.bigint(), contentWritesNs: [] };
     if (req.url === "/v1/models") {
       res.writeHead(200, { "content-type": "application/json" });
       return void res.end(JSON.stringify({ data: [{ id: "scripted" }] }));
     }
     if (req.url === "/metrics") return void res.end("");
     const n = count++;
+    timelines.push(timeline);
     const fault = script.fault?.(n);
     if (fault === "429") {
       res.writeHead(429, { "content-type": "application/json" });
@@ -43,6 +59,7 @@ export async function startScriptedServer(script: Script): Promise<{ url: string
     await sleep(script.firstMs);
     for (let i = 0; i < script.tokens; i++) {
       if (i > 0) await sleep(script.gapMs);
+      timeline.contentWritesNs.push(process.hrtime.bigint());
       res.write(`data: ${JSON.stringify({ choices: [{ text: "x", delta: { content: "x" }, token_ids: [7] }] })}\n\n`);
       if (fault === "reset" && i === 1) return void res.socket?.destroy();
       // Silent from here on, until the client gives up and closes the connection.
@@ -56,6 +73,7 @@ export async function startScriptedServer(script: Script): Promise<{ url: string
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
     served: () => count,
+    timeline: (body) => timelines.find((served) => served.body === body),
   };
 }
 
