@@ -46,6 +46,21 @@ def serve(model, engine, settings=None, kernel_ops=None, model_path=None):
     if getattr(model, "modes", None):
         hello["modes"] = list(model.modes)
     send(hello)
+    for method, request_id, params in requests():
+        if method not in capabilities:
+            send({"id": request_id, "error": {"message": f"unknown method {method!r}"}})
+            continue
+        try:
+            send({"id": request_id, "result": getattr(model, method)(params)})
+        except Unsupported as error:
+            send({"id": request_id, "error": {"message": str(error), "unsupported": True}})
+        except Exception as error:  # the harness records the failure; the runner keeps serving
+            traceback.print_exc(file=sys.stderr)
+            send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})
+
+
+def requests():
+    """(method, id, params) of each request on stdin; a shutdown is answered here and ends them."""
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -54,16 +69,7 @@ def serve(model, engine, settings=None, kernel_ops=None, model_path=None):
         if method == "shutdown":
             send({"id": request_id, "result": {}})
             return
-        if method not in capabilities:
-            send({"id": request_id, "error": {"message": f"unknown method {method!r}"}})
-            continue
-        try:
-            send({"id": request_id, "result": getattr(model, method)(request.get("params", {}))})
-        except Unsupported as error:
-            send({"id": request_id, "error": {"message": str(error), "unsupported": True}})
-        except Exception as error:  # the harness records the failure; the runner keeps serving
-            traceback.print_exc(file=sys.stderr)
-            send({"id": request_id, "error": {"message": f"{type(error).__name__}: {error}"}})
+        yield method, request_id, request.get("params", {})
 
 
 def file_sha256(path):

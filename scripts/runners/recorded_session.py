@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 
-from bench_runner import refuse, send
+from bench_runner import refuse, requests, send
 
 
 def request_key(method, params):
@@ -53,15 +53,8 @@ def replay(path):
         return
     send(hello)
     served = {}
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        method, request_id = request.get("method"), request.get("id")
-        if method == "shutdown":
-            send({"id": request_id, "result": {}})
-            return
-        key = request_key(method, request.get("params", {}))
+    for method, request_id, params in requests():
+        key = request_key(method, params)
         recorded = answers.get(key)
         if not recorded:
             send({"id": request_id, "error": {"message": f"{path}: no answer recorded for this {method} request (record the session again)"}})
