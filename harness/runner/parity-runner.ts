@@ -305,21 +305,30 @@ export async function runParityArm(armContext: ParityArmContext): Promise<{ summ
     };
   });
 
+  /**
+   * Every prompt's greedy answer through `method` beside its answer alone (the greedy check's when
+   * it ran): the prompts that could be compared, those whose ids changed, and the broken ones — a
+   * prompt with no valid answer on either path cannot be compared and fails with the reason.
+   */
+  const againstAlone = async (method: "batchedGreedy" | "tracedGreedy", aloneRejected: string) => {
+    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
+    const reference = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
+    const { valid: other, broken } = sortAnswers(context.prompts, await askGreedy(sut, method, requests, context.vocabSize));
+    for (const p of context.prompts) {
+      if (!reference.has(p) && !broken.some((b) => b.prompt === p)) broken.push({ prompt: p, reason: aloneRejected });
+    }
+    const compared = context.prompts.filter((p) => !broken.some((b) => b.prompt === p));
+    const changed = new Map(compared.map((p) => [p, other.get(p)!] as const).filter(([p, ids]) => ids.join(",") !== reference.get(p)!.join(",")));
+    return { reference, compared, changed, broken };
+  };
+
   await check("batch_invariance", suite.checks.batch_invariance, ["greedy", "batchedGreedy"], async (gate): Promise<CheckOutcome> => {
     if (context.prompts.length < 2) {
       const reason = `one prompt selected: B=1 against B=1 cannot fail (select two or more prompts, e.g. --prompt ${context.prompts[0] ?? 0} --prompt ${context.prompts[0] === 0 ? 1 : 0})`;
       await emit({ kind: "cells", cells: [cell(context, "batch_invariance", gate, { status: "skip", detail: reason })] });
       return { status: "skip", reason };
     }
-    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
-    const alone = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
-    const { valid: batched, broken } = sortAnswers(context.prompts, await askGreedy(sut, "batchedGreedy", requests, context.vocabSize));
-    // A prompt with no valid answer alone or batched cannot be compared: it fails with the reason.
-    for (const p of context.prompts) {
-      if (!alone.has(p) && !broken.some((b) => b.prompt === p)) broken.push({ prompt: p, reason: "its greedy answer alone was rejected" });
-    }
-    const compared = context.prompts.filter((p) => !broken.some((b) => b.prompt === p));
-    const changed = new Map(compared.map((p) => [p, batched.get(p)!] as const).filter(([p, ids]) => ids.join(",") !== alone.get(p)!.join(",")));
+    const { reference: alone, compared, changed, broken } = await againstAlone("batchedGreedy", "its greedy answer alone was rejected");
     const classified = await classifyPaths(context, changed);
     // A difference is only a near-tie if neither path left the band: a batched path that matches the
     // goldens while the alone path diverged (a slot that kept the previous request's state) is the
@@ -348,14 +357,7 @@ export async function runParityArm(armContext: ParityArmContext): Promise<{ summ
   });
 
   await check("capture_parity", suite.checks.capture_parity, ["greedy", "tracedGreedy"], async (gate) => {
-    const requests = context.prompts.map((p) => ({ promptIds: goldens.promptIds[p], maxTokens: T }));
-    const eager = aloneIds ?? sortAnswers(context.prompts, await askGreedy(sut, "greedy", requests, context.vocabSize)).valid;
-    const { valid: traced, broken } = sortAnswers(context.prompts, await askGreedy(sut, "tracedGreedy", requests, context.vocabSize));
-    for (const p of context.prompts) {
-      if (!eager.has(p) && !broken.some((b) => b.prompt === p)) broken.push({ prompt: p, reason: "its eager greedy answer was rejected" });
-    }
-    const compared = context.prompts.filter((p) => !broken.some((b) => b.prompt === p));
-    const changed = new Map(compared.map((p) => [p, traced.get(p)!] as const).filter(([p, ids]) => ids.join(",") !== eager.get(p)!.join(",")));
+    const { reference: eager, compared, changed, broken } = await againstAlone("tracedGreedy", "its eager greedy answer was rejected");
     const classified = await classifyPaths(context, changed);
     const bad = classified.filter((r) => r.verdict === "FORWARD-DIVERGENT");
     const firstDifference = (p: number) => {
