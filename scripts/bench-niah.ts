@@ -12,7 +12,7 @@ import type { Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { buildHaystack } from "../harness/niah/haystack.js";
 import { needleFromSeed, needleSeed } from "../harness/niah/needle.js";
-import { armSettings } from "../harness/runner/run.js";
+import { armSettings } from "../harness/runner/open-sut.js";
 import { needleCases } from "../harness/runner/niah-runner.js";
 import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";

@@ -19,7 +19,7 @@ import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../../sut/http.js";
 import { guardRun, setExitCode } from "../exit-code.js";
 import { progress, say, warn } from "../output.js";
-import { loadVerifiedGoldens } from "../../runner/run.js";
+import { loadVerifiedGoldens } from "../../goldens/verified.js";
 import { loadParitySuite } from "../../suites/load.js";
 import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
 import { TeacherForcedCache } from "../../oracle/teacher-forced-cache.js";

@@ -1,0 +1,40 @@
+import { validateLlamaMetadata } from "../../gguf/llama-metadata.js";
+import { readGguf } from "../../gguf/read.js";
+import { loadVerifiedGoldens } from "../../goldens/verified.js";
+import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
+import { TeacherForcedCache } from "../../oracle/teacher-forced-cache.js";
+import { armOracle, type ParitySuite, type SuiteArm } from "../../suites/parity-suite.js";
+import { modelArms, selectIndices } from "../arm-selection.js";
+import { armSettings, type SutContext } from "../open-sut.js";
+import { runParityArm } from "../parity-runner.js";
+import type { SuiteKind } from "./kind.js";
+
+/** Greedy-id parity against the goldens, with the checks of runParityArm; arms grouped by the oracle they answer to. */
+export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
+  arms: modelArms,
+  async run(suite, arms, battery) {
+    const { options, recorder } = battery;
+    const prompts = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt");
+    // Arms are grouped by the oracle they answer to (one per model family in a zoo suite), in suite order.
+    for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
+      const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
+      const { goldens, oracleModel } = await loadVerifiedGoldens(suite, oracleReference);
+      const oracle = await openLlamaCppOracle(oracleModel);
+      recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
+      try {
+        const cache = new TeacherForcedCache(oracle);
+        const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
+        // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
+        // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
+        const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
+        const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
+        const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), context);
+        await battery.legs(suite, group, open, (arm, sut, _opened, signal) => runParityArm({
+          suiteName: suite.name, suite, arm, sut, goldens, oracle: cache, prompts, vocabSize, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
+        }));
+      } finally {
+        await oracle.close();
+      }
+    }
+  },
+};
