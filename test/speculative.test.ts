@@ -101,4 +101,20 @@ const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENC
   }
 });
 
+(llamaServerRequired ? test : test.skip)("a FAKE proxy that changes one token of every answer with accepted drafts fails the required check with exit 1, naming the position", () => {
+  const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };
+  const position = 10;
+  // The proxy listens on the arm's {port} and starts the server on a port of its own choosing.
+  const arm = { ...suite.arms[0], label: "FAKE keeps a wrong token", command: ["node", "{bench}/dist/test/helpers/fake-speculation-proxy.js", "--listen", "{port}", "--position", String(position), "--",
+    ...suite.arms[0].command.map((part) => (part === "{port}" ? "{inner-port}" : part))] };
+  const path = join(work.path, "fake-proxy.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: [arm] }));
+  const result = bench(["run", "--suite", path, "--prompt", "0", "--runs-dir", runs, "--run-id", "fake"]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const summary = JSON.parse(readFileSync(join(runs, "fake", "summary.json"), "utf8")) as { verdicts: { check: string; status: string; summary?: string }[] };
+  const verdict = summary.verdicts.find((v) => v.check === "speculative_greedy")!;
+  assert.is(verdict.status, "fail");
+  assert.match(verdict.summary!, new RegExp(`^FAIL: 4 of 4 answers diverge from plain greedy, 0 malformed; first: prompt 0 \\(single, T=16\\): speculation changed greedy output at position ${position}: `));
+});
+
 test.run();

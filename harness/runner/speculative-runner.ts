@@ -60,6 +60,7 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
     }
     let divergent = 0;
     let rejected = 0;
+    let firstBad: string | undefined;
     const passes = [{ mode: "single", answers: single }, { mode: `B=${context.concurrency}`, answers: concurrent }];
     for (const { mode, answers } of passes) {
       await context.emit({ kind: "cells", cells: answers.map((answer, i) => {
@@ -70,17 +71,20 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
         const checked = checkGreedyAnswer(request, answer.ids);
         if (!checked.ok) {
           rejected++;
-          return makeCell(context, "speculative_greedy", gate, { ...fields, status: "fail", detail: `${where}: the speculating server's answer is malformed: ${checked.reason}` }, selector);
+          const detail = `${where}: the speculating server's answer is malformed: ${checked.reason}`;
+          firstBad ??= detail;
+          return makeCell(context, "speculative_greedy", gate, { ...fields, status: "fail", detail }, selector);
         }
         const divergence = firstDivergence(plain[i].ids, answer.ids);
         if (divergence === undefined) {
           return makeCell(context, "speculative_greedy", gate, { ...fields, status: "pass", detail: `${where}: ${answer.ids.length} ids identical to plain greedy; drafted ${answer.draftN}, accepted ${answer.draftAccepted}` }, selector);
         }
         divergent++;
+        const detail = `${where}: speculation changed greedy output at position ${divergence.position}: plain ${divergence.expected ?? "(ended)"}, speculative ${divergence.observed ?? "(ended)"}; `
+          + `this request drafted ${answer.draftN} and accepted ${answer.draftAccepted} (the server does not say which positions came from accepted drafts)`;
+        firstBad ??= detail;
         return makeCell(context, "speculative_greedy", gate, {
-          ...fields, status: "fail", position: divergence.position, expected_id: divergence.expected, observed_id: divergence.observed,
-          detail: `${where}: speculation changed greedy output at position ${divergence.position}: plain ${divergence.expected ?? "(ended)"}, speculative ${divergence.observed ?? "(ended)"}; `
-            + `this request drafted ${answer.draftN} and accepted ${answer.draftAccepted} (the server does not say which positions came from accepted drafts)`,
+          ...fields, status: "fail", position: divergence.position, expected_id: divergence.expected, observed_id: divergence.observed, detail,
         }, selector);
       }) });
     }
@@ -100,7 +104,9 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
     }
     return {
       status: bad === 0 ? "pass" : "fail",
-      summary: `${answersCount - bad}/${answersCount} answers identical to plain greedy${bad === 0 ? "" : ` (FAIL: ${divergent} divergent, ${rejected} malformed)`}; ${figuresLine}`,
+      // A failure leads with its first case, so the position is in the line a reader sees first.
+      summary: bad === 0 ? `${answersCount}/${answersCount} answers identical to plain greedy; ${figuresLine}`
+        : `FAIL: ${divergent} of ${answersCount} answers diverge from plain greedy, ${rejected} malformed; first: ${firstBad}; ${figuresLine}`,
       metrics: {
         answers: answersCount, divergent, rejected, ...figures,
         concurrent_drafted: together.drafted, concurrent_accepted: together.accepted,
