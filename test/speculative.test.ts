@@ -44,6 +44,7 @@ test("the draft and MTP fixtures built in a fresh cache match their pinned sha25
   await assertFixturesMatchPins({
     "tiny-random-draft": { F32: "f819a0c976c842a7a16250ee0bb7cd7820eab3122c73431ba6fd1af08ad0627b" },
     "qwen35-tiny-mtp": { F32: "9d92cb0320bc1745893465631b93f696e4147bbb6c862d3f9206d4e700a5114c" },
+    "qwen35-tiny-mtp-in-trunk": { F32: "7d5cad137705ad5603f29847d0974ae60e443acb4e1b7611becb7d50194342e7" },
   }, join(work.path, "cache"));
 });
 
@@ -70,6 +71,20 @@ test("the MTP fixture's trunk answers the zoo prompts with qwen35-tiny's committ
   } finally {
     await sut.close();
   }
+});
+
+test("held to qwen35-tiny's zoo goldens, the MTP fixture passes every numerical gate, and the FAKE that runs its block as a fifth trunk layer fails the distribution gate", () => {
+  const gates = (model: string, runId: string) => {
+    const result = bench(["run", "--suite", "zoo", "--arm", "qwen35 F32", "--model", model, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", runId]);
+    // Exit 1 either way: the identity check says the file is not the goldens' own (by design, it is another artifact).
+    assert.is(result.status, 1, result.stdout + result.stderr);
+    const summary = JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")) as { verdicts: { check: string; status: string }[] };
+    return Object.fromEntries(summary.verdicts.map((v) => [v.check, v.status]));
+  };
+  const mtp = gates("qwen35-tiny-mtp:F32", "mtp-trunk");
+  assert.equal([mtp.identity, mtp.greedy_parity, mtp.distribution, mtp.determinism, mtp.batch_invariance], ["fail", "pass", "pass", "pass", "pass"]);
+  const inTrunk = gates("qwen35-tiny-mtp-in-trunk:F32", "mtp-in-trunk");
+  assert.equal([inTrunk.identity, inTrunk.distribution], ["fail", "fail"]);
 });
 
 test("a speculation that passes {draft} without naming a draft model is bad input: exit 2 naming the field", () => {
