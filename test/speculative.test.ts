@@ -87,7 +87,7 @@ test("held to qwen35-tiny's zoo goldens, the MTP fixture passes every numerical 
   assert.equal([inTrunk.identity, inTrunk.distribution], ["fail", "fail"]);
 });
 
-test("a speculation that passes {draft} without naming a draft model is bad input: exit 2 naming the field", () => {
+test("a speculation that passes {draft} without naming a draft model, or prompts_of naming no parity suite, is bad input: exit 2 naming the field", () => {
   const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: Record<string, unknown>[] };
   delete suite.arms[0].draft;
   const path = join(work.path, "no-draft.json");
@@ -95,6 +95,11 @@ test("a speculation that passes {draft} without naming a draft model is bad inpu
   const result = bench(["run", "--suite", path, "--runs-dir", runs]);
   assert.is(result.status, 2, result.stderr);
   assert.match(result.stderr, /no-draft\.json: arms\.draft: arm "llama-server draft model" passes \{draft\} but names no draft model \(fix: name the draft model/);
+  const noParity = join(work.path, "prompts-of-niah.json");
+  writeFileSync(noParity, JSON.stringify({ ...JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")), prompts_of: "niah" }));
+  const refused = bench(["run", "--suite", noParity, "--runs-dir", runs]);
+  assert.is(refused.status, 2, refused.stderr);
+  assert.match(refused.stderr, /prompts-of-niah\.json: prompts_of: prompts_of "niah": suite niah is a niah suite, a parity suite is needed here \(fix: name a parity suite/);
 });
 
 // Not built here (scripts/build-llama-server.sh): counted as skipped, never as a pass; CI builds it and requires it.

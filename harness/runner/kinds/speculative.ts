@@ -41,6 +41,16 @@ function assertDraftNamed(suite: SpeculativeSuite, arm: SpeculativeArm): void {
   }
 }
 
+/** The prompts of the parity suite `prompts_of` names; a name that is no parity suite is this suite's bad input. */
+function promptsOf(suite: SpeculativeSuite): readonly string[] {
+  try {
+    return loadParitySuite(suite.prompts_of).prompts;
+  } catch (error) {
+    if (!(error instanceof BenchError)) throw error;
+    throw new BenchError(`prompts_of "${suite.prompts_of}": ${error.message}`, { file: suite.path, field: "prompts_of", fix: "name a parity suite, e.g. parity16" });
+  }
+}
+
 /**
  * Speculative decoding under test: each arm's server started with speculation (the leg's SUT) and
  * without it (started beside it for the arm's check), the same greedy requests asked of both.
@@ -49,13 +59,15 @@ function assertDraftNamed(suite: SpeculativeSuite, arm: SpeculativeArm): void {
 export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
   arms(suite, options) {
     for (const arm of suite.arms) assertDraftNamed(suite, arm);
-    // A runner is no server that speculates: --runner leaves this suite nothing to run.
+    promptsOf(suite);
+    // A runner is no server that speculates: --runner leaves this suite nothing to run. --model keeps
+    // the arms, as in a kernel suite: an arm's target and draft (or MTP block) go together.
     return options.runner !== undefined ? [] : armsByLabel(suite, options);
   },
   async run(suite, arms, battery) {
     const { options, emit } = battery;
-    const parity = loadParitySuite(suite.prompts_of);
-    const promptIndices = selectIndices(parity.prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
+    const prompts = promptsOf(suite);
+    const promptIndices = selectIndices(prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
     const open = async (arm: SpeculativeArm, context: SutContext) => {
       const { modelPath, speculating } = await armCommands(arm);
       const server = await startServerCommand(speculating, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
@@ -68,7 +80,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
     };
     await battery.legs(suite, arms, open, (arm, sut, opened, signal) => runSpeculativeArm({
       suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
-      prompts: new Map(promptIndices.map((p) => [p, parity.prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
+      prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
       speculating: serverGreedy(opened.baseUrl, signal),
       async withPlainServer(body) {
         const { plain: argv } = await armCommands(arm);
