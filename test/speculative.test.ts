@@ -43,6 +43,7 @@ test("the draft and MTP fixtures built in a fresh cache match their pinned sha25
     "tiny-random-draft": { F32: "f819a0c976c842a7a16250ee0bb7cd7820eab3122c73431ba6fd1af08ad0627b" },
     "qwen35-tiny-mtp": { F32: "9d92cb0320bc1745893465631b93f696e4147bbb6c862d3f9206d4e700a5114c" },
     "qwen35-tiny-mtp-in-trunk": { F32: "7d5cad137705ad5603f29847d0974ae60e443acb4e1b7611becb7d50194342e7" },
+    "qwen35moe-tiny-mtp": { F32: "55df24bbd2f2f1157d56120de3d528e6d40a9e2a9a1d84418eac0ab45bc7c223" },
   }, join(work.path, "cache"));
 });
 
@@ -71,9 +72,9 @@ test("the MTP fixture's trunk answers the zoo prompts with qwen35-tiny's committ
   }
 });
 
-test("held to qwen35-tiny's zoo goldens, the MTP fixture passes every numerical gate, and the FAKE that runs its block as a fifth trunk layer fails the distribution gate", () => {
-  const gates = (model: string, runId: string) => {
-    const result = bench(["run", "--suite", "zoo", "--arm", "qwen35 F32", "--model", model, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", runId]);
+test("held to their plain trunks' zoo goldens, the MTP fixtures pass every numerical gate, and the FAKE that runs the block as a fifth trunk layer fails the distribution gate", () => {
+  const gates = (model: string, runId: string, arm = "qwen35 F32") => {
+    const result = bench(["run", "--suite", "zoo", "--arm", arm, "--model", model, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", runId]);
     // Exit 1 either way: the identity check says the file is not the goldens' own (by design, it is another artifact).
     assert.is(result.status, 1, result.stdout + result.stderr);
     const summary = JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")) as { verdicts: { check: string; status: string }[] };
@@ -81,6 +82,8 @@ test("held to qwen35-tiny's zoo goldens, the MTP fixture passes every numerical 
   };
   const mtp = gates("qwen35-tiny-mtp:F32", "mtp-trunk");
   assert.equal([mtp.identity, mtp.greedy_parity, mtp.distribution, mtp.determinism, mtp.batch_invariance], ["fail", "pass", "pass", "pass", "pass"]);
+  const moe = gates("qwen35moe-tiny-mtp:F32", "moe-mtp-trunk", "qwen35moe F32");
+  assert.equal([moe.identity, moe.greedy_parity, moe.distribution, moe.determinism, moe.batch_invariance], ["fail", "pass", "pass", "pass", "pass"]);
   const inTrunk = gates("qwen35-tiny-mtp-in-trunk:F32", "mtp-in-trunk");
   assert.equal([inTrunk.identity, inTrunk.distribution], ["fail", "fail"]);
 });
@@ -102,12 +105,12 @@ test("a speculation that passes {draft} without naming a draft model, or prompts
 
 // Not built here (scripts/build-llama-server.sh): counted as skipped, never as a pass; CI builds it and requires it.
 const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
-(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixture and with the MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
+(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixture and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
   const result = bench(["run", "--suite", "speculative", "--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "spec"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   const summary = JSON.parse(readFileSync(join(runs, "spec", "summary.json"), "utf8")) as { verdicts: { arm: string; check: string; status: string; metrics?: Record<string, number | null> }[] };
   const verdicts = summary.verdicts.filter((v) => v.check === "speculative_greedy");
-  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server draft model"]);
+  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model"]);
   for (const verdict of verdicts) {
     assert.is(verdict.status, "pass", verdict.arm);
     const m = verdict.metrics!;
