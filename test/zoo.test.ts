@@ -73,7 +73,7 @@ test("on the committed zoo goldens the families' greedy continuations all differ
     const goldens = readGoldens(goldensDir(`${fixture}.F32`, "zoo"));
     assert.is(new Set(goldens.greedyIds.map((ids) => ids.join(","))).size, 16, fixture);
     const margins = distribution(goldens.topkLogprobs!.flat().map((row) => row[0] - row[1]))!;
-    // Measured: median 3.1 / 3.2 nats, p10 0.51 / 0.39 (README, "Model families").
+    // Measured: median 3.1 / 3.2 nats, p10 0.51 / 0.39 (docs/fixtures.md, "Model families").
     assert.ok(margins.median > 1.5, `${fixture}: median margin ${margins.median} nats`);
     assert.ok(margins.p10 > 0.2, `${fixture}: p10 margin ${margins.p10} nats`);
   }

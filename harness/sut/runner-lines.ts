@@ -2,7 +2,7 @@ import { BenchError } from "../errors.js";
 import { kernelPairsFromHello } from "./kernel-wire.js";
 
 /**
- * The pure half of the runner protocol (README, "Runner protocol"): what one line a runner writes on
+ * The pure half of the runner protocol (docs/runner-protocol.md): what one line a runner writes on
  * stdout means. No process, no I/O, so every branch can be fuzzed; stdio.ts drives the process.
  */
 export const RUNNER_PROTOCOL = "bringup-bench-runner";

@@ -9,7 +9,7 @@ import { UnsupportedRequestError } from "./unsupported.js";
 import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
- * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
+ * The runner protocol (docs/runner-protocol.md): a system under test is any command that speaks
  * JSON lines over stdio. The runner first writes a hello naming the protocol, its version, its
  * engine and the methods it has; the harness then sends `{"id", "method", "params"}` requests one
  * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}` (with `"unsupported": true`
@@ -69,7 +69,7 @@ class RunnerProcess {
     this.hello.catch(() => undefined);
     // Writing to a runner that has died fails here; the exit handler below reports why.
     child.stdin!.on("error", () => undefined);
-    const bootTimer = setTimeout(() => this.fail(new BenchError(`the runner wrote no hello within ${bootTimeoutS} s`, { field: "command", fix: `check that \`${this.commandLine}\` speaks the runner protocol (README, "Runner protocol")` })), bootTimeoutS * 1000);
+    const bootTimer = setTimeout(() => this.fail(new BenchError(`the runner wrote no hello within ${bootTimeoutS} s`, { field: "command", fix: `check that \`${this.commandLine}\` speaks the runner protocol (docs/runner-protocol.md)` })), bootTimeoutS * 1000);
     let greeted = false;
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (this.failure !== undefined || line.trim() === "") return;

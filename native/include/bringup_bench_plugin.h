@@ -1,5 +1,5 @@
 /*
- * bringup-bench kernel plugin ABI, version 2 (README, "Kernel plugins"; the ops are in
+ * bringup-bench kernel plugin ABI, version 2 (docs/kernel-plugins.md; the ops are in
  * docs/kernel-ops.md).
  *
  * A plugin is a shared library the harness loads with dlopen, in a host process of its own (a
