@@ -8,7 +8,8 @@ import { PROMPT_PAD, promptIdsSha256, writeGoldens } from "./goldens.js";
 import { creationTime, type GoldensManifest } from "./manifest.js";
 import { readNpyInt32 } from "./npy.js";
 import { isRawPromptLayout, readRawPrompts } from "./raw-prompts.js";
-import { statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 
 export interface ImportRequest {
   /** Another project's `greedy_ids.npy`: `<i4` [P, T]. */
@@ -22,6 +23,17 @@ export interface ImportRequest {
   readonly model: ModelRef;
   readonly source: string;
   readonly directory: string;
+  /** Replace goldens already in `directory` (they may be committed, with log-probs an import cannot bring back). */
+  readonly force?: boolean;
+}
+
+/** Existing goldens are kept unless the user asks for them to go: an import holds ids only (K = 0). */
+function refuseToOverwrite(directory: string, force: boolean): void {
+  if (force || !existsSync(directory) || readdirSync(directory).length === 0) return;
+  const held = readdirSync(directory).sort().join(", ");
+  throw new BenchError(`already holds goldens (${held}); an import would replace them with ids only`, {
+    file: directory, fix: "pass --out with another directory, or --force to replace them",
+  });
 }
 
 function readNpyPrompts(path: string, count: number): number[][] {
@@ -39,6 +51,7 @@ function readNpyPrompts(path: string, count: number): number[][] {
  * on them, never passed.
  */
 export async function importGoldens(request: ImportRequest): Promise<GoldensManifest> {
+  refuseToOverwrite(request.directory, request.force === true);
   const greedy = readNpyInt32(request.greedyPath, 2);
   const [P, T] = greedy.shape;
   const promptIds = isRawPromptLayout(request.promptsPath) ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
@@ -55,7 +68,8 @@ export async function importGoldens(request: ImportRequest): Promise<GoldensMani
   return writeGoldens(request.directory, { promptIds, greedyIds }, {
     schema_version: 1,
     suite: request.suite,
-    model: { id: request.model.id, file: request.model.path.split("/").pop()!, sha256: await sha256File(request.model.path), bytes: statSync(request.model.path).size },
+    // A file's absolute path, so that `goldens verify` and reruns find the model from any directory.
+    model: { id: request.model.quant === "file" ? resolve(request.model.path) : request.model.id, file: request.model.path.split("/").pop()!, sha256: await sha256File(request.model.path), bytes: statSync(request.model.path).size },
     oracle: { name: "imported", engine: "unknown", settings: {}, source: request.source },
     tokenizer: { fingerprint: tokenizerFingerprint(file) },
     prompts: { count: P, texts_sha256: null, ids_sha256: promptIdsSha256(promptIds) },
