@@ -7,7 +7,7 @@ import { HARNESS_VERSION } from "../version.js";
 import { PROMPT_PAD, promptIdsSha256, writeGoldens } from "./goldens.js";
 import { creationTime, type GoldensManifest } from "./manifest.js";
 import { readNpyInt32 } from "./npy.js";
-import { isRawPromptLayout, readRawPrompts } from "./raw-prompts.js";
+import { isRawPromptLayout, rawPromptFile, readRawPrompts } from "./raw-prompts.js";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 
@@ -54,14 +54,17 @@ export async function importGoldens(request: ImportRequest): Promise<GoldensMani
   refuseToOverwrite(request.directory, request.force === true);
   const greedy = readNpyInt32(request.greedyPath, 2);
   const [P, T] = greedy.shape;
-  const promptIds = isRawPromptLayout(request.promptsPath) ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
+  const raw = isRawPromptLayout(request.promptsPath);
+  const promptIds = raw ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
   const file = readGguf(request.model.path);
   const vocabSize = (file.metadata.get("tokenizer.ggml.tokens")?.value as unknown[] | undefined)?.length ?? 0;
   const greedyIds = Array.from({ length: P }, (_, p) => Array.from(greedy.data.subarray(p * T, (p + 1) * T)));
-  for (const [path, table] of [[request.promptsPath, promptIds], [request.greedyPath, greedyIds]] as const) {
-    table.forEach((ids, p) => ids.forEach((id, j) => {
+  // The error names the file that holds the bad id: in the raw layout, that prompt's own file.
+  const holderOf = (table: "prompts" | "greedy", p: number) => (table === "greedy" ? request.greedyPath : raw ? rawPromptFile(request.promptsPath, p) : request.promptsPath);
+  for (const [table, rows] of [["prompts", promptIds], ["greedy", greedyIds]] as const) {
+    rows.forEach((ids, p) => ids.forEach((id, j) => {
       if (id < 0 || id >= vocabSize) {
-        throw new BenchError(`id ${id} at [${p}, ${j}] is outside the model's vocabulary (0..${vocabSize - 1})`, { file: path, field: `[${p}, ${j}]`, fix: "import against the model these ids were made with" });
+        throw new BenchError(`id ${id} at [${p}, ${j}] is outside the model's vocabulary (0..${vocabSize - 1}, ${request.model.path})`, { file: holderOf(table, p), field: `[${p}, ${j}]`, fix: "import against the model these ids were made with" });
       }
     }));
   }
