@@ -192,6 +192,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
   const wireGreedy = (requests: readonly GreedyRequest[], mode?: "traced") => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })), ...(mode === undefined ? {} : { mode }) });
   const traced = has("greedy") && Array.isArray(hello.modes) && hello.modes.includes("traced");
+  const removed = hello.capabilities.filter((method) => (REMOVED_KERNEL_METHODS as readonly string[]).includes(method));
   const provenance: SutProvenance = {
     kind: "stdio",
     engine: `${hello.engine ?? "unnamed runner"} (runner protocol v${hello.version})`,
@@ -231,9 +232,15 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
     ...(has("kernel") && has("kernelTime") ? {
       kernelTime: async (request: KernelRequest, plan: KernelTimingPlan) => kernelTimingFromWire(await call("kernelTime", { ...kernelRequestToWire(request), timing: timingPlanToWire(plan) })),
     } : {}),
+    ...(!has("kernel") && removed.length > 0 ? {
+      unsupported: { kernel: `the runner offers ${removed.join(", ")}: these methods of the first kernel suites were replaced by \`kernel\` (one method for every op and encoding; docs/kernel-ops.md)` },
+    } : {}),
     close: () => runner.shutdown(options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, options.onWarning),
   };
 }
+
+/** Methods of protocol version 1's first kernel suites, gone since `kernel` took every op: named when a runner still offers them. */
+const REMOVED_KERNEL_METHODS = ["dequantize", "matvec"] as const;
 
 const REGION_SEMANTICS: readonly TraceCapture["regionSemantics"][] = ["fixed-per-bank", "fixed-total", "dynamic"];
 
