@@ -34,6 +34,9 @@ import { runParityArm } from "./parity-runner.js";
 import type { ExpectedModel } from "./identity.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
+import { runReuseArm } from "./reuse-runner.js";
+import type { ReuseArm, ReuseSuite } from "../suites/reuse-suite.js";
+import { slidingWindowOf } from "../gguf/sliding-window.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
 import { resolveNiahSuite, type NiahSuite } from "../suites/niah-suite.js";
 import { DEFAULT_BATTERY } from "../suites/default-battery.js";
@@ -225,7 +228,7 @@ function armsBeforeSharding<Arm extends { readonly label: string; readonly comma
   const byLabel = () => (options.arms === undefined ? suite.arms.filter((arm) => options.llamaServerBuilt || !needsLlamaServer(arm)) : suite.arms.filter((arm) => options.arms!.includes(arm.label)));
   // --model and --runner name model SUTs: kernel suites keep their arms (--plugin swaps those), and a runner is no HTTP server.
   if (suite.kind === "kernels") return byLabel();
-  if (options.runner !== undefined && suite.kind === "conformance") return [];
+  if (options.runner !== undefined && (suite.kind === "conformance" || suite.kind === "reuse")) return [];
   // --runner and --model keep an arm's settings (a needle suite's context size, say) and swap what runs: the arm
   // --arm names, else the first. The template carries its oracle too (a family's goldens in a suite spanning families).
   const template = (byLabel()[0] ?? suite.arms[0]) as Arm & { readonly model?: string };
@@ -500,6 +503,16 @@ async function runConformanceSuite(suite: ConformanceSuite, arms: readonly Confo
   }));
 }
 
+/** A reuse arm is a server arm: B = `concurrency` slots, its ubatch the arm's batch size, its window the model's. */
+async function runReuseSuite(suite: ReuseSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
+  const settingsOf = (arm: ReuseArm) => armSettings({ ...arm, sut: "http" }, options.settings, suite.concurrency);
+  const open = (arm: ReuseArm, context: SutContext) => options.openSut({ ...arm, sut: "http" }, settingsOf(arm), context);
+  await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, async (arm, sut, _opened, signal) => runReuseArm({
+    suiteName: suite.name, suite, arm, sut, emit, signal, reproduce: armCommand(suite, arm, options),
+    units: { ubatch: settingsOf(arm).batchSize, window: slidingWindowOf(readGguf((await resolveModel(arm.model)).path)) },
+  }));
+}
+
 /**
  * Arms on llama.cpp's own server need it built (scripts/build-llama-server.sh). Where it is not,
  * the run leaves them out and says so, so `bench run` on a fresh clone still runs everything else;
@@ -542,6 +555,7 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
       if (suite.kind === "parity") await runParitySuite(suite, options, recorder, emit);
       else if (suite.kind === "niah") await runNiahSuite(suite, options, recorder, emit);
       else if (suite.kind === "kernels") await runKernelSuite(suite, options, recorder, emit);
+      else if (suite.kind === "reuse") await runReuseSuite(suite, options, recorder, emit);
       else await runConformanceSuite(suite, selectArms(suite, options), options, recorder, emit);
     }
     return deal;

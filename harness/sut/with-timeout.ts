@@ -68,6 +68,8 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
     tracedGreedy: wrap("tracedGreedy", sut.tracedGreedy),
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
+    cachedGreedy: wrap("cachedGreedy", sut.cachedGreedy),
+    slotAction: wrap("slotAction", sut.slotAction),
     traceDemand: wrap("traceDemand", sut.traceDemand),
     kernelPairs: sut.kernelPairs,
     kernel: wrap("kernel", sut.kernel),
