@@ -7,6 +7,7 @@ import { efficacyOutcome, type ReuseMeasurement } from "../harness/reuse/efficac
 import { buildScenario, reusableTokens, scenarioShapes } from "../harness/reuse/scenarios.js";
 import { scoreScenario, type FinalPair } from "../harness/reuse/score.js";
 import { resolveSplitPoints } from "../harness/reuse/split-points.js";
+import { compareWithReference, promptKey, type AnswersByPrompt } from "../harness/reuse/prefill-reference.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { slidingWindowOf } from "../harness/gguf/sliding-window.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
@@ -62,7 +63,9 @@ test("split points: N, ubatch and window with factor and offset; window on a mod
   assert.equal(points.map((p) => p.k), [5, 64, 65, 131]);
   assert.equal(notApplicable, ["window", "window-1"]);
   assert.equal(resolveSplitPoints(["window", "window+1", "16"], { ubatch: 64, window: 16 }, 160, "suite.json").points.map((p) => p.k), [16, 17]);
-  assert.throws(() => resolveSplitPoints(["3*ubatch"], { ubatch: 64, window: undefined }, 160, "suite.json"), (e: Error) => e instanceof BenchError && e.field === "split_points" && /192 tokens here, outside 1\.\.159/.test(e.message));
+  // An arm that prefills whole prompts has no ubatch edge inside them.
+  assert.equal(resolveSplitPoints(["3*ubatch", "7"], { ubatch: 64, window: undefined }, 160, "suite.json"), { points: [{ expression: "7", k: 7 }], notApplicable: ["3*ubatch (192)"] });
+  assert.throws(() => resolveSplitPoints(["200"], { ubatch: 64, window: undefined }, 160, "suite.json"), (e: Error) => e instanceof BenchError && e.field === "split_points" && /200 tokens here, outside 1\.\.159/.test(e.message));
 });
 
 test("scenarios: divergence shares exactly k tokens; multi-turn resends prompt + answer + new text; reusable is the common prefix less the last token", () => {
@@ -86,6 +89,14 @@ test("scenarios: divergence shares exactly k tokens; multi-turn resends prompt +
   assert.is(finals.length, 4);
   assert.is(new Set(finals.map((f) => f.join())).size, 4, "each concurrent request has its own suffix");
   assert.throws(() => buildScenario(d, base.slice(0, 6), other, suite), (e: Error) => e instanceof BenchError && e.field === "text");
+});
+
+test("prefill reference: prompts both arms asked are compared, cold then hit; a difference names the scenario, answer and position", () => {
+  const reference: AnswersByPrompt = new Map([[promptKey([1, 2, 3]), { label: "prefix k=5", cold: [4, 5, 6], hit: [4, 5, 6] }], [promptKey([1, 9]), { label: "multi-turn", cold: [7], hit: [7] }]]);
+  const same: AnswersByPrompt = new Map([[promptKey([1, 2, 3]), { label: "prefix k=5", cold: [4, 5, 6], hit: [4, 5, 6] }], [promptKey([1, 8]), { label: "prefix k=1 (ubatch)", cold: [0], hit: [0] }]]);
+  assert.equal(compareWithReference(same, reference), { compared: 1, differences: [] });
+  const hitDiffers: AnswersByPrompt = new Map([[promptKey([1, 2, 3]), { label: "prefix k=5", cold: [4, 5, 6], hit: [4, 2, 6] }]]);
+  assert.equal(compareWithReference(hitDiffers, reference).differences, [{ label: "prefix k=5", which: "hit", position: 1, referenceId: 5, observedId: 2 }]);
 });
 
 const measurement = (kind: ReuseMeasurement["kind"], cached: number | undefined, reusable: number, promptTokens = 100): ReuseMeasurement =>

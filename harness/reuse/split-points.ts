@@ -16,8 +16,9 @@ const EXPRESSION = /^(?:(\d+)|(?:(\d+)\*)?(ubatch|window)([+-]\d+)?)$/;
 
 /**
  * Resolves the suite's split points (`N`, `ubatch`, `2*ubatch+1`, `window-1`) for one arm, in
- * suite order, duplicates dropped. A `window` point on a model without a sliding window does not
- * apply and is returned in `notApplicable`; a point outside 1..promptTokens-1 is bad input.
+ * suite order, duplicates dropped. A `window` point on a model without a sliding window, and a
+ * `ubatch` point past the prompt (an arm that prefills whole prompts), do not apply and are
+ * returned in `notApplicable`; a literal point outside 1..promptTokens-1 is bad input.
  */
 export function resolveSplitPoints(expressions: readonly string[], units: SplitUnits, promptTokens: number, file: string): { points: SplitPoint[]; notApplicable: string[] } {
   const points: SplitPoint[] = [];
@@ -34,6 +35,10 @@ export function resolveSplitPoints(expressions: readonly string[], units: SplitU
         continue;
       }
       k = Number(match[2] ?? 1) * unit + Number(match[4] ?? 0);
+    }
+    if (match[1] === undefined && k >= promptTokens) {
+      notApplicable.push(`${expression} (${k})`);
+      continue;
     }
     if (!Number.isInteger(k) || k < 1 || k >= promptTokens) {
       throw new BenchError(`split point ${expression} is ${k} tokens here, outside 1..${promptTokens - 1} (prompt_tokens ${promptTokens}, ubatch ${units.ubatch}${units.window === undefined ? "" : `, window ${units.window}`})`, { file, field: "split_points", fix: "raise prompt_tokens or lower the split point" });

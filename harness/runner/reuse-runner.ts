@@ -4,6 +4,7 @@ import { efficacyOutcome, type ReuseMeasurement } from "../reuse/efficacy.js";
 import { buildScenario, reusableTokens, scenarioShapes, type Scenario } from "../reuse/scenarios.js";
 import { scoreScenario, type FinalPair } from "../reuse/score.js";
 import { resolveSplitPoints, type SplitUnits } from "../reuse/split-points.js";
+import { compareWithReference, promptKey, type AnswersByPrompt } from "../reuse/prefill-reference.js";
 import type { CellRecord } from "../results/types.js";
 import type { ReuseArm, ReuseSuite } from "../suites/reuse-suite.js";
 import { checkGreedyAnswer } from "../sut/answer-shape.js";
@@ -16,6 +17,10 @@ export interface ReuseArmContext extends ArmScope {
   readonly arm: ReuseArm;
   /** The arm's ubatch and the model's sliding window, which split points are written in. */
   readonly units: SplitUnits;
+  /** Filled with this arm's answers, for arms that name it their `prefill_reference`. */
+  readonly answers: AnswersByPrompt;
+  /** The answers of the arm this one names as `prefill_reference`; undefined when that arm did not run. */
+  readonly referenceAnswers: AnswersByPrompt | undefined;
 }
 
 /** The file name slot-restore saves slot state under, in the server's slot directory (overwritten each run). */
@@ -116,6 +121,7 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
       try {
         const run = await runScenario(context, scenario);
         measurements.push(...run.measurements);
+        for (const pair of run.pairs) context.answers.set(promptKey(pair.final), { label: scenario.label, cold: pair.cold.ids, hit: pair.hit.ids });
         const score = scoreScenario(run.pairs, arm.distribution ?? suite.distribution);
         const note = efficacyNote(run.measurements);
         if (score.status === "not-cold") {
@@ -158,7 +164,7 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
     if (ran === 0) return { status: "skip", reason: skipped.length > 0 ? `no scenario could run (${skipped.join(", ")})` : "the run was stopped before the first scenario" };
     const notes = [
       ...(skipped.length === 0 ? [] : [`${skipped.join(", ")} SKIPPED`]),
-      ...(notApplicable.length === 0 ? [] : [`split points ${notApplicable.join(", ")} not applicable (the model has no sliding window)`]),
+      ...(notApplicable.length === 0 ? [] : [`split points ${notApplicable.join(", ")} not applicable here (no sliding window, or past the prompt)`]),
     ];
     return {
       status: failed === 0 ? "pass" : "fail",
@@ -173,5 +179,26 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
     await context.emit({ kind: "cells", cells: [makeCell(context, "reuse_efficacy", gate, { status: outcome.status, detail })] });
     return outcome;
   });
+  await runCheck(context, "reuse_prefill", arm.prefill_reference === undefined ? undefined : "required", ["cachedGreedy"], async (gate) => {
+    const outcome = prefillOutcome(context);
+    const detail = outcome.status === "skip" ? outcome.reason : outcome.summary;
+    lines.push(`  prefill${outcome.status === "skip" ? " SKIPPED" : ""}: ${detail}`);
+    await context.emit({ kind: "cells", cells: [makeCell(context, "reuse_prefill", gate, { status: outcome.status, detail })] });
+    return outcome;
+  });
   return { summaryLine: lines.length === 0 ? undefined : [`${arm.label} reuse:`, ...lines].join("\n") };
+}
+
+/** This arm's answers against its prefill reference's: the same prompts prefilled in other chunks must get the same ids. */
+function prefillOutcome(context: ReuseArmContext): CheckOutcome {
+  const reference = context.arm.prefill_reference!;
+  if (context.referenceAnswers === undefined) return { status: "skip", reason: `the reference arm "${reference}" did not run before this one in this run (run both: --arm "${reference}" --arm "${context.arm.label}")` };
+  const { compared, differences } = compareWithReference(context.answers, context.referenceAnswers);
+  if (compared === 0) return { status: "skip", reason: `no final prompt was asked by both this arm and "${reference}"` };
+  const first = differences[0];
+  return {
+    status: differences.length === 0 ? "pass" : "fail",
+    summary: `${compared - differences.length}/${compared} prompts answered as "${reference}" answers them (ubatch ${context.units.ubatch})${first === undefined ? "" : `; FAIL: ${first.label} ${first.which} answer diverges at generated position ${first.position}: reference ${first.referenceId ?? "(ended)"}, here ${first.observedId ?? "(ended)"}${differences.length > 1 ? ` (and ${differences.length - 1} more)` : ""}; reproduce: ${context.reproduce} --arm "${reference}"`}`,
+    metrics: { compared, differing: differences.length, ubatch: context.units.ubatch },
+  };
 }

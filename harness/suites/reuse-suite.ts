@@ -11,6 +11,11 @@ export interface ReuseArm extends Omit<SuiteArm, "oracle"> {
    * kind (e.g. `{ "prefix": 0.9 }`): declared, `reuse_efficacy` is required on this arm and fails below it.
    */
   readonly expect_reuse?: Partial<Record<ReuseScenarioKind, number>>;
+  /**
+   * Another arm of the suite on the same model, prefilling in other chunks (or whole), run before
+   * this one: every final prompt both asked must get the same answers (`reuse_prefill`, required).
+   */
+  readonly prefill_reference?: string;
 }
 
 /** A reuse suite exactly as its JSON file says (schema: suites/schema/reuse.schema.json). */
