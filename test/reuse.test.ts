@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { BenchError } from "../harness/errors.js";
 import { efficacyOutcome, type ReuseMeasurement } from "../harness/reuse/efficacy.js";
 import { buildScenario, reusableTokens, scenarioShapes } from "../harness/reuse/scenarios.js";
-import { scoreScenario, type FinalPair } from "../harness/reuse/score.js";
+import { scoreChat, scoreScenario, type FinalPair } from "../harness/reuse/score.js";
 import { resolveSplitPoints } from "../harness/reuse/split-points.js";
 import { compareWithReference, promptKey, type AnswersByPrompt } from "../harness/reuse/prefill-reference.js";
 import { readGguf } from "../harness/gguf/read.js";
@@ -56,6 +56,14 @@ test("score: same ids but hit log-probs past the bounds fail on the bound; withi
   assert.is(fail.status === "fail" ? fail.divergence : "x", undefined);
   assert.match(fail.status === "fail" ? fail.why : "", /FAIL kld mean/);
   assert.equal(scoreScenario([{ final: [1], hit: answer([4, 6]), cold }], bounds), { status: "pass", bounds: [] });
+});
+
+test("score: chat answers are compared character for character, the first differing character named", () => {
+  const chat = (text: string, cachedTokens?: number) => ({ text, promptTokens: 40, cachedTokens });
+  assert.equal(scoreChat(chat("hello there"), chat("hello there")), { status: "pass", bounds: [] });
+  const parted = scoreChat(chat("hello where"), chat("hello there"));
+  assert.match(parted.status === "fail" ? parted.why : "", /diverges at character 6: cold "hello there", hit "hello where"/);
+  assert.is(scoreChat(chat("a"), chat("a", 3)).status, "not-cold");
 });
 
 test("split points: N, ubatch and window with factor and offset; window on a model without one is not applicable; out of range is bad input naming the field", () => {

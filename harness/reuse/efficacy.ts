@@ -4,7 +4,8 @@ import { REUSE_SCENARIOS, type ReuseScenarioKind } from "../suites/reuse-suite.j
 export interface ReuseMeasurement {
   readonly kind: ReuseScenarioKind;
   readonly label: string;
-  readonly promptTokens: number;
+  /** Undefined: the server did not say how long the prompt it rendered was (a chat request). */
+  readonly promptTokens: number | undefined;
   readonly reusable: number;
   readonly cached: number | undefined;
   readonly hitMs: number;
@@ -63,7 +64,7 @@ export function efficacyOutcome(measurements: readonly ReuseMeasurement[], expec
   if (measurements.length === 0) return { status: "skip", reason: "no scenario ran to its last request" };
   if (measurements.every((m) => m.cached === undefined)) return { status: "skip", reason: "the server reports no cached prompt tokens (usage.prompt_tokens_details.cached_tokens, timings.cache_n): reuse cannot be measured" };
   const kinds = efficacyByKind(measurements);
-  const problems = measurements.filter((m) => m.cached !== undefined && m.cached >= m.promptTokens)
+  const problems = measurements.filter((m) => m.cached !== undefined && m.promptTokens !== undefined && m.cached >= m.promptTokens)
     .map((m) => `${m.label}: reports ${m.cached} cached of a ${m.promptTokens}-token prompt (at least the last token must be evaluated)`);
   for (const [kind, least] of Object.entries(expect ?? {}) as [ReuseScenarioKind, number][]) {
     const measured = kinds.find((k) => k.kind === kind);

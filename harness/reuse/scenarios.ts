@@ -1,6 +1,6 @@
 import { BenchError } from "../errors.js";
 import type { ReuseScenarioKind, ReuseSuite } from "../suites/reuse-suite.js";
-import type { TokenId } from "../sut/types.js";
+import type { ChatMessage, TokenId } from "../sut/types.js";
 import type { SplitPoint } from "./split-points.js";
 
 /** A scenario before its prompts exist: what it is, and the tag its prompts start with. */
@@ -84,5 +84,17 @@ export function buildScenario(shape: ScenarioShape, base: readonly TokenId[], ot
       };
     case "slot-restore":
       return { ...common, warm: prompt, slot: 0, evictor: [prompt[0], ...other.slice(0, L - 1)], finals: (answer) => [[...prompt, ...answer, ...turn]] };
+    case "multi-turn-chat":
+      throw new Error("multi-turn-chat is asked in messages, not ids: see chatTurns");
   }
+}
+
+/**
+ * The chat scenario's two requests: the first user message (tag and text, cut to about
+ * `prompt_tokens` characters: the fixtures' vocabularies are character-level), then the history
+ * with the answer and a new user message, as chat clients resend it.
+ */
+export function chatTurns(shape: ScenarioShape, suite: Pick<ReuseSuite, "text" | "other_text" | "prompt_tokens" | "turn_tokens">): { first: ChatMessage[]; then: (answer: string) => ChatMessage[] } {
+  const first: ChatMessage[] = [{ role: "user", content: `${shape.tag} ${suite.text}`.slice(0, suite.prompt_tokens) }];
+  return { first, then: (answer) => [...first, { role: "assistant", content: answer }, { role: "user", content: suite.other_text.slice(0, suite.turn_tokens) }] };
 }

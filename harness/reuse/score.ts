@@ -1,7 +1,7 @@
 import { describeBound, holdToBounds, type BoundResult } from "../accuracy/distribution-bounds.js";
 import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
 import type { DistributionBounds } from "../suites/parity-suite.js";
-import type { CachedGreedyAnswer, TokenId } from "../sut/types.js";
+import type { CachedChatAnswer, CachedGreedyAnswer, TokenId } from "../sut/types.js";
 import { commonPrefix } from "./scenarios.js";
 
 /** One final request of a scenario: asked with the cache on (hit) and off (cold). */
@@ -63,4 +63,17 @@ function boundsOnShared(pairs: readonly FinalPair[], bounds: DistributionBounds)
     pairs.map((p, i) => p.hit.topK!.slice(0, shared[i])),
   );
   return holdToBounds(accuracy, bounds);
+}
+
+/** A chat hit against its cold answer, character for character (position: the first differing character). */
+export function scoreChat(hit: CachedChatAnswer, cold: CachedChatAnswer): ScenarioScore {
+  if ((cold.cachedTokens ?? 0) > 0) return { status: "not-cold", why: `the cold chat request reports ${cold.cachedTokens} cached prompt tokens: the server did not turn its cache off (cache_prompt: false)` };
+  const coldChars = [...cold.text];
+  const hitChars = [...hit.text];
+  const position = commonPrefix(coldChars.map((c) => c.codePointAt(0)!), hitChars.map((c) => c.codePointAt(0)!));
+  if (position === Math.max(coldChars.length, hitChars.length)) return { status: "pass", bounds: [] };
+  return {
+    status: "fail", bounds: [], divergence: { request: 0, position, coldId: null, hitId: null },
+    why: `the chat answer diverges at character ${position}: cold ${JSON.stringify(cold.text.slice(0, position + 8))}, hit ${JSON.stringify(hit.text.slice(0, position + 8))}`,
+  };
 }

@@ -1,8 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { BenchError } from "../errors.js";
 import { efficacyOutcome, type ReuseMeasurement } from "../reuse/efficacy.js";
-import { buildScenario, reusableTokens, scenarioShapes, type Scenario } from "../reuse/scenarios.js";
-import { scoreScenario, type FinalPair } from "../reuse/score.js";
+import { buildScenario, chatTurns, reusableTokens, scenarioShapes, type Scenario, type ScenarioShape } from "../reuse/scenarios.js";
+import { scoreChat, scoreScenario, type FinalPair, type ScenarioScore } from "../reuse/score.js";
 import { resolveSplitPoints, type SplitUnits } from "../reuse/split-points.js";
 import { compareWithReference, promptKey, type AnswersByPrompt } from "../reuse/prefill-reference.js";
 import type { CellRecord } from "../results/types.js";
@@ -41,6 +41,8 @@ async function ask(sut: SystemUnderTest, promptIds: readonly TokenId[], maxToken
 class RejectedAnswer extends Error {}
 
 interface ScenarioRun {
+  readonly score: ScenarioScore;
+  /** The id-level answers (none for chat), for arms that take this one as their prefill reference. */
   readonly pairs: FinalPair[];
   readonly measurements: ReuseMeasurement[];
 }
@@ -63,12 +65,40 @@ async function runScenario(context: ReuseArmContext, scenario: Scenario): Promis
   const hits = scenario.together ? await Promise.all(finals.map(hitOne)) : await sequentially(finals, hitOne);
   // Cold after every hit: a cold request clears the slot it lands on, which must not be a hit's.
   const colds = await sequentially(finals, (final) => ask(sut, final, T, false, scenario.slot, suite.top_k));
+  const pairs = finals.map((final, i) => ({ final, hit: hits[i].answer, cold: colds[i].answer }));
   return {
-    pairs: finals.map((final, i) => ({ final, hit: hits[i].answer, cold: colds[i].answer })),
+    score: scoreScenario(pairs, context.arm.distribution ?? suite.distribution),
+    pairs,
     measurements: finals.map((final, i) => ({
       kind: scenario.kind, label: scenario.label, promptTokens: final.length, reusable: reusableTokens(scenario.warm, warm.answer.ids, final),
       cached: hits[i].answer.cachedTokens, hitMs: hits[i].ms, coldMs: colds[i].ms, hitPromptMs: hits[i].answer.promptMs, coldPromptMs: colds[i].answer.promptMs,
     })),
+  };
+}
+
+/**
+ * The multi-turn chat scenario: a first turn with the cache on, then the history with its answer
+ * and a new user message, hit then cold. Chat answers are text: they are compared character for
+ * character (the fixtures' vocabularies are character-level), and what was reusable is the first
+ * turn's rendered prompt, as the server counts it.
+ */
+async function runChatScenario(context: ReuseArmContext, shape: ScenarioShape): Promise<ScenarioRun> {
+  const { sut, suite } = context;
+  const turns = chatTurns(shape, suite);
+  const first = await sut.cachedChat!({ messages: turns.first, maxTokens: suite.max_tokens, cachePrompt: true });
+  const messages = turns.then(first.text);
+  const timed = async (cachePrompt: boolean) => {
+    const started = performance.now();
+    const answer = await sut.cachedChat!({ messages, maxTokens: suite.max_tokens, cachePrompt });
+    return { answer, ms: performance.now() - started };
+  };
+  const hit = await timed(true);
+  const cold = await timed(false);
+  const reusable = Math.min(first.promptTokens ?? 0, (hit.answer.promptTokens ?? Infinity) - 1);
+  return {
+    score: scoreChat(hit.answer, cold.answer),
+    pairs: [],
+    measurements: [{ kind: shape.kind, label: shape.kind, promptTokens: hit.answer.promptTokens, reusable, cached: hit.answer.cachedTokens, hitMs: hit.ms, coldMs: cold.ms, hitPromptMs: undefined, coldPromptMs: undefined }],
   };
 }
 
@@ -100,42 +130,49 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
     const [otherWithBos] = await sut.tokenize!([suite.other_text]);
     const other = otherWithBos.slice(1);
     const bases = await sut.tokenize!(shapes.map((shape) => `${shape.tag} ${suite.text}`));
-    const scenarios = shapes.map((shape, i) => buildScenario(shape, bases[i], other, suite));
+    // Built before any request: a text too short for its scenarios is the suite's error, found at once.
+    const scenarios = shapes.map((shape, i) => shape.kind === "multi-turn-chat" ? undefined : buildScenario(shape, bases[i], other, suite));
     let identical = 0;
+    let withLogprobs = 0;
     let failed = 0;
     let errored = 0;
     const skipped: string[] = [];
     let stoppedBy: string | undefined;
-    for (const [index, scenario] of scenarios.entries()) {
+    for (const [index, shape] of shapes.entries()) {
       if (context.signal.aborted) break;
-      await context.emit({ kind: "progress", message: `${suite.name} · ${arm.label} · ${scenario.label}` });
-      const where = `${scenario.label}, prompt "${scenario.tag} ${suite.text.slice(0, 24)}…" (${scenario.warm.length}-token warm request)`;
-      const cell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "reuse", gate, { prompt: index, prompt_class: scenario.label, ...fields });
-      if (scenario.evictor !== undefined && !hasCapability(sut, "slotAction")) {
-        const reason = `${scenario.label}: SKIPPED — the server offers no slot save/restore (${sut.unsupported?.slotAction ?? "no dialect has it"})`;
-        skipped.push(scenario.label);
+      const scenario = scenarios[index];
+      const label = scenario?.label ?? shape.kind;
+      await context.emit({ kind: "progress", message: `${suite.name} · ${arm.label} · ${label}` });
+      const where = `${label}, prompt "${shape.tag} ${suite.text.slice(0, 24)}…"${scenario === undefined ? " (chat)" : ` (${scenario.warm.length}-token warm request)`}`;
+      const cell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "reuse", gate, { prompt: index, prompt_class: label, ...fields });
+      const lacking = scenario === undefined ? (hasCapability(sut, "cachedChat") ? undefined : { what: "chat completions", why: sut.unsupported?.cachedChat })
+        : scenario.evictor !== undefined && !hasCapability(sut, "slotAction") ? { what: "slot save/restore", why: sut.unsupported?.slotAction } : undefined;
+      if (lacking !== undefined) {
+        const reason = `${label}: SKIPPED — the server offers no ${lacking.what} (${lacking.why ?? "no dialect has it"})`;
+        skipped.push(label);
         lines.push(`  SKIP ${reason}`);
         await context.emit({ kind: "cells", cells: [cell({ status: "skip", detail: reason })] });
         continue;
       }
       try {
-        const run = await runScenario(context, scenario);
+        const run = scenario === undefined ? await runChatScenario(context, shape) : await runScenario(context, scenario);
         measurements.push(...run.measurements);
-        for (const pair of run.pairs) context.answers.set(promptKey(pair.final), { label: scenario.label, cold: pair.cold.ids, hit: pair.hit.ids });
-        const score = scoreScenario(run.pairs, arm.distribution ?? suite.distribution);
+        for (const pair of run.pairs) context.answers.set(promptKey(pair.final), { label, cold: pair.cold.ids, hit: pair.hit.ids });
+        const score = run.score;
         const note = efficacyNote(run.measurements);
         if (score.status === "not-cold") {
           errored++;
-          lines.push(`  ERR  ${scenario.label}: ${score.why}`);
+          lines.push(`  ERR  ${label}: ${score.why}`);
           await context.emit({ kind: "cells", cells: [cell({ status: "error", detail: `${where}: ${score.why}` })] });
         } else if (score.status === "pass") {
           identical++;
-          lines.push(`  PASS ${scenario.label}: identical to cold; ${note}`);
-          await context.emit({ kind: "cells", cells: [cell({ status: "pass", detail: `${scenario.label}: ${run.pairs.length} answer(s) identical to cold${score.bounds.length === 0 ? "" : ", log-probs within bounds"}; ${note}` })] });
+          if (score.bounds.length > 0) withLogprobs++;
+          lines.push(`  PASS ${label}: identical to cold; ${note}`);
+          await context.emit({ kind: "cells", cells: [cell({ status: "pass", detail: `${label}: ${run.measurements.length} answer(s) identical to cold${score.bounds.length === 0 ? "" : ", log-probs within bounds"}; ${note}` })] });
         } else {
           failed++;
           const d = score.divergence;
-          lines.push(`  FAIL ${scenario.label}: ${score.why}`);
+          lines.push(`  FAIL ${label}: ${score.why}`);
           await context.emit({ kind: "cells", cells: [cell({
             status: "fail", position: d?.position ?? null, expected_id: d?.coldId ?? null, observed_id: d?.hitId ?? null,
             detail: `${where}: the cache-on answer differs from cold: ${score.why}; ${note}; reproduce: ${context.reproduce}`,
@@ -146,12 +183,12 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
         const reason = error instanceof Error ? error.message : String(error);
         if (error instanceof RejectedAnswer) {
           failed++;
-          lines.push(`  FAIL ${scenario.label}: ${reason}`);
+          lines.push(`  FAIL ${label}: ${reason}`);
           await context.emit({ kind: "cells", cells: [cell({ status: "fail", detail: `${where}: ${reason}; reproduce: ${context.reproduce}` })] });
           continue;
         }
         errored++;
-        lines.push(`  ERR  ${scenario.label}: ${reason}`);
+        lines.push(`  ERR  ${label}: ${reason}`);
         await context.emit({ kind: "cells", cells: [cell({ status: "error", detail: `${where}: ${reason}` })] });
         if (endsTheSut(error)) {
           stoppedBy = reason;
@@ -162,7 +199,9 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
     if (errored > 0) throw new ErrorsInCells(`${errored} scenario(s) errored${stoppedBy === undefined ? "" : `; the others did not run: ${stoppedBy}`} (see their cells)`);
     const ran = identical + failed;
     if (ran === 0) return { status: "skip", reason: skipped.length > 0 ? `no scenario could run (${skipped.join(", ")})` : "the run was stopped before the first scenario" };
+    const bounds = arm.distribution ?? suite.distribution;
     const notes = [
+      ...(bounds === undefined || suite.top_k === undefined ? [] : [withLogprobs === identical ? "log-probs within bounds" : withLogprobs === 0 ? "log-probs not compared: the server gives none" : `log-probs held to bounds on ${withLogprobs}/${identical} (the server gives none on the others)`]),
       ...(skipped.length === 0 ? [] : [`${skipped.join(", ")} SKIPPED`]),
       ...(notApplicable.length === 0 ? [] : [`split points ${notApplicable.join(", ")} not applicable here (no sliding window, or past the prompt)`]),
     ];

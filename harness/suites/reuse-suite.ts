@@ -1,7 +1,7 @@
 import type { DistributionBounds, SuiteArm, SuiteFile } from "./parity-suite.js";
 
-/** The scenarios a reuse suite can run (docs/reuse.md): each a sequence of requests whose last answer is held to a cold one. */
-export const REUSE_SCENARIOS = ["prefix", "divergence", "multi-turn", "concurrent", "slot-restore"] as const;
+/** The scenarios a reuse suite can run (docs/state-reuse.md): each a sequence of requests whose last answer is held to a cold one. */
+export const REUSE_SCENARIOS = ["prefix", "divergence", "multi-turn", "multi-turn-chat", "concurrent", "slot-restore"] as const;
 export type ReuseScenarioKind = (typeof REUSE_SCENARIOS)[number];
 
 /** A server arm of a reuse suite: the parity arm's fields, and what its cache promises. */

@@ -158,7 +158,7 @@ const DIALECTS: readonly Dialect[] = [LLAMA_CPP_DIALECT, VLLM_DIALECT, OPENAI_DI
 /** Where each SUT capability comes from in a dialect's offer. */
 const SUT_CAPABILITIES: Readonly<Record<DialectCapability, readonly Capability[]>> = {
   tokenize: ["tokenize"], detokenize: ["detokenize"], inspectTokens: ["inspectTokens"], greedy: ["greedy", "batchedGreedy"], teacherForced: ["teacherForcedTopK"],
-  cachedGreedy: ["cachedGreedy"], slotAction: ["slotAction"],
+  cachedGreedy: ["cachedGreedy"], cachedChat: ["cachedChat"], slotAction: ["slotAction"],
 };
 
 export interface HttpSutOptions {
@@ -231,7 +231,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
     ...await loadedModelOf(model, json, { path: options.modelPath, sha256: options.modelSha256 }),
   };
-  const { tokenize, detokenize, inspectTokens, greedy, teacherForced, cachedGreedy, slotAction } = offer;
+  const { tokenize, detokenize, inspectTokens, greedy, teacherForced, cachedGreedy, cachedChat, slotAction } = offer;
   const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
     const out: A[] = [];
     for (const r of requests) out.push(await one(r));
@@ -253,6 +253,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     }),
     ...(teacherForced === undefined ? {} : { teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => inOrder(requests, teacherForced) }),
     ...(cachedGreedy === undefined ? {} : { cachedGreedy }),
+    ...(cachedChat === undefined ? {} : { cachedChat }),
     ...(slotAction === undefined ? {} : { slotAction }),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);

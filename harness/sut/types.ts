@@ -45,6 +45,27 @@ export interface CachedGreedyAnswer {
   readonly topK?: TopK[];
 }
 
+/** One message of a chat, as OpenAI's chat API takes it. */
+export interface ChatMessage {
+  readonly role: "system" | "user" | "assistant";
+  readonly content: string;
+}
+
+/** A greedy chat request with the server's prompt cache on or off (the multi-turn-chat reuse scenario). */
+export interface CachedChatRequest {
+  readonly messages: readonly ChatMessage[];
+  readonly maxTokens: number;
+  readonly cachePrompt: boolean;
+}
+
+/** A chat answer: its text (chat APIs give no ids), and what the server says of its prompt. */
+export interface CachedChatAnswer {
+  readonly text: string;
+  /** Tokens of the prompt the server rendered from the messages, where it says (usage.prompt_tokens). */
+  readonly promptTokens: number | undefined;
+  readonly cachedTokens: number | undefined;
+}
+
 /** Slot save/restore (llama.cpp's `/slots/N?action=save|restore`, which needs `--slot-save-path`). */
 export type SlotAction = "save" | "restore";
 
@@ -131,7 +152,7 @@ export interface KernelTiming {
   readonly callsPerSample: number;
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -157,6 +178,8 @@ export interface SystemUnderTest {
   teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
   /** One greedy request to a server that may reuse its prompt cache, with what it reports of that reuse. */
   cachedGreedy?(request: CachedGreedyRequest): Promise<CachedGreedyAnswer>;
+  /** One greedy chat completion, with the cache on or off, and what the server reports of its prompt. */
+  cachedChat?(request: CachedChatRequest): Promise<CachedChatAnswer>;
   /** Saves a slot's state to a file the server names `name`, or restores it from there. */
   slotAction?(slot: number, action: SlotAction, name: string): Promise<void>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */

@@ -69,6 +69,7 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
     batchedGreedy: wrap("batchedGreedy", sut.batchedGreedy),
     teacherForcedTopK: wrap("teacherForcedTopK", sut.teacherForcedTopK),
     cachedGreedy: wrap("cachedGreedy", sut.cachedGreedy),
+    cachedChat: wrap("cachedChat", sut.cachedChat),
     slotAction: wrap("slotAction", sut.slotAction),
     traceDemand: wrap("traceDemand", sut.traceDemand),
     kernelPairs: sut.kernelPairs,

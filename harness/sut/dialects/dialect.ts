@@ -1,5 +1,5 @@
 import type { HttpResponse } from "../http.js";
-import type { CachedGreedyAnswer, CachedGreedyRequest, GreedyRequest, SlotAction, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
+import type { CachedChatAnswer, CachedChatRequest, CachedGreedyAnswer, CachedGreedyRequest, GreedyRequest, SlotAction, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
 
 /** How a dialect reaches the server: POSTs with the key, and the model id /v1/models listed. */
 export interface DialectClient {
@@ -17,6 +17,7 @@ export interface DialectOffer {
   readonly greedy?: (request: GreedyRequest) => Promise<TokenId[]>;
   readonly teacherForced?: (request: TeacherForcedRequest) => Promise<TopK[]>;
   readonly cachedGreedy?: (request: CachedGreedyRequest) => Promise<CachedGreedyAnswer>;
+  readonly cachedChat?: (request: CachedChatRequest) => Promise<CachedChatAnswer>;
   readonly slotAction?: (slot: number, action: SlotAction, name: string) => Promise<void>;
 }
 

@@ -31,6 +31,14 @@ export const OPENAI_DIALECT: Dialect = {
         const { choice, usage } = await completionWithUsage({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined, cache_prompt: r.cachePrompt, ...(r.slot === undefined ? {} : { id_slot: r.slot }) });
         return { ids: idList(choice.token_ids, "choices[0].token_ids"), cachedTokens: reportedCount(usage?.prompt_tokens_details?.cached_tokens, "usage.prompt_tokens_details.cached_tokens"), promptMs: undefined };
       },
+      cachedChat: async (r) => {
+        const answer = await client.json<{ choices?: { message?: { content?: unknown } }[]; usage?: { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } } }>("/v1/chat/completions", {
+          model: client.model, messages: r.messages, max_tokens: r.maxTokens, temperature: 0, cache_prompt: r.cachePrompt,
+        });
+        const text = answer.choices?.[0]?.message?.content;
+        if (typeof text !== "string") throw new Error("/v1/chat/completions answered without choices[0].message.content");
+        return { text, promptTokens: reportedCount(answer.usage?.prompt_tokens, "usage.prompt_tokens"), cachedTokens: reportedCount(answer.usage?.prompt_tokens_details?.cached_tokens, "usage.prompt_tokens_details.cached_tokens") };
+      },
       teacherForced: async (r) => {
         const choice = await completion({ prompt: [...r.promptIds, ...r.continuationIds], max_tokens: 0, echo: true, logprobs: r.k, temperature: 0 });
         const topIds = choice.logprobs?.top_token_ids;

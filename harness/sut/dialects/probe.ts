@@ -62,6 +62,10 @@ export async function probeDialects(client: DialectClient, dialects: readonly Di
       const checked = checkGreedyAnswer(request, (await cachedGreedy(request)).ids);
       if (!checked.ok) throw new Error(checked.reason);
     },
+    cachedChat: async (cachedChat) => {
+      const { text } = await cachedChat({ messages: [{ role: "user", content: PROBE_TEXT }], maxTokens: 2, cachePrompt: false });
+      if (typeof text !== "string") throw new Error("the chat answer has no text");
+    },
     slotAction: async (slotAction) => slotAction(0, "save", PROBE_SLOT_FILE),
   };
   for (const capability of Object.keys(probes) as DialectCapability[]) {
