@@ -7,7 +7,7 @@ import type { SplitPoint } from "./split-points.js";
 export interface ScenarioShape {
   readonly kind: ReuseScenarioKind;
   readonly split: SplitPoint | undefined;
-  /** Put before the suite's text: every scenario's prompts differ from the others' within a few tokens, so one scenario's cache cannot serve another's. */
+  /** Put before the suite's text: every scenario's prompts differ from the others' within a few tokens, so one scenario's cache can serve another's only those. */
   readonly tag: string;
 }
 
@@ -35,7 +35,8 @@ export function scenarioLabel(kind: ReuseScenarioKind, split: SplitPoint | undef
 /** Prefix and divergence once per split point, the others once each, in the suite's order. */
 export function scenarioShapes(kinds: readonly ReuseScenarioKind[], points: readonly SplitPoint[]): ScenarioShape[] {
   const list = kinds.flatMap((kind): Omit<ScenarioShape, "tag">[] => kind === "prefix" || kind === "divergence" ? points.map((split) => ({ kind, split })) : [{ kind, split: undefined }]);
-  return list.map((scenario, i) => ({ ...scenario, tag: `[${i}/${list.length}]` }));
+  // The tag names the scenario, split point first, so an arm at another ubatch asks the very same prompts for the scenarios it shares.
+  return list.map((scenario) => ({ ...scenario, tag: `[${scenario.split === undefined ? "" : `${scenario.split.k} `}${scenario.kind}]` }));
 }
 
 /** Length of the longest common prefix of two id sequences. */
