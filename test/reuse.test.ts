@@ -11,6 +11,8 @@ import { compareWithReference, promptKey, type AnswersByPrompt } from "../harnes
 import { readGguf } from "../harness/gguf/read.js";
 import { slidingWindowOf } from "../harness/gguf/sliding-window.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
+import { assertPrefillReferences } from "../harness/runner/reuse-runner.js";
+import type { ReuseSuite } from "../harness/suites/reuse-suite.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
 import type { CachedGreedyAnswer, TopK } from "../harness/sut/types.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
@@ -105,6 +107,15 @@ test("prefill reference: prompts both arms asked are compared, cold then hit; a 
   assert.equal(compareWithReference(same, reference), { compared: 1, differences: [] });
   const hitDiffers: AnswersByPrompt = new Map([[promptKey([1, 2, 3]), { label: "prefix k=5", cold: [4, 5, 6], hit: [4, 2, 6] }]]);
   assert.equal(compareWithReference(hitDiffers, reference).differences, [{ label: "prefix k=5", which: "hit", position: 1, referenceId: 5, observedId: 2 }]);
+});
+
+test("a prefill reference that is not an earlier arm on the same model is bad input naming the field", () => {
+  const arm = (label: string, model: string, prefill_reference?: string) => ({ label, model, gate: "required" as const, ...(prefill_reference === undefined ? {} : { prefill_reference }) });
+  const suite = (arms: ReturnType<typeof arm>[]) => ({ path: "suite.json", arms }) as unknown as ReuseSuite;
+  assertPrefillReferences(suite([arm("a", "m"), arm("b", "m", "a")]));
+  for (const arms of [[arm("b", "m", "a"), arm("a", "m")], [arm("a", "other"), arm("b", "m", "a")], [arm("b", "m", "nobody")]]) {
+    assert.throws(() => assertPrefillReferences(suite(arms)), (e: Error) => e instanceof BenchError && e.field === "prefill_reference" && e.file === "suite.json");
+  }
 });
 
 const measurement = (kind: ReuseMeasurement["kind"], cached: number | undefined, reusable: number, promptTokens = 100): ReuseMeasurement =>

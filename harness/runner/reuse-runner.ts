@@ -228,6 +228,16 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
   return { summaryLine: lines.length === 0 ? undefined : [`${arm.label} reuse:`, ...lines].join("\n") };
 }
 
+/** Every `prefill_reference` names an arm listed before its own, on the same model (bad input otherwise, before any arm runs). */
+export function assertPrefillReferences(suite: ReuseSuite): void {
+  for (const arm of suite.arms.filter((a) => a.prefill_reference !== undefined)) {
+    const reference = suite.arms.find((a) => a.label === arm.prefill_reference);
+    if (reference === undefined || reference.model !== arm.model || suite.arms.indexOf(reference) > suite.arms.indexOf(arm)) {
+      throw new BenchError(`arm "${arm.label}": prefill_reference "${arm.prefill_reference}" is not an earlier arm on ${arm.model}`, { file: suite.path, field: "prefill_reference", fix: "name an arm listed before this one, on the same model" });
+    }
+  }
+}
+
 /** This arm's answers against its prefill reference's: the same prompts prefilled in other chunks must get the same ids. */
 function prefillOutcome(context: ReuseArmContext): CheckOutcome {
   const reference = context.arm.prefill_reference!;

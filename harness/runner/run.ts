@@ -34,7 +34,7 @@ import { runParityArm } from "./parity-runner.js";
 import type { ExpectedModel } from "./identity.js";
 import { needleCases, runNiahArm } from "./niah-runner.js";
 import { runConformanceArm } from "./conformance-runner.js";
-import { runReuseArm } from "./reuse-runner.js";
+import { assertPrefillReferences, runReuseArm } from "./reuse-runner.js";
 import type { ReuseArm, ReuseSuite } from "../suites/reuse-suite.js";
 import type { AnswersByPrompt } from "../reuse/prefill-reference.js";
 import { slidingWindowOf } from "../gguf/sliding-window.js";
@@ -508,12 +508,7 @@ async function runConformanceSuite(suite: ConformanceSuite, arms: readonly Confo
 async function runReuseSuite(suite: ReuseSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
   const settingsOf = (arm: ReuseArm) => armSettings({ ...arm, sut: "http" }, options.settings, suite.concurrency);
   const open = (arm: ReuseArm, context: SutContext) => options.openSut({ ...arm, sut: "http" }, settingsOf(arm), context);
-  for (const arm of suite.arms.filter((a) => a.prefill_reference !== undefined)) {
-    const reference = suite.arms.find((a) => a.label === arm.prefill_reference);
-    if (reference === undefined || reference.model !== arm.model || suite.arms.indexOf(reference) > suite.arms.indexOf(arm)) {
-      throw new BenchError(`arm "${arm.label}": prefill_reference "${arm.prefill_reference}" is not an earlier arm on ${arm.model}`, { file: suite.path, field: "prefill_reference", fix: "name an arm listed before this one, on the same model" });
-    }
-  }
+  assertPrefillReferences(suite);
   // Each arm's answers, for the arms that name it their prefill reference.
   const answers = new Map<string, AnswersByPrompt>();
   await forEachArm(suite, selectArms(suite, options), open, options, recorder, emit, async (arm, sut, _opened, signal) => runReuseArm({
