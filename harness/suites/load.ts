@@ -8,9 +8,10 @@ import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
+import type { ReuseSuite } from "./reuse-suite.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
@@ -18,6 +19,7 @@ const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   niah: join(SUITES_DIR, "schema", "niah.schema.json"),
   conformance: join(SUITES_DIR, "schema", "conformance.schema.json"),
   kernels: join(SUITES_DIR, "schema", "kernels.schema.json"),
+  reuse: join(SUITES_DIR, "schema", "reuse.schema.json"),
 };
 
 /** Model suites live in suites/, kernel suites in kernels/ (DESIGN.md layout). */

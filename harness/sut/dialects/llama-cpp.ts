@@ -1,9 +1,24 @@
-import { idList, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
 import type { GreedyRequest, TopK } from "../types.js";
+
+interface ProbabilityRow {
+  readonly top_logprobs?: { id: unknown; logprob: unknown }[];
+}
 
 interface CompletionAnswer {
   readonly tokens?: unknown;
-  readonly completion_probabilities?: { readonly top_logprobs?: { id: unknown; logprob: unknown }[] }[];
+  readonly completion_probabilities?: ProbabilityRow[];
+  readonly timings?: { readonly cache_n?: unknown; readonly prompt_ms?: unknown };
+}
+
+/** One row of `completion_probabilities` as a TopK (n_probs: the distribution before sampling). */
+function topKRow(row: ProbabilityRow | undefined, k: number, at: number): TopK {
+  const top = row?.top_logprobs;
+  if (!Array.isArray(top)) throw new Error(`/completion with n_probs answered without completion_probabilities[${at}].top_logprobs`);
+  return sortedTopK(top.map((entry, i) => {
+    if (!Number.isInteger(entry.id) || typeof entry.logprob !== "number") throw new Error(`top_logprobs[${i}] is ${JSON.stringify(entry)}, not {id, logprob}`);
+    return { id: entry.id as number, logprob: entry.logprob };
+  }), k);
 }
 
 /**
@@ -13,6 +28,8 @@ interface CompletionAnswer {
  * refused), so teacher forcing asks for one token after each prefix of the continuation; the
  * server's prompt cache makes each of those a one-token decode. Greedy turns the cache off: a
  * rerun must evaluate its prompt as the first run did, not reuse cells another request left.
+ * Reuse suites set it themselves (`cachedGreedy`) and read what was reused from `timings.cache_n`;
+ * slots are saved and restored through `/slots/N?action=…` (the server needs `--slot-save-path`).
  */
 export const LLAMA_CPP_DIALECT: Dialect = {
   name: "llama.cpp",
@@ -32,14 +49,26 @@ export const LLAMA_CPP_DIALECT: Dialect = {
         const rows: TopK[] = [];
         for (let j = 0; j < r.continuationIds.length; j++) {
           const answer = await complete({ prompt: [...r.promptIds, ...r.continuationIds.slice(0, j)], n_predict: 1, n_probs: r.k, post_sampling_probs: false });
-          const top = answer.completion_probabilities?.[0]?.top_logprobs;
-          if (!Array.isArray(top)) throw new Error("/completion with n_probs answered without completion_probabilities[0].top_logprobs");
-          rows.push(sortedTopK(top.map((entry, i) => {
-            if (!Number.isInteger(entry.id) || typeof entry.logprob !== "number") throw new Error(`top_logprobs[${i}] is ${JSON.stringify(entry)}, not {id, logprob}`);
-            return { id: entry.id as number, logprob: entry.logprob };
-          }), r.k));
+          rows.push(topKRow(answer.completion_probabilities?.[0], r.k, 0));
         }
         return rows;
+      },
+      cachedGreedy: async (r) => {
+        const answer = await complete({
+          prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, cache_prompt: r.cachePrompt,
+          ...(r.slot === undefined ? {} : { id_slot: r.slot }), ...(r.topK === undefined ? {} : { n_probs: r.topK, post_sampling_probs: false }),
+        });
+        const ids = idList(answer.tokens, "tokens");
+        const promptMs = answer.timings?.prompt_ms;
+        return {
+          ids,
+          cachedTokens: reportedCount(answer.timings?.cache_n, "timings.cache_n"),
+          promptMs: typeof promptMs === "number" && Number.isFinite(promptMs) ? promptMs : undefined,
+          ...(r.topK === undefined ? {} : { topK: ids.map((_, j) => topKRow(answer.completion_probabilities?.[j], r.topK!, j)) }),
+        };
+      },
+      slotAction: async (slot, action, name) => {
+        await client.json(`/slots/${slot}?action=${action}`, { filename: name });
       },
     };
   },
