@@ -1,5 +1,5 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { FLOAT32_SUBNORMAL_STEP as STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
 import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 
@@ -68,15 +68,17 @@ export const gdnDecode: KernelOp = {
         for (let i = 0; i < S; i++) {
           const term = decayed(j, i) * k[qk + i];
           kd += term;
-          kdError += Math.abs(term) * ((LIBM_ULPS + 1) * u + gammaS);
+          // Underflow: e^g (one step, times |S|) and the two products (half a step each).
+          kdError += Math.abs(term) * ((LIBM_ULPS + 1) * u + gammaS) + Math.abs(k[qk + i]) * STEP * (Math.abs(state[at(j, i)]) + 0.5) + STEP / 2;
         }
         const delta = (v[h * S + j] - kd) * beta[h];
-        const deltaError = Math.abs(beta[h]) * (kdError + u * Math.abs(v[h * S + j] - kd)) + u * Math.abs(delta);
+        const deltaError = Math.abs(beta[h]) * (kdError + u * Math.abs(v[h * S + j] - kd)) + u * Math.abs(delta) + STEP / 2;
         for (let i = 0; i < S; i++) {
           const s1 = decayed(j, i);
           const s2 = s1 + k[qk + i] * delta;
           next[at(j, i)] = s2;
-          nextBound[at(j, i)] = ((LIBM_ULPS + 1) * u * Math.abs(s1) + Math.abs(k[qk + i]) * deltaError + u * Math.abs(k[qk + i] * delta) + u * Math.abs(s2)) * SECOND_ORDER;
+          // Underflow: the decayed state's (one step times |S|, half for its product) and k·δ's half step.
+          nextBound[at(j, i)] = ((LIBM_ULPS + 1) * u * Math.abs(s1) + Math.abs(k[qk + i]) * deltaError + u * Math.abs(k[qk + i] * delta) + u * Math.abs(s2) + STEP * (Math.abs(state[at(j, i)]) + 1)) * SECOND_ORDER;
         }
       }
       for (let j = 0; j < S; j++) {
@@ -89,8 +91,8 @@ export const gdnDecode: KernelOp = {
           absolute += Math.abs(next[at(j, i)] * q[qk + i]);
         }
         o[h * S + j] = scale * sum;
-        // 1/√S in float32 (2u) and its product (u).
-        oBound[h * S + j] = (scale * (carried + gammaS * absolute) + 3 * u * Math.abs(scale * sum)) * SECOND_ORDER;
+        // 1/√S in float32 (2u) and its product (u); underflow: half a step for each of the S + 1 products.
+        oBound[h * S + j] = (scale * (carried + gammaS * absolute) + 3 * u * Math.abs(scale * sum) + (STEP / 2) * (scale * S + 1)) * SECOND_ORDER;
       }
     }
     return [{ kind: "bounded", value: o, bound: oBound }, { kind: "bounded", value: next, bound: nextBound }];

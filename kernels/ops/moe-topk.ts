@@ -1,5 +1,5 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { EXPF_OVERFLOW_ARGUMENT, FLOAT32_SUBNORMAL_STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
 import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 import { boundedSoftmax } from "./softmax-bound.js";
@@ -63,24 +63,34 @@ export const moeTopk: KernelOp = {
       const chosen = rankExperts(z).slice(0, k);
       let p: number[];
       let pError: number[];
+      let pAbsolute: number[];
       if (problem.attrs.gating === "softmax") {
         const soft = boundedSoftmax(z, 1, u);
         p = chosen.map((i) => soft.e[i] / soft.sum);
         pError = chosen.map((i) => soft.termError[i] + soft.sumError + 2 * u);
+        // Underflow: e_i's absolute error over Σ ≥ 1, and half a step for the quotient.
+        pAbsolute = chosen.map(() => soft.termAbsolute / soft.sum + FLOAT32_SUBNORMAL_STEP / 2);
       } else {
         // 1/(1 + e^(−z)): one libm call, 1 + e (u), a reciprocal (u).
         p = chosen.map((i) => 1 / (1 + Math.exp(-z[i])));
         pError = chosen.map(() => (LIBM_ULPS + 2) * u);
+        // e^(−z) overflowing to +Inf makes p exactly 0, which is admitted (p < 3.2e-39 there);
+        // otherwise an underflowing e^(−z) (one step, against 1 + e ≥ 1) and a subnormal reciprocal (half a step).
+        pAbsolute = chosen.map((i, j) => (-z[i] > EXPF_OVERFLOW_ARGUMENT ? p[j] : 1.5 * FLOAT32_SUBNORMAL_STEP));
       }
       const total = p.reduce((a, b) => a + b, 0);
+      const totalAbsolute = pAbsolute.reduce((a, b) => a + b, 0);
       const worst = Math.max(...pError);
       chosen.forEach((id, j) => {
         ids[t * k + j] = id;
-        const w = (problem.attrs.norm ? p[j] / total : p[j]) * scale;
+        const unscaled = problem.attrs.norm ? p[j] / total : p[j];
+        const w = unscaled * scale;
         weights[t * k + j] = w;
         // The sum of k weights (their errors, γ_{k−1}) and a division; the product by scale (u).
         const relative = problem.attrs.norm ? pError[j] + worst + gamma(Math.max(1, k - 1), u) + 2 * u : pError[j];
-        bound[t * k + j] = Math.abs(w) * (relative + (scale === 1 ? 0 : u)) * SECOND_ORDER;
+        // Underflow, carried the same way: p's absolute error (and the sum's, relative to it) over the sum, half a step per quotient and product.
+        const absolute = problem.attrs.norm ? (pAbsolute[j] + unscaled * totalAbsolute) / total + FLOAT32_SUBNORMAL_STEP / 2 : pAbsolute[j];
+        bound[t * k + j] = (Math.abs(w) * (relative + (scale === 1 ? 0 : u)) + Math.abs(scale) * absolute + (scale === 1 ? 0 : FLOAT32_SUBNORMAL_STEP / 2)) * SECOND_ORDER;
       });
     }
     return [{ kind: "exact", data: new Uint8Array(ids.buffer) }, { kind: "bounded", value: weights, bound }];

@@ -1,5 +1,5 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, storedBound } from "../envelopes.js";
+import { FLOAT32_SUBNORMAL_STEP, gamma, storedBound } from "../envelopes.js";
 import { encodeValues, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
 import { inputTensor, inputValues, SECOND_ORDER, type KernelOp, type KernelProblem } from "./op.js";
 import { boundedSoftmax } from "./softmax-bound.js";
@@ -81,15 +81,20 @@ export const sdpaDecode: KernelOp = {
       for (let d = 0; d < Dv; d++) {
         let numerator = 0;
         let spread = 0;
+        let vAbsolute = 0;
         slots.forEach((j, s) => {
           const term = soft.e[s] * v[(kv * L + j) * Dv + d];
           numerator += term;
           // Each weight's error, the accumulation (γ_n), and normalising before or after the sum.
           spread += Math.abs(term) * (soft.termError[s] + gamma(n, u) + soft.sumError + u);
+          vAbsolute += Math.abs(v[(kv * L + j) * Dv + d]);
         });
         const o = numerator / soft.sum;
         value[h * Dv + d] = o;
-        bound[h * Dv + d] = storedBound((spread / soft.sum + Math.abs(o) * (soft.sumError + u)) * SECOND_ORDER, o, problem.outputs[0].dtype as OutputDtype);
+        // Underflow: each weight's absolute error (over Σ ≥ 1) times |v|, and half a subnormal step
+        // for each quotient and product that may land below float32's normals (n + 1 of them, plus n |v|-scaled).
+        const underflow = (soft.termAbsolute / soft.sum) * vAbsolute + (FLOAT32_SUBNORMAL_STEP / 2) * (vAbsolute + n + 1);
+        bound[h * Dv + d] = storedBound((spread / soft.sum + Math.abs(o) * (soft.sumError + u) + underflow) * SECOND_ORDER, o, problem.outputs[0].dtype as OutputDtype);
       }
     }
     return [{ kind: "bounded", value, bound }];

@@ -1,4 +1,5 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
+import { FLOAT32_SUBNORMAL_STEP } from "../envelopes.js";
 import { elementCount, float32Tensor, sentinelFilled } from "./tensor.js";
 import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
@@ -30,8 +31,9 @@ export const softmax: KernelOp = {
       for (let i = 0; i < N; i++) {
         const y = s.e[i] / s.sum;
         value[r * N + i] = y;
-        // e_i and Σ errors, then a division (or a reciprocal and a product: 2u).
-        bound[r * N + i] = y * (s.termError[i] + s.sumError + 2 * u) * SECOND_ORDER;
+        // e_i and Σ errors, then a division (or a reciprocal and a product: 2u); underflow: e_i's
+        // absolute error over Σ ≥ 1, and half a subnormal step for the quotient's own rounding.
+        bound[r * N + i] = (y * (s.termError[i] + s.sumError + 2 * u) + s.termAbsolute / s.sum + FLOAT32_SUBNORMAL_STEP / 2) * SECOND_ORDER;
       }
     }
     return [{ kind: "bounded", value, bound }];

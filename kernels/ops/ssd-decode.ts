@@ -1,5 +1,5 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { FLOAT32_SUBNORMAL_STEP as STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
 import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 
@@ -63,13 +63,14 @@ export const ssdDecode: KernelOp = {
           const added = B[g * N + n] * xdt;
           const s = kept + added;
           next[at] = s;
-          nextBound[at] = (Math.abs(kept) * (decayError + u) + Math.abs(B[g * N + n]) * xdtError + u * Math.abs(added) + u * Math.abs(s)) * SECOND_ORDER;
+          // Underflow: e^(dt⁺·A) (one step, times |state|) and the three products (half a step each, x·dt⁺'s times |B|).
+          nextBound[at] = (Math.abs(kept) * (decayError + u) + Math.abs(B[g * N + n]) * xdtError + u * Math.abs(added) + u * Math.abs(s) + STEP * (Math.abs(state[at]) + 1 + Math.abs(B[g * N + n]) / 2)) * SECOND_ORDER;
           sum += s * C[g * N + n];
           carried += Math.abs(C[g * N + n]) * nextBound[at];
           absolute += Math.abs(s * C[g * N + n]);
         }
         y[h * P + p] = sum;
-        yBound[h * P + p] = (carried + gamma(N, u) * absolute) * SECOND_ORDER;
+        yBound[h * P + p] = (carried + gamma(N, u) * absolute + (STEP / 2) * N) * SECOND_ORDER;
       }
     }
     return [{ kind: "bounded", value: y, bound: yBound }, { kind: "bounded", value: next, bound: nextBound }];
