@@ -1,6 +1,6 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, type KernelOp } from "./op.js";
+import { inputTensor, inputValues, movedBytes, type KernelOp, valueEdges } from "./op.js";
 import { boundedDots } from "./dot-products.js";
 
 /**
@@ -16,6 +16,7 @@ export const conv1dUpdate: KernelOp = {
     W: { type: "integer", minimum: 2, description: "kernel width (the state holds W − 1 steps)" },
   },
   bound: "dot(W)",
+  edges: () => ({ base: { C: 64, W: 4 }, axes: { C: valueEdges("C", [1, 33, 4096]), W: valueEdges("W", [2, 3, 8]) } }),
   build(params, encoding, seed) {
     const [C, W] = ["C", "W"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

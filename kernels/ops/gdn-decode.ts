@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { FLOAT32_SUBNORMAL_STEP as STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges, edge } from "./op.js";
 
 /** Rows of unit L2 norm, as gated delta nets feed q and k (l2_norm before the recurrence). */
 function unitRows(random: SeededRandom, rows: number, width: number): Float32Array {
@@ -27,8 +27,18 @@ export const gdnDecode: KernelOp = {
     Hk: { type: "integer", minimum: 1, description: "q/k heads (H a multiple of it)" },
     S: { type: "integer", minimum: 1, description: "head dim (state is S × S per head)" },
   },
+  optional: { decay: 2 },
   check: (params) => ((params.H as number) % (params.Hk as number) !== 0 ? "H must be a multiple of Hk" : undefined),
   bound: "gdn",
+  edges: () => ({
+    base: { H: 4, Hk: 2, S: 32 },
+    axes: {
+      heads: [edge("no grouping", { H: 4, Hk: 4 }), edge("one q/k head", { H: 8, Hk: 1 })],
+      S: valueEdges("S", [1, 17, 128]),
+      // e^g underflows: the state is forgotten (e^−200 ≈ 1e-87).
+      decay: valueEdges("decay", [200, 1e-3]),
+    },
+  }),
   build(params, encoding, seed) {
     const [H, Hk, S] = ["H", "Hk", "S"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
@@ -38,8 +48,8 @@ export const gdnDecode: KernelOp = {
         float32Tensor("q", [Hk, S], unitRows(random, Hk, S)),
         float32Tensor("k", [Hk, S], unitRows(random, Hk, S)),
         float32Tensor("v", [H, S], random.normalArray(H * S, 1)),
-        // log-decay in (−2, 0) and β in (0, 1), as the models produce them (−softplus, sigmoid).
-        float32Tensor("g", [H], Float32Array.from({ length: H }, () => -2 * random.uniform())),
+        // log-decay in (−decay, 0) (models: (−2, 0)) and β in (0, 1), as the models produce them (−softplus, sigmoid).
+        float32Tensor("g", [H], Float32Array.from({ length: H }, () => -((params.decay as number | undefined) ?? 2) * random.uniform())),
         float32Tensor("beta", [H], Float32Array.from({ length: H }, () => random.uniform())),
         float32Tensor("state_in", [H, S, S], random.normalArray(H * S * S, 0.5)),
       ],

@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { EXPF_OVERFLOW_ARGUMENT, FLOAT32_SUBNORMAL_STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges, edge } from "./op.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
 /** Expert order: larger logit first, ties to the lower expert index (docs/kernel-ops.md, "moe top-k ties"). */
@@ -24,14 +24,26 @@ export const moeTopk: KernelOp = {
     gating: { enum: ["softmax", "sigmoid"] },
     norm: { type: "boolean", description: "divide the k weights by their sum" },
   },
-  optional: { scale: 1 },
+  optional: { scale: 1, logit_scale: 1 },
   check: (params) => ((params.k as number) >= (params.E as number) ? "k must be below E" : undefined),
   bound: "moe",
+  edges: () => ({
+    base: { T: 4, E: 16, k: 4, gating: "softmax", norm: false },
+    axes: {
+      gating: [edge("sigmoid, normalised", { gating: "sigmoid", norm: true }), edge("softmax, normalised, scaled", { norm: true, scale: 2.5 })],
+      k: [edge("k=1", { k: 1 }), edge("k=E−1", { k: 15 })],
+      E: [edge("E=2", { E: 2, k: 1 }), edge("E=256", { E: 256, k: 8 })],
+      T: valueEdges("T", [1, 33]),
+      // Softmax probabilities down to e^−200: underflow, and ties planted among them.
+      logit_scale: valueEdges("logit_scale", [30]),
+    },
+  }),
   build(params, encoding, seed) {
     const [T, E, k] = ["T", "E", "k"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
-    // Logits on a grid of eighths: equal logits (ties) are common, distinct ones stay far apart in float32.
-    const logits = Float32Array.from({ length: T * E }, () => Math.round(random.normal(1) * 8) / 8);
+    // Logits on a grid of eighths (times logit_scale, a whole number): equal logits (ties) are common, distinct ones stay far apart in float32.
+    const logitScale = (params.logit_scale as number | undefined) ?? 1;
+    const logits = Float32Array.from({ length: T * E }, () => (Math.round(random.normal(1) * 8) / 8) * logitScale);
     // Plant a tie across the k-th place: in row 0 a later expert equals the k-th (the earlier must stay),
     // in row 1 an earlier one does (it must take the place).
     for (const [row, later] of [[0, true], [1, false]] as const) {

@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { FLOAT32_SUBNORMAL_STEP, gamma, storedBound } from "../envelopes.js";
 import { encodeValues, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
-import { inputTensor, inputValues, SECOND_ORDER, type KernelOp, type KernelProblem } from "./op.js";
+import { inputTensor, inputValues, SECOND_ORDER, type KernelOp, type KernelProblem, valueEdges, edge } from "./op.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
 /** Cache slots one query at `pos` attends: causal, and within the sliding window when there is one (llama.cpp is_masked_swa, standard). */
@@ -37,6 +37,17 @@ export const sdpaDecode: KernelOp = {
   optional: { scale: 0 },
   check: (params) => ((params.H as number) % (params.Hkv as number) !== 0 ? "H must be a multiple of Hkv" : (params.pos as number) >= (params.L as number) ? "pos must be below L" : undefined),
   bound: "sdpa",
+  edges: () => ({
+    base: { H: 4, Hkv: 2, L: 64, Dk: 64, Dv: 64, pos: 63, window: 0 },
+    axes: {
+      heads: [edge("no grouping", { H: 4, Hkv: 4 }), edge("one kv head", { H: 8, Hkv: 1 }), edge("3 per group", { H: 6, Hkv: 2 })],
+      window: [...valueEdges("window", [1, 2, 63, 64, 100]), edge("window inside the cache", { pos: 40, window: 16 })],
+      pos: [edge("first slot", { pos: 0 }), edge("one slot", { L: 1, pos: 0 }), edge("mid cache", { pos: 31 })],
+      dims: [edge("Dk < Dv", { Dk: 32, Dv: 128 }), edge("Dk > Dv", { Dk: 128, Dv: 16 }), edge("Dk = Dv = 1", { Dk: 1, Dv: 1 })],
+      // scale 5 at Dk = 64 is the usual 1/√Dk logit scale times 40.
+      scale: valueEdges("scale", [5, 1e-3]),
+    },
+  }),
   build(params, encoding, seed) {
     const [H, Hkv, L, Dk, Dv] = ["H", "Hkv", "L", "Dk", "Dv"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
