@@ -10,7 +10,9 @@ import { scoreKernelCase } from "../harness/kernels/score.js";
 import { float32DotEnvelope, FLOAT32_UNIT_ROUNDOFF } from "../kernels/envelopes.js";
 import { buildCase, caseEncoding, KERNEL_OPS } from "../kernels/ops/registry.js";
 import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
-import type { KernelProblem } from "../kernels/ops/op.js";
+import { parseEncoding, type KernelProblem } from "../kernels/ops/op.js";
+import { edgeCases } from "../kernels/edge-cases.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
 import { rankExperts } from "../kernels/ops/moe-topk.js";
 import { kernelPairsFromHello } from "../harness/sut/kernel-wire.js";
 import { ACCUMULATION_UNIT_ROUNDOFF } from "../harness/sut/types.js";
@@ -43,7 +45,8 @@ test("owned-kernels covers every (op, encoding) of the registry; every case draw
   assert.equal(once.inputs.map((t) => Buffer.from(t.data).toString("base64")), again.inputs.map((t) => Buffer.from(t.data).toString("base64")));
 });
 
-test("every bound admits the correctly rounded answer: a float32 (or bf16) rounding of the exact value is never outside", () => {
+test("every bound admits the correctly rounded answer, underflow included: the float32 (or bf16) rounding of the exact value is never outside", () => {
+  let belowSubnormals = 0;
   for (const spec of owned.cases) {
     const problem = buildCase(spec);
     const op = KERNEL_OPS.get(spec.op)!;
@@ -51,12 +54,41 @@ test("every bound admits the correctly rounded answer: a float32 (or bf16) round
       if (expected.kind !== "bounded") return;
       const bf16 = problem.outputs[i].dtype === "BF16";
       expected.value.forEach((v, j) => {
-        const rounding = Math.abs(v) * (bf16 ? 2 ** -8 : 2 ** -24);
+        // float32: the rounding itself (0 for an exact value below 2⁻¹⁵⁰); bf16: its relative bound.
+        const rounding = bf16 ? Math.abs(v) * 2 ** -8 : Math.abs(Math.fround(v) - v);
+        if (v !== 0 && Math.fround(v) === 0) belowSubnormals++;
         // A zero bound is a copied value (rope's unrotated dims): exact, and so representable.
         assert.ok(expected.bound[j] >= rounding || (expected.bound[j] === 0 && Math.fround(v) === v), `${spec.op} seed ${spec.seed} ${problem.outputs[i].name}[${j}]: bound ${expected.bound[j]} below one rounding ${rounding}`);
       });
     });
   }
+  // The edges reach float32's underflow (softmax at logit scale 40, sdpa at ×40, decays of e^−200): not a vacuous check.
+  assert.ok(belowSubnormals > 100, `${belowSubnormals} exact values below float32's smallest subnormal`);
+});
+
+test("cases by construction: every edge each op declares appears once per encoding in owned-kernels, after the written cases, seeded and the same every time", () => {
+  const written = (JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "owned-kernels.json"), "utf8")) as { cases: unknown[] }).cases.length;
+  const generated = owned.cases.slice(written);
+  assert.equal(generated, edgeCases({ first_seed: 1000 }));
+  assert.equal(generated.map((c) => c.seed), generated.map((_, i) => 1000 + i));
+  for (const op of KERNEL_OPS.values()) {
+    for (const encoding of op.encodings) {
+      const { base, axes } = op.edges(parseEncoding(encoding));
+      for (const [axis, edges] of Object.entries(axes)) {
+        for (const e of edges) {
+          const want = { ...base, ...e.params };
+          const found = generated.some((c) => c.op === op.name && c.encoding === encoding && Object.entries(want).every(([k, v]) => c[k] === v));
+          assert.ok(found, `${op.name} ${encoding}: edge ${axis} ${e.label} has no case`);
+        }
+      }
+    }
+  }
+  // The edges the issue names, by value.
+  const has = (op: string, encoding: string, params: Record<string, unknown>) => generated.some((c) => c.op === op && c.encoding === encoding && Object.entries(params).every(([k, v]) => c[k] === v));
+  for (const cols of [32, 64, 128, 256, 512]) assert.ok(has("matvec", "Q8_0:F32", { cols }), `Q8_0 matvec K=${cols}`);
+  assert.ok(has("rms_norm", "F32:F32", { N: 16 }) && has("rms_norm", "F32:F32", { eps: 1e-2 }));
+  assert.ok(has("softmax", "F32:F32", { scale: 40 }));
+  assert.ok(has("sdpa_decode", "F32:F32", { window: 1 }) && has("sdpa_decode", "F32:F32", { window: 100 }));
 });
 
 test("moe_topk: ties go to the lower expert index; the generator plants ties across the k-th place, and a kernel that picks the later expert fails", () => {
@@ -116,12 +148,15 @@ test("bad kernel cases are refused with the file and field named: unknown op, a 
 test("the reference plugin passes every op and encoding with its ratio printed; the older quant-kernels spelling still runs", () => {
   const result = run("reference", ["--suite", "owned-kernels", "--suite", "quant-kernels"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^reference plugin: 41\/41 kernel cases OK$/m);
+  assert.match(result.stdout, new RegExp(`^reference plugin: ${owned.cases.length}/${owned.cases.length} kernel cases OK$`, "m"));
   assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
   for (const op of KERNEL_OPS.keys()) assert.match(result.stdout, new RegExp(`owned-kernels +reference plugin +${op} +required +PASS +\\d+/\\d+ ${op} cases OK`), op);
-  assert.match(result.stdout, /matmul_bt_quant_grouped +required +PASS +8\/8 matmul_bt_quant_grouped cases OK, worst ratio 0\.\d+ of the dot\(K\) bound/);
+  const grouped = owned.cases.filter((c) => c.op === "matmul_bt_quant_grouped").length;
+  assert.match(result.stdout, new RegExp(`matmul_bt_quant_grouped +required +PASS +${grouped}/${grouped} matmul_bt_quant_grouped cases OK, worst ratio 0\\.\\d+ of the dot\\(K\\) bound`));
   const rows = cells("reference").filter((c) => c.suite === "owned-kernels");
-  assert.is(rows.length, 41);
+  assert.is(rows.length, owned.cases.length);
+  // The softmax case at logit scale 40 (underflow everywhere) is among them, and passes.
+  assert.ok(rows.some((c) => /^SOFTMAX\(encoding=F32:F32,R=4,N=256,scale=40,seed=\d+\): OK/.test(c.detail)));
   for (const row of rows) {
     assert.match(row.detail, /^[A-Z0-9_]+\(encoding=[^)]*seed=\d+\): OK \((.*worst ratio [\d.e-]+ of the .* bound|\d+\/\d+ values bit-exact)/);
     if (row.kernel_ratio !== null) assert.ok(row.kernel_ratio <= 1, row.detail);
@@ -230,7 +265,7 @@ test("bench gate: a kernel case that passed in the baseline may not fail later",
   const baseline = join(work.path, "kernel-baseline.json");
   assert.is(bench(["gate", "reference", "--runs-dir", runs, "--baseline", baseline, "--update"]).status, 0);
   const data = JSON.parse(readFileSync(baseline, "utf8"));
-  assert.is(data.kernels["owned-kernels/reference plugin/sdpa_decode"].length, 4);
+  assert.is(data.kernels["owned-kernels/reference plugin/sdpa_decode"].length, owned.cases.filter((c) => c.op === "sdpa_decode").length);
   // The planted run's arm is "window off" and ran one sdpa case: hold it to the reference arm's record of that case.
   const windowed = (data.kernels["owned-kernels/reference plugin/sdpa_decode"] as string[]).filter((name) => name.includes("seed=162"));
   data.kernels = { "planted/window off/sdpa_decode": windowed };

@@ -27,6 +27,7 @@ import { openStdioSut } from "../sut/stdio.js";
 import { DEFAULT_SHUTDOWN_GRACE_S } from "../sut/child-process.js";
 import { openPluginSut } from "../sut/plugin.js";
 import { DEFAULT_TIMING_PLAN, runKernelArm } from "./kernel-runner.js";
+import { assertKernelSelection } from "./kernel-selection.js";
 import type { KernelArm, KernelSuite } from "../suites/kernel-suite.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { sha256File } from "../io/sha256.js";
@@ -56,6 +57,8 @@ export interface RunOptions {
   readonly plugin?: string;
   /** Only these case indices (kernel suites). */
   readonly kernelCases?: readonly number[];
+  /** Only the cases of these ops (kernel suites). */
+  readonly kernelOps?: readonly string[];
   /** Kernel suites: time every passing case (µs/call, GB/s, GFLOP/s, fraction of the measured copy bandwidth). */
   readonly time?: boolean;
   /** Only these prompt indices (parity suites). */
@@ -150,6 +153,7 @@ interface ResolvedRunOptions {
   readonly runner: readonly string[] | undefined;
   readonly plugin: string | undefined;
   readonly kernelCases: readonly number[] | undefined;
+  readonly kernelOps: readonly string[] | undefined;
   readonly time: boolean;
   readonly prompts: readonly number[] | undefined;
   readonly niahCases: readonly string[] | undefined;
@@ -175,6 +179,7 @@ function resolveOptions(options: RunOptions, recorder: RunDirectory, emit: RunLi
     runner: options.runner !== undefined && options.runner.length > 0 ? options.runner : undefined,
     plugin: options.plugin,
     kernelCases: options.kernelCases !== undefined && options.kernelCases.length > 0 ? options.kernelCases : undefined,
+    kernelOps: options.kernelOps !== undefined && options.kernelOps.length > 0 ? options.kernelOps : undefined,
     time: options.time ?? false,
     prompts: options.prompts !== undefined && options.prompts.length > 0 ? options.prompts : undefined,
     niahCases: options.niahCases !== undefined && options.niahCases.length > 0 ? options.niahCases : undefined,
@@ -478,7 +483,8 @@ const PLUGIN_ARM = "plugin";
 
 /** A kernel arm's plugin: the arm's shared library, or `--plugin`. */
 async function runKernelSuite(suite: KernelSuite, options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Promise<void> {
-  const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
+  const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }))
+    .filter(({ spec }) => options.kernelOps === undefined || options.kernelOps.includes(spec.op));
   const arms = options.plugin !== undefined ? [{ label: PLUGIN_ARM, plugin: options.plugin, gate: "required" as const }].filter((arm) => options.inShard(suite.name, arm.label)) : selectArms(suite, options);
   const open = (arm: KernelArm, context: SutContext) => arm.runner !== undefined
     ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, ...context })
@@ -525,6 +531,7 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   try {
     const suites = unsharded.suites.map((name) => loadSuite(name));
     assertArmsExist(suites, unsharded);
+    assertKernelSelection(suites, { ...unsharded, suitesNamed: input.suites !== undefined && input.suites.length > 0 });
     await noteArmsWithoutLlamaServer(suites, unsharded, emit);
     const armsOf = (suite: Suite): string[] => suite.kind === "kernels" && unsharded.plugin !== undefined ? [PLUGIN_ARM] : armsBeforeSharding<{ readonly label: string; readonly command?: readonly string[] }>(suite, unsharded).map((arm) => arm.label);
     const runnable = suites.filter((s) => armsOf(s).length > 0);

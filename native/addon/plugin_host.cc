@@ -124,7 +124,12 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     auto ops = Symbol<OpsFn>("bb_ops");
     run_ = Symbol<RunFn>("bb_op_run");
     time_ = Symbol<TimeFn>("bb_op_time");
-    if (ops == nullptr || run_ == nullptr || last_error_ == nullptr) return "the plugin declares ABI version 2 but does not export bb_ops, bb_op_run and bb_last_error (all required in v2)";
+    // Name only what is really missing: a plugin author fixes exactly those exports.
+    std::string missing;
+    for (const auto &[symbol, found] : {std::pair<const char *, bool>{"bb_ops", ops != nullptr}, {"bb_op_run", run_ != nullptr}, {"bb_last_error", last_error_ != nullptr}}) {
+      if (!found) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+    }
+    if (!missing.empty()) return "the plugin declares ABI version 2 but does not export " + missing + " (bb_ops, bb_op_run and bb_last_error are all required in v2)";
     size_t n_pairs = 0;
     const bb_op_pair *pairs = ops(&n_pairs);
     for (size_t i = 0; pairs != nullptr && i < n_pairs; i++) {
