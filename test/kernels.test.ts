@@ -193,6 +193,47 @@ test("planted faults fail with one reproducible line each: double bf16 rounding,
   assert.equal(cells("rerun").map((c) => c.detail), [line.detail]);
 });
 
+/** The index in owned-kernels of the first case of `op` and `encoding` with these parameters. */
+const edgeIndex = (op: string, encoding: string, params: Record<string, unknown>) => {
+  const index = owned.cases.findIndex((c) => c.op === op && c.encoding === encoding && Object.entries(params).every(([k, v]) => c[k] === v));
+  assert.ok(index >= 0, `no ${op} ${encoding} case with ${JSON.stringify(params)}`);
+  return index;
+};
+
+test("the catalogue's faults fail a generated edge case with one reproducible line: fp16 partial sums at K = 64, ε after √ at ε = 1e-2, no max subtraction at logit scale 40, tiled heads, Dk/Dv swapped", () => {
+  const fault = (label: string, f: FakeFault) => ({ label, plugin: buildFakePlugin(work.path, f), gate: "required" });
+  const indices = [
+    edgeIndex("matvec", "Q8_0:F32", { cols: 64 }), edgeIndex("rms_norm", "F32:F32", { eps: 1e-2 }), edgeIndex("softmax", "F32:F32", { scale: 40 }),
+    edgeIndex("sdpa_decode", "F32:F32", { H: 6, Hkv: 2 }), edgeIndex("sdpa_decode", "F32:F32", { Dk: 32, Dv: 128 }),
+  ];
+  const path = suiteWith("edges-planted", indices, [
+    fault("fp16 partial sums", "HALF_ACCUM"), fault("eps after sqrt", "EPS_AFTER_SQRT"), fault("no max", "NO_MAX_SUB"), fault("tiled heads", "HEADS_TILED"), fault("dk dv", "DK_DV_SWAPPED"),
+  ]);
+  const result = run("edges-planted", ["--suite", path]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const failing = (arm: string) => cells("edges-planted").filter((c) => c.arm === arm && c.status === "fail").map((c) => c.detail as string);
+  assert.match(failing("fp16 partial sums").join("\n"), /^MATVEC\(encoding=Q8_0:F32,rows=16,cols=64,seed=\d+\): FAIL \(y\[\d+\]: expected .*, got .*; ratio \d[\d.e+]* of the dot\(K\) bound\)$/);
+  assert.match(failing("eps after sqrt").join("\n"), /^RMS_NORM\(encoding=F32:F32,R=4,N=256,eps=0\.01,seed=\d+\): FAIL \(y\[\d+,\d+\]: .*of the rms_norm bound\)$/);
+  assert.match(failing("no max").join("\n"), /^SOFTMAX\(encoding=F32:F32,R=4,N=256,scale=40,seed=\d+\): FAIL \(y\[\d+,\d+\]: expected .*, got NaN; ratio ∞ of the softmax bound\)$/);
+  assert.equal(failing("tiled heads").map((line) => line.split(":")[0]), [`SDPA_DECODE(encoding=F32:F32,H=6,Hkv=2,L=64,Dk=64,Dv=64,pos=63,window=0,seed=${owned.cases[indices[3]].seed})`]);
+  // Dk = Dv hides the swap; only the Dk ≠ Dv case catches it.
+  assert.equal(failing("dk dv").map((line) => line.split(":")[0]), [`SDPA_DECODE(encoding=F32:F32,H=4,Hkv=2,L=64,Dk=32,Dv=128,pos=63,window=0,seed=${owned.cases[indices[4]].seed})`]);
+});
+
+test("--op runs one op's cases; an unknown op and --runner on a kernel suite's plugin arm are refused in one line before any work", () => {
+  const softmaxCases = owned.cases.filter((c) => c.op === "softmax").length;
+  const only = run("op-filter", ["--suite", "owned-kernels", "--op", "softmax"]);
+  assert.is(only.status, 0, only.stdout + only.stderr);
+  assert.match(only.stdout, new RegExp(`^reference plugin: ${softmaxCases}/${softmaxCases} kernel cases OK$`, "m"));
+  assert.equal([...new Set(cells("op-filter").map((c) => c.check))], ["softmax"]);
+  const typo = bench(["run", "--suite", "owned-kernels", "--op", "softmx", "--runs-dir", runs]);
+  assert.is(typo.status, 2);
+  assert.match(typo.stderr, /unknown kernel op "softmx" \(did you mean "softmax"\?\)/);
+  const runner = bench(["run", "--suite", "owned-kernels", "--runner", "python3 nothing.py", "--runs-dir", runs]);
+  assert.is(runner.status, 2);
+  assert.match(runner.stderr, /--runner cannot replace kernel suite owned-kernels's plugin arm "reference plugin" \(fix: swap the plugin with --plugin LIBRARY/);
+});
+
 test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", () => {
   const path = suiteWith("unregistered", [caseIndex(121), caseIndex(123), caseIndex(124)], [{ label: "partial", plugin: buildFakePlugin(work.path, "UNREGISTERED"), gate: "required" }]);
   const result = run("unregistered", ["--suite", path]);
@@ -228,6 +269,10 @@ test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the cop
   const result = run("timed", ["--suite", "owned-kernels", "--case", String(caseIndex(141)), "--case", String(caseIndex(161)), "--case", String(caseIndex(131)), "--time"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /kernel_time +informational +PASS +3 cases timed against a copy bandwidth of [\d.]+ GB\/s \(best of 8 copies of 64 MiB\); harness medians vs the in-plugin C loop's [\d.]+% apart \(median\), within 3% for \d\/3 cases, worst [\d.]+% where p90\/p10 = [\d.]+/);
+  // Each timed case's µs/call on the console and in summary.md, not only in the cells.
+  const perCase = /^ {2}RMS_NORM\(encoding=F32:F32,R=8,N=2048,seed=141\): [\d.e+]+ µs\/call \(p10 [\d.e+]+, p90 [\d.e+]+, \d+ samples of \d+ calls\), [\d.e+]+ GB\/s = [\d.e+]+% of copy bandwidth, [\d.e+]+ GFLOP\/s$/m;
+  assert.match(result.stdout, perCase);
+  assert.match(readFileSync(join(runs, "timed", "summary.md"), "utf8"), perCase);
   const verdict = summary("timed").verdicts.find((v: { check: string }) => v.check === "kernel_time");
   const copy = verdict.metrics.copy_bandwidth_gbps as number;
   assert.ok(copy > 0.1 && copy < 1000, `copy bandwidth ${copy}`);
