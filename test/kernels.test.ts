@@ -235,6 +235,26 @@ test("--op runs one op's cases; an unknown op and --runner on a kernel suite's p
   assert.match(runner.stderr, /--runner cannot replace kernel suite owned-kernels's plugin arm "reference plugin" \(fix: swap the plugin with --plugin LIBRARY/);
 });
 
+test("gdn_decode conventions as attributes: Dk 16, Dv 32, grouped heads, raw gating and in-kernel L2 norm pass on the reference plugin; a plugin without them SKIPs by name, a tiled one fails", () => {
+  const conventions = edgeIndex("gdn_decode", "F32:F32", { S: 16, Dv: 32, heads: "grouped", gating: "raw", qk_l2_norm: true });
+  const problem = buildCase(owned.cases[conventions]);
+  assert.equal(problem.inputs.map((t) => `${t.name}[${t.shape.join(",")}]`), ["q[2,16]", "k[2,16]", "v[8,32]", "a[8]", "b[8]", "A_log[8]", "dt_bias[8]", "state_in[8,32,16]"]);
+  assert.equal(problem.attrs, { heads: "grouped", qk_l2_norm: true, gating: "raw" });
+  const plain = caseIndex(171);
+  const path = suiteWith("gdn-conventions", [plain, conventions], [
+    { label: "reference", plugin: "{bench}/native/build/Release/bb_reference_plugin.so", gate: "required" },
+    { label: "no conventions", plugin: buildFakePlugin(work.path, "NO_CONVENTIONS"), gate: "required" },
+    { label: "tiled", plugin: buildFakePlugin(work.path, "HEADS_TILED"), gate: "required" },
+  ]);
+  const result = run("gdn-conventions", ["--suite", path]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const statuses = (arm: string) => cells("gdn-conventions").filter((c) => c.arm === arm).map((c) => c.status);
+  assert.equal(statuses("reference"), ["pass", "pass"]);
+  assert.equal(statuses("no conventions"), ["pass", "skip"]);
+  assert.equal(statuses("tiled"), ["pass", "fail"]);
+  assert.match(result.stdout, /SKIPPED — NOT A PASS: gdn-conventions \/ no conventions \/ gdn_decode: plugin kernel: gdn_decode \(F32:F32\) failed: this plugin's gdn_decode implements no attributes \(got \{"heads":"grouped","qk_l2_norm":true,"gating":"raw"\}\)/);
+});
+
 test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", () => {
   const path = suiteWith("unregistered", [caseIndex(121), caseIndex(123), caseIndex(124)], [{ label: "partial", plugin: buildFakePlugin(work.path, "UNREGISTERED"), gate: "required" }]);
   const result = run("unregistered", ["--suite", path]);

@@ -365,15 +365,16 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     return 1;
   }
 
-  // A v1 kernel's BB_UNSUPPORTED_TYPE is v1's way of not registering a pair: the error says
-  // `unsupported`, as the host's own refusal of an unregistered pair does, and the case is SKIPPED.
+  // BB_UNSUPPORTED_TYPE is v1's way of not registering a pair, and v2's way of refusing an attribute
+  // or convention the plugin does not implement (docs/kernel-ops.md): the error says `unsupported`,
+  // as the host's own refusal of an unregistered pair does, and the case is SKIPPED with the reason.
   Napi::Value Failed(Napi::Env env, const Call &call, int status) {
     std::string why = host_error_;
     host_error_.clear();
     if (why.empty() && last_error_ != nullptr && last_error_() != nullptr) why = last_error_();
     if (why.empty()) why = "no reason given (bb_last_error)";
     const std::string message = call.op + " (" + call.encoding + ") failed: " + why;
-    (run_ == nullptr && status == BB_UNSUPPORTED_TYPE ? Unsupported(env, message) : Napi::Error::New(env, message)).ThrowAsJavaScriptException();
+    (status == BB_UNSUPPORTED_TYPE ? Unsupported(env, message) : Napi::Error::New(env, message)).ThrowAsJavaScriptException();
     return env.Undefined();
   }
 

@@ -26,7 +26,7 @@ export const KERNEL_FAULTS: readonly KernelFault[] = [
   { fault: "UNWRITTEN_ROW", what: "grouped matmul leaves its last output row unwritten" },
   { fault: "LAST_ELEMENT", what: "every op leaves the last element of its first output unwritten" },
   { fault: "WINDOW_OFF", what: "sdpa attends one slot past its sliding window" },
-  { fault: "HEADS_TILED", what: "sdpa maps query head h to kv head h mod Hkv (tiled) where the contract is grouped" },
+  { fault: "HEADS_TILED", what: "sdpa maps query head h to kv head h mod Hkv (tiled) where the contract is grouped; gdn ignores heads: grouped" },
   { fault: "NO_STATE", what: "gdn, conv1d and ssd return state_in as state_out" },
   { fault: "DK_DV_SWAPPED", what: "sdpa steps through v with k's row length (Dk for Dv)" },
   { fault: "EXPERT_OFF", what: "grouped matmul reads expert ids[p] + 1" },

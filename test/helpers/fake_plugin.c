@@ -13,7 +13,7 @@
  *   NO_MAX_SUB     softmax exponentiates s·x without subtracting the row's maximum
  *   LAST_ELEMENT   every op leaves the last element of its first output as the caller filled it
  *   HEADS_TILED    sdpa_decode maps query head h to kv head h mod Hkv (tiled) instead of
- *                  ⌊h/(H/Hkv)⌋ (grouped)
+ *                  ⌊h/(H/Hkv)⌋ (grouped); gdn_decode ignores heads "grouped" (stays tiled)
  *   DK_DV_SWAPPED  sdpa_decode steps through v with k's row length (Dk where Dv is meant)
  *   UNREGISTERED   does not register matmul_bt_quant_grouped Q5_K:F32 or Q5_K:BF16
  *   HALF_ACCUM     matvec Q8_0:F32 accumulates each 32-value block's partial sum in fp16 (every
@@ -23,6 +23,7 @@
  *   NO_MATVEC      registers no matvec pair
  *   CRASH          matvec writes through a null pointer (the host process dies of SIGSEGV)
  *   ABI_3          reports plugin ABI version 3
+ *   NO_CONVENTIONS gdn_decode without any attribute: a case that sets one gets BB_UNSUPPORTED_TYPE
  *   NO_OPS_EXPORT  an ABI v2 plugin that does not export bb_ops (bb_op_run and bb_last_error it does)
  *   V1             an ABI version 1 plugin (bb_dequantize and bb_matvec only) over the reference kernels
  *   V1_NO_Q6_K     V1, whose two kernels return BB_UNSUPPORTED_TYPE for Q6_K: v1's way of not
@@ -162,6 +163,9 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
   if (n_inputs > 8) return fail("the fake plugin takes at most 8 inputs");
   memcpy(in, inputs, n_inputs * sizeof *in);
   const char *attrs = attrs_json;
+#ifdef FAKE_NO_CONVENTIONS
+  if (is(op, "gdn_decode") && strcmp(attrs_json, "{}") != 0) return fail("this plugin's gdn_decode implements no attributes (got %s)", attrs_json), BB_UNSUPPORTED_TYPE;
+#endif
 #ifdef FAKE_CRASH
   if (is(op, "matvec")) *(volatile int *)0 = 0;
 #endif
@@ -199,6 +203,14 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
     in[0].data = tiled_q;
     caller_o = outputs[0].data;
     outputs[0].data = tiled_o;
+  }
+#endif
+#ifdef FAKE_HEADS_TILED
+  char tiled_attrs[256];
+  const char *grouped = strstr(attrs_json, "\"grouped\"");
+  if (is(op, "gdn_decode") && grouped != NULL && strlen(attrs_json) < sizeof tiled_attrs) {
+    snprintf(tiled_attrs, sizeof tiled_attrs, "%.*s\"tiled\"%s", (int)(grouped - attrs_json), attrs_json, grouped + strlen("\"grouped\""));
+    attrs = tiled_attrs;
   }
 #endif
 #ifdef FAKE_DK_DV_SWAPPED
