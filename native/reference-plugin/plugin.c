@@ -30,6 +30,7 @@ static const char *const SOFTMAX_ATTRS[] = {"scale", NULL};
 static const char *const ROPE_ATTRS[] = {"mode", "n_dims", "freq_base", "freq_scale", NULL};
 static const char *const SDPA_ATTRS[] = {"scale", "pos", "window", NULL};
 static const char *const TOPK_ATTRS[] = {"k", "gating", "norm", "scale", NULL};
+static const char *const CONV_ATTRS[] = {"silu", NULL};
 static const char *const GDN_ATTRS[] = {"scale", "heads", "qk_l2_norm", "gating", NULL};
 
 #define OP(name, encoding, kernel, input, output, attributes) {{name, encoding}, kernel, input, output, attributes}
@@ -70,7 +71,7 @@ static const registered_op REGISTRY[] = {
     OP("sdpa_decode", "F32:BF16", op_sdpa_decode, 1, 0, SDPA_ATTRS),
     OP("sdpa_decode", "F16:F32", op_sdpa_decode, 1, 0, SDPA_ATTRS),
     OP("gdn_decode", "F32:F32", op_gdn_decode, 0, 0, GDN_ATTRS),
-    OP("conv1d_update", "F32:F32", op_conv1d_update, 0, 0, NO_ATTRS),
+    OP("conv1d_update", "F32:F32", op_conv1d_update, 0, 0, CONV_ATTRS),
     OP("ssd_decode", "F32:F32", op_ssd_decode, 0, 0, NO_ATTRS),
     OP("moe_topk", "F32:F32", op_moe_topk, 0, 1, TOPK_ATTRS),
 };

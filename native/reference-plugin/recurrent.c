@@ -93,9 +93,11 @@ KERNEL(op_gdn_decode) {
   return 0;
 }
 
-/* conv1d_update: x [C], w [C, W], state_in [C, W-1] -> y [C], state_out [C, W-1]. */
+/* conv1d_update: x [C], w [C, W], state_in [C, W-1] -> y [C], state_out [C, W-1]; attribute silu: y through SiLU. */
 KERNEL(op_conv1d_update) {
-  (void)encoding, (void)attrs;
+  (void)encoding;
+  double silu = 0;
+  if (attr_number(attrs, "silu", &silu) < 0) return 1;
   if (n_in != 3 || n_out != 2) return fail("conv1d_update takes three inputs (x, w, state_in) and two outputs (y, state_out)");
   static const uint32_t in_dims[3] = {1, 2, 2}, out_dims[2] = {1, 2};
   if (all_f32(in, 3, in_dims) || all_f32(out, 2, out_dims)) return 1;
@@ -108,7 +110,7 @@ KERNEL(op_conv1d_update) {
     const float newest = ((const float *)x->data)[c];
     float sum = 0.0f;
     for (int64_t i = 0; i < width; i++) sum += (i < width - 1 ? state[i] : newest) * taps[i];
-    ((float *)out[0].data)[c] = sum;
+    ((float *)out[0].data)[c] = silu != 0 ? sum / (1.0f + expf(-sum)) : sum;
     float *next = (float *)out[1].data + c * (width - 1);
     for (int64_t i = 0; i < width - 1; i++) next[i] = i + 1 < width - 1 ? state[i + 1] : newest;
   }
