@@ -23,7 +23,9 @@
  *   NO_MATVEC      registers no matvec pair
  *   CRASH          matvec writes through a null pointer (the host process dies of SIGSEGV)
  *   ABI_3          reports plugin ABI version 3
- *   NO_CONVENTIONS gdn_decode without any attribute: a case that sets one gets BB_UNSUPPORTED_TYPE
+ *   NO_CONVENTIONS gdn_decode, sdpa_decode and conv1d_update without their optional conventions
+ *                  (gdn's attributes, sdpa's qk_norm and output_gate, conv1d's silu): a case that
+ *                  sets one gets BB_UNSUPPORTED_TYPE
  *   NO_OPS_EXPORT  an ABI v2 plugin that does not export bb_ops (bb_op_run and bb_last_error it does)
  *   V1             an ABI version 1 plugin (bb_dequantize and bb_matvec only) over the reference kernels
  *   V1_NO_Q6_K     V1, whose two kernels return BB_UNSUPPORTED_TYPE for Q6_K: v1's way of not
@@ -164,7 +166,8 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
   memcpy(in, inputs, n_inputs * sizeof *in);
   const char *attrs = attrs_json;
 #ifdef FAKE_NO_CONVENTIONS
-  if (is(op, "gdn_decode") && strcmp(attrs_json, "{}") != 0) return fail("this plugin's gdn_decode implements no attributes (got %s)", attrs_json), BB_UNSUPPORTED_TYPE;
+  if ((is(op, "gdn_decode") || is(op, "conv1d_update")) && strcmp(attrs_json, "{}") != 0) return fail("this plugin's %s implements no attributes (got %s)", op, attrs_json), BB_UNSUPPORTED_TYPE;
+  if (is(op, "sdpa_decode") && (strstr(attrs_json, "qk_norm") != NULL || strstr(attrs_json, "output_gate") != NULL)) return fail("this plugin's sdpa_decode has no q/k norm or output gate (got %s)", attrs_json), BB_UNSUPPORTED_TYPE;
 #endif
 #ifdef FAKE_CRASH
   if (is(op, "matvec")) *(volatile int *)0 = 0;
