@@ -19,7 +19,6 @@ import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, Sys
  */
 export { RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION } from "./runner-lines.js";
 
-
 export interface StdioSutOptions {
   readonly label: string;
   /** Seconds the runner may take to write its hello (a device boot takes minutes). */
