@@ -46,8 +46,8 @@ test("a runner that dies mid-check errors that check with its last words; missin
   assert.match(died.stdout, /tokenizer +required +PASS/, "checks before the crash keep their verdicts");
   const partial = runWith(fake("partial"), "partial");
   assert.is(partial.status, 77, partial.stdout + partial.stderr);
-  assert.match(partial.stdout, /teacher_forced +informational +skipped +runner lacks teacherForcedTopK/);
-  assert.match(partial.stdout, /SKIPPED — NOT A PASS: parity16 \/ runner \/ batch_invariance: runner lacks batchedGreedy/);
+  assert.match(partial.stdout, /teacher_forced +informational +skipped +runner lacks teacher_forced_top_k/);
+  assert.match(partial.stdout, /SKIPPED — NOT A PASS: parity16 \/ runner \/ batch_invariance: runner lacks batched_greedy/);
 });
 
 test("trace-region demand a runner reports goes into summary.json and the baseline's ratchet", () => {

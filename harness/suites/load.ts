@@ -9,6 +9,7 @@ import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
 import type { ReuseSuite } from "./reuse-suite.js";
+import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 
 export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite;
@@ -59,7 +60,9 @@ export function loadSuite(nameOrPath: string): Suite {
   }
   if (suite.kind === "kernels") {
     const kernels = suite as Omit<KernelSuite, "path">;
-    return { ...kernels, cases: kernels.cases.map((c, i) => validateKernelCase(c, path, i)), path };
+    // Generated edge cases follow the written ones, so a written case keeps its index.
+    const cases = [...kernels.cases, ...(kernels.edges === undefined ? [] : edgeCases(kernels.edges))];
+    return { ...kernels, cases: cases.map((c, i) => validateKernelCase(c, path, i)), path };
   }
   return { ...suite, path } as Suite;
 }
