@@ -32,3 +32,19 @@ export function storedBound(computeError: number, exact: number, output: "F32" |
   if (output !== "BF16") return computeError;
   return computeError * (1 + BF16_UNIT_ROUNDOFF) + BF16_UNIT_ROUNDOFF * Math.abs(exact);
 }
+
+/**
+ * Gradual underflow (docs/kernel-bounds.md, "Underflow and overflow"): below float32's smallest
+ * normal the spacing of representable values is 2⁻¹⁴⁹, so a product, a quotient or a libm result
+ * that lands there is off by up to one such step on top of its relative error (rounding: half a
+ * step; libm's one ulp: a whole one). Additions and subtractions are exact there. An exact value
+ * below half of it may therefore come back as 0.
+ */
+export const FLOAT32_SUBNORMAL_STEP = 2 ** -149;
+
+/**
+ * expf overflows to +Inf from ln(FLT_MAX) ≈ 88.7228 on; a libm within one ulp may already do so a
+ * hair below. A sigmoid 1/(1 + e^(−z)) with −z beyond this returns 0 for an exact value below
+ * e^(−88.7) ≈ 3.2e-39, which the bound must admit.
+ */
+export const EXPF_OVERFLOW_ARGUMENT = 88.7;

@@ -8,8 +8,8 @@
  *   node dist/scripts/decode-floor.js [--threads 2] [--keep-cores-busy]
  *
  * --keep-cores-busy runs one lowest-priority spinning process per core alongside: cores then never
- * go idle, so a thread created per graph starts at once — the control for the cause (README,
- * Findings: an idle vCPU takes milliseconds to wake).
+ * go idle, so a thread created per graph starts at once — the control for the cause
+ * (docs/findings.md: an idle vCPU takes milliseconds to wake).
  */
 import { spawn } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";

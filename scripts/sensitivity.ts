@@ -7,6 +7,10 @@
  *
  *   npm run sensitivity -- [--clean-runs 20] [--clean-suite parity16] [--prompts 16]
  *     [--noise-sizes 0.003,0.01,0.03,0.1,0.3] [--only TEXT]... [--all-sizes] [--out-dir DIR]
+ *
+ * With --kernels, the kernel catalogue instead (scripts/sensitivity/kernel-faults.ts): each FAKE
+ * kernel plugin against the shipped kernel suite (--kernel-suite, default owned-kernels); exit 1
+ * when a fault is caught by no case.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,6 +23,7 @@ import type { RunSummary } from "../harness/results/read-run.js";
 import { newRunId } from "../harness/results/run-directory.js";
 import type { GateVerdict } from "../harness/results/types.js";
 import { catalogue, type TrialRun } from "./sensitivity/catalogue.js";
+import { KERNEL_FAULTS, kernelFaultTable, runKernelFault } from "./sensitivity/kernel-faults.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -29,6 +34,8 @@ const { values: flags } = parseArgs({
     only: { type: "string", multiple: true, default: [] },
     "all-sizes": { type: "boolean", default: false },
     "out-dir": { type: "string" },
+    kernels: { type: "boolean", default: false },
+    "kernel-suite": { type: "string", default: "owned-kernels" },
   },
 });
 
@@ -51,6 +58,30 @@ if (noiseSizes.some((x) => !(x > 0))) {
 const outDir = resolve(flags["out-dir"] ?? join(RUNS_DIR, `sensitivity-${newRunId()}`));
 const runsDir = join(outDir, "runs");
 const scratch = join(outDir, "FAKE-models");
+const load = () => loadavg().map((x) => x.toFixed(1)).join(" / ");
+const loadAtStart = load();
+const startedAt = new Date();
+const commandLine = () => ["npm run sensitivity --", ...process.argv.slice(2).map((arg) => (/\s/.test(arg) ? JSON.stringify(arg) : arg))].join(" ").replace(/ --$/, "");
+const minutesSince = (start: Date) => ((Date.now() - start.getTime()) / 60000).toFixed(1);
+
+if (flags.kernels) {
+  const rows = KERNEL_FAULTS.filter((f) => flags.only.length === 0 || flags.only.some((text) => f.fault.includes(text))).map((fault) => {
+    const row = runKernelFault(fault, flags["kernel-suite"], join(outDir, "FAKE-plugins"), runsDir);
+    console.error(`[sensitivity] ${fault.fault}: ${row.caught.length}/${row.cases} cases caught (exit ${row.exitCode})`);
+    return row;
+  });
+  const table = [
+    `Kernel sensitivity (FAKE plugins: the reference plugin with one planted fault each, against \`${flags["kernel-suite"]}\`; a case catches a fault when it fails, ratio = worst |error| / bound).`,
+    `Command: \`${commandLine()}\`; ${startedAt.toISOString()}, ${minutesSince(startedAt)} min on ${describeMachine(machineInfo())}; load average at start ${loadAtStart}, at end ${load()}.`,
+    "",
+    ...kernelFaultTable(rows),
+  ].join("\n");
+  writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
+  console.log(table);
+  console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);
+  process.exit(rows.some((r) => r.caught.length === 0) ? 1 : 0);
+}
+
 mkdirSync(scratch, { recursive: true });
 const promptArgs = Array.from({ length: promptCount }, (_, p) => ["--prompt", String(p)]).flat();
 
@@ -106,9 +137,6 @@ function verdictOf(trial: Trial): string {
   return trial.exitCode === 0 ? "not caught (exit 0)" : `not caught (exit ${trial.exitCode})`;
 }
 
-const load = () => loadavg().map((x) => x.toFixed(1)).join(" / ");
-const loadAtStart = load();
-const startedAt = new Date();
 const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || flags.only.some((text) => f.name.includes(text)));
 const rows: string[] = [];
 for (const family of families) {
@@ -142,8 +170,8 @@ for (let i = 0; i < cleanRuns; i++) {
   console.error(`[sensitivity] clean ${flags["clean-suite"]} ${i + 1}/${cleanRuns}: ${said} (${trial.seconds.toFixed(1)} s)`);
 }
 
-const minutes = ((Date.now() - startedAt.getTime()) / 60000).toFixed(1);
-const command = ["npm run sensitivity --", ...process.argv.slice(2).map((arg) => (/\s/.test(arg) ? JSON.stringify(arg) : arg))].join(" ").replace(/ --$/, "");
+const minutes = minutesSince(startedAt);
+const command = commandLine();
 const table = [
   `Sensitivity (FAKE faults on tiny-random unless named; ${promptCount} prompt(s) per fault run; graded faults in increasing size, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}; KLD: the teacher-forced KLD (top-k support) the run measured, gated or not).`,
   `Command: \`${command}\`; ${startedAt.toISOString()}, ${minutes} min on ${describeMachine(machineInfo())}; load average at start ${loadAtStart}, at end ${load()}.`,

@@ -112,7 +112,7 @@ const PROBE = { generateNext: { probabilities: true } } as const;
 /**
  * Greedy without log-probs: llama.cpp's own argmax over the logits (node-llama-cpp's sampler at
  * temperature 0 is its greedy sampler alone). No distribution crosses into JavaScript, which was
- * most of a decode step's cost (README, Performance).
+ * most of a decode step's cost (docs/performance.md).
  */
 const GREEDY = { generateNext: { token: true } } as const;
 type Probe = typeof PROBE | typeof GREEDY;
@@ -141,7 +141,7 @@ interface NextTokenOutput {
  * (stepGreedily, through native/llama-context), the rest in one batch through node-llama-cpp.
  * Its samplings start only once the batch's outputs are settled (sampling-order.ts):
  * node-llama-cpp's concurrent samplings can otherwise read another sequence's logits after a batch
- * whose outputs llama.cpp reordered (README, "Findings").
+ * whose outputs llama.cpp reordered (docs/findings.md).
  */
 export class BatchEngine {
   private readonly slots: Slot[];

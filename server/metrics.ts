@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { EngineObserver, FinishReason } from "./engine.js";
 
-/** The production server's /metrics (the series the field's production servers expose; README, `GET /metrics`), as Prometheus text through prom-client. */
+/** The production server's /metrics (the series the field's production servers expose; docs/servers.md, `GET /metrics`), as Prometheus text through prom-client. */
 export class ServerMetrics {
   readonly registry = new Registry();
   private readonly submitted = new Counter({ name: "bench_requests_submitted_total", help: "Requests accepted into the queue", registers: [this.registry] });

@@ -60,7 +60,9 @@ function optionalNumber(body: Body, key: string, fallback: number, check: (n: nu
 function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: number, maxTokensKey = "max_tokens"): CommonParams {
   if (body.n !== undefined && body.n !== 1) throw new BadRequest("only n = 1 is supported", "n");
   const stop = body.stop === undefined || body.stop === null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
-  if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string" || s === "") || stop.length > 4) throw new BadRequest("stop must be a string or up to 4 non-empty strings", "stop");
+  // No count limit, as llama-server has none: OpenAI's 4 turns lm-eval's generate_until away (it sends
+  // every `until` string plus the EOS text). The request body's size bounds the work per token.
+  if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string" || s === "")) throw new BadRequest("stop must be a string or an array of non-empty strings", "stop");
   const streamOptions = body.stream_options;
   if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== "object" || Array.isArray(streamOptions))) throw new BadRequest("stream_options must be an object", "stream_options");
   if (body.stream !== undefined && typeof body.stream !== "boolean") throw new BadRequest("stream must be a boolean", "stream");

@@ -7,7 +7,7 @@ interface NativeSampling {
 }
 
 /**
- * Works around a race in node-llama-cpp 3.21.1 (README, Findings): it samples each sequence of a
+ * Works around a race in node-llama-cpp 3.21.1 (docs/findings.md): it samples each sequence of a
  * batch in its own AsyncWorker on libuv's thread pool, and llama.cpp's first logits read after a
  * batch whose outputs were reordered (several sequences, no unified KV cache) applies the
  * reordering in place — two threads doing that at once hand a sequence another's logits.

@@ -84,7 +84,7 @@ test("bench.config.json is found in the working directory (paths relative to it)
   assert.equal([found.file, found.lock, found.reset?.command, found.legTimeoutS, found.bootTimeoutS, found.env],
     [join(dir, "bench.config.json"), { path: join(dir, "qb.lock"), timeoutS: 3600 }, ["tt-smi", "-r", "0,1,2,3"], 3600, 600, { TT_METAL_HOME: "/opt/tt-metal" }]);
   const example = resolveBoxSettings({ config: join(PACKAGE_ROOT, "box", "bench.config.example.json") }, dir);
-  assert.equal([example.lock?.path, example.reset?.command, example.signatures.length], ["/var/lock/quietbox.lock", ["tt-smi", "-r", "0,1,2,3"], shippedSignatures().length + 1], "the README's example config is valid as shipped");
+  assert.equal([example.lock?.path, example.reset?.command, example.signatures.length], ["/var/lock/quietbox.lock", ["tt-smi", "-r", "0,1,2,3"], shippedSignatures().length + 1], "the example config docs/quietbox.md shows is valid as shipped");
   const flagged = resolveBoxSettings({ legTimeoutS: 5, lockTimeoutS: 2, resetCommand: ["true"] }, dir);
   assert.equal([flagged.legTimeoutS, flagged.lock?.timeoutS, flagged.reset?.command], [5, 2, ["true"]]);
   assert.is(resolveBoxSettings({}, work.path).lock, undefined, "no config, no flags: no lock");

@@ -117,9 +117,9 @@ function unshardedRun(root: string, env: Record<string, string>): { result: Step
   return { result, run: readRun(join(checkout, "reports", "runs", "whole")) };
 }
 
-test("the README's workflow is docs/ci/quietbox.yml, verbatim", () => {
-  const readme = readFileSync(resolve(PACKAGE_ROOT, "README.md"), "utf8");
-  assert.ok(readme.includes(readFileSync(WORKFLOW, "utf8").trimEnd()), "README.md must embed docs/ci/quietbox.yml as it is");
+test("the workflow shown in docs/quietbox.md is docs/ci/quietbox.yml, verbatim", () => {
+  const page = readFileSync(resolve(PACKAGE_ROOT, "docs", "quietbox.md"), "utf8");
+  assert.ok(page.includes(readFileSync(WORKFLOW, "utf8").trimEnd()), "docs/quietbox.md must embed docs/ci/quietbox.yml as it is");
 });
 
 test("the workflow on two boxes: shards merged and gated equal the unsharded run; the first run creates the baseline, the next is held to it", () => {

@@ -28,6 +28,12 @@ test("overload_429: a server that declares no queue bound may queue instead of a
   assert.match(queued.detail, /^8 at once: all 8 served \(the server queues instead of answering 429/);
 });
 
+test("many_stop_strings: eight stop strings (lm-eval sends its until strings plus the EOS text), the matching two last: 200, cut at the earliest", async () => {
+  const result = await CONFORMANCE_CHECKS.many_stop_strings(target());
+  assert.is(result.status, "pass", result.detail);
+  assert.match(result.detail, /^8 stop strings accepted; cut at the earliest match \(text ".*"\)$/);
+});
+
 test("metrics_prometheus: series names are the arm's to expect, not ours by default", async () => {
   const anyValid = await CONFORMANCE_CHECKS.metrics_prometheus(target());
   assert.is(anyValid.status, "pass", anyValid.detail);

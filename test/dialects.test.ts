@@ -118,7 +118,9 @@ const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENC
     assert.equal(
       [sut.provenance.settings.dialect_tokenize, sut.provenance.settings.dialect_detokenize, sut.provenance.settings.dialect_greedy, sut.provenance.settings.dialect_teacherForced, sut.provenance.settings.dialect_inspectTokens],
       ["llama.cpp", "llama.cpp", "llama.cpp", "llama.cpp", "gguf"]);
-    assert.is(sut.provenance.settings.dialect, "llama.cpp+gguf");
+    // Prompt-cache requests through /completion (timings.cache_n), chat through the OpenAI endpoint it shares.
+    assert.equal([sut.provenance.settings.dialect_cachedGreedy, sut.provenance.settings.dialect_cachedChat], ["llama.cpp", "openai"]);
+    assert.is(sut.provenance.settings.dialect, "llama.cpp+openai+gguf");
     const [ids] = await sut.tokenize!(["Hello"]);
     const [greedy] = await sut.greedy!([{ promptIds: ids, maxTokens: 4 }]);
     assert.is(greedy.length, 4);

@@ -16,7 +16,7 @@ import { temporaryDirectory } from "./helpers/workspace.js";
 const work = temporaryDirectory("ablation");
 test.after(() => work.remove());
 
-/** copy-4k is built by hand and has no FFN: its FFN matrices are zero by construction (README "Fixtures where every parameter matters"). */
+/** copy-4k is built by hand and has no FFN: its FFN matrices are zero by construction (docs/fixtures.md, "Every parameter matters"). */
 const INERT_BY_CONSTRUCTION = /^blk\.\d\.ffn_(gate|up|down)\.weight$/;
 
 test("no fixture tensor is constant: norm weights and every other parameter vary, so a forward that ignores one computes something else", () => {

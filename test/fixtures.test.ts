@@ -28,7 +28,7 @@ test("next-token distributions are peaked enough for greedy decoding to mean som
   const goldens = readGoldens(goldensDir("tiny-random.F32", "parity16"));
   const margins = goldens.topkLogprobs!.flat().map((row) => row[0] - row[1]);
   const stats = distribution(margins)!;
-  // Measured on the committed goldens: median top-1/top-2 margin 3.40 nats, p10 0.70, median top-1 probability 0.956 (README).
+  // Measured on the committed goldens: median top-1/top-2 margin 3.40 nats, p10 0.70, median top-1 probability 0.956 (docs/fixtures.md).
   assert.ok(stats.median > 1.5, `median margin ${stats.median} nats`);
   assert.ok(stats.p10 > 0.2, `p10 margin ${stats.p10} nats`);
   const topProbability = distribution(goldens.topkLogprobs!.flat().map((row) => Math.exp(row[0])))!;

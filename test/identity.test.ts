@@ -44,7 +44,8 @@ test("a runner that does not say which model it loaded: identity is SKIPPED as u
   const verdicts = verdictsOf("anonymous");
   const identity = verdicts.find((v) => v.check === "identity")!;
   assert.is(identity.status, "skip");
-  assert.match(identity.reason!, /^unverified: runner does not say which model file it loaded \(a runner's hello carries it as model_sha256; the goldens' model \(tiny-random:F32\) is tiny-random\.v\d+\.F32\.gguf, sha256 [0-9a-f]{64}\)$/);
+  assert.match(identity.reason!, /^unverified: runner does not say which model file it loaded \(the goldens' model \(tiny-random:F32\) is tiny-random\.v\d+\.F32\.gguf, sha256 [0-9a-f]{64}\); fix: pass model_path=PATH to bench_runner\.serve\(\.\.\.\) \(it hashes the file into the hello\), or send model_sha256 and model_file in the hello yourself$/);
+  assert.match(result.stdout, /SKIPPED — NOT A PASS: parity16 \/ runner \/ identity: unverified: .*fix: pass model_path=PATH to bench_runner\.serve/, "the run's last lines name the fix");
   // An empty list would pass `every`: parity must be among the gates that ran.
   const others = verdicts.filter((v) => v.check !== "identity");
   assert.ok(others.some((v) => v.check === "greedy_parity") && others.every((v) => v.status === "pass"), `every other gate ran and passed: ${JSON.stringify(others.map((v) => [v.check, v.status]))}`);

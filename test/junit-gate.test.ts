@@ -34,11 +34,11 @@ test("bench gate on a run with a skipped required gate: exit 77, ::error:: lines
   const stepSummary = join(work.path, "step-summary.md");
   const result = bench(["gate", "00-skipped", "--runs-dir", runs, "--baseline", baseline], { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: stepSummary });
   assert.is(result.status, 77, result.stdout);
-  assert.match(result.stdout, /^::error title=bench gate parity16\/runner\/batch_invariance::SKIPPED — NOT A PASS: runner lacks batchedGreedy$/m);
+  assert.match(result.stdout, /^::error title=bench gate parity16\/runner\/batch_invariance::SKIPPED — NOT A PASS: runner lacks batched_greedy$/m);
   assert.match(result.stdout, /^::error title=bench gate 00-skipped::run 00-skipped itself exited 77 \(SKIPPED — NOT A PASS\)$/m);
   const written = readFileSync(stepSummary, "utf8");
   assert.match(written, /— exit 77/);
-  assert.match(written, /^SKIP {2}parity16\/runner\/batch_invariance: SKIPPED — NOT A PASS: runner lacks batchedGreedy$/m);
+  assert.match(written, /^SKIP {2}parity16\/runner\/batch_invariance: SKIPPED — NOT A PASS: runner lacks batched_greedy$/m);
 });
 
 test("the latest run is the one that started last, not the last run id in sort order", () => {

@@ -6,11 +6,13 @@ import { tableFromIPC } from "apache-arrow";
 import { BenchError } from "../harness/errors.js";
 import { loadSuite } from "../harness/suites/load.js";
 import type { KernelSuite } from "../harness/suites/kernel-suite.js";
-import { scoreKernelCase } from "../harness/kernels/score.js";
+import { caseNameOfLine, scoreKernelCase } from "../harness/kernels/score.js";
 import { float32DotEnvelope, FLOAT32_UNIT_ROUNDOFF } from "../kernels/envelopes.js";
-import { buildCase, caseEncoding, KERNEL_OPS } from "../kernels/ops/registry.js";
+import { buildCase, caseEncoding, caseName, KERNEL_OPS } from "../kernels/ops/registry.js";
 import { float32Tensor, sentinelFilled } from "../kernels/ops/tensor.js";
-import type { KernelProblem } from "../kernels/ops/op.js";
+import { parseEncoding, type KernelProblem } from "../kernels/ops/op.js";
+import { edgeCases } from "../kernels/edge-cases.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
 import { rankExperts } from "../kernels/ops/moe-topk.js";
 import { kernelPairsFromHello } from "../harness/sut/kernel-wire.js";
 import { ACCUMULATION_UNIT_ROUNDOFF } from "../harness/sut/types.js";
@@ -43,7 +45,8 @@ test("owned-kernels covers every (op, encoding) of the registry; every case draw
   assert.equal(once.inputs.map((t) => Buffer.from(t.data).toString("base64")), again.inputs.map((t) => Buffer.from(t.data).toString("base64")));
 });
 
-test("every bound admits the correctly rounded answer: a float32 (or bf16) rounding of the exact value is never outside", () => {
+test("every bound admits the correctly rounded answer, underflow included: the float32 (or bf16) rounding of the exact value is never outside", () => {
+  let belowSubnormals = 0;
   for (const spec of owned.cases) {
     const problem = buildCase(spec);
     const op = KERNEL_OPS.get(spec.op)!;
@@ -51,12 +54,41 @@ test("every bound admits the correctly rounded answer: a float32 (or bf16) round
       if (expected.kind !== "bounded") return;
       const bf16 = problem.outputs[i].dtype === "BF16";
       expected.value.forEach((v, j) => {
-        const rounding = Math.abs(v) * (bf16 ? 2 ** -8 : 2 ** -24);
+        // float32: the rounding itself (0 for an exact value below 2⁻¹⁵⁰); bf16: its relative bound.
+        const rounding = bf16 ? Math.abs(v) * 2 ** -8 : Math.abs(Math.fround(v) - v);
+        if (v !== 0 && Math.fround(v) === 0) belowSubnormals++;
         // A zero bound is a copied value (rope's unrotated dims): exact, and so representable.
         assert.ok(expected.bound[j] >= rounding || (expected.bound[j] === 0 && Math.fround(v) === v), `${spec.op} seed ${spec.seed} ${problem.outputs[i].name}[${j}]: bound ${expected.bound[j]} below one rounding ${rounding}`);
       });
     });
   }
+  // The edges reach float32's underflow (softmax at logit scale 40, sdpa at ×40, decays of e^−200): not a vacuous check.
+  assert.ok(belowSubnormals > 100, `${belowSubnormals} exact values below float32's smallest subnormal`);
+});
+
+test("cases by construction: every edge each op declares appears once per encoding in owned-kernels, after the written cases, seeded and the same every time", () => {
+  const written = (JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "owned-kernels.json"), "utf8")) as { cases: unknown[] }).cases.length;
+  const generated = owned.cases.slice(written);
+  assert.equal(generated, edgeCases({ first_seed: 1000 }));
+  assert.equal(generated.map((c) => c.seed), generated.map((_, i) => 1000 + i));
+  for (const op of KERNEL_OPS.values()) {
+    for (const encoding of op.encodings) {
+      const { base, axes } = op.edges(parseEncoding(encoding));
+      for (const [axis, edges] of Object.entries(axes)) {
+        for (const e of edges) {
+          const want = { ...base, ...e.params };
+          const found = generated.some((c) => c.op === op.name && c.encoding === encoding && Object.entries(want).every(([k, v]) => c[k] === v));
+          assert.ok(found, `${op.name} ${encoding}: edge ${axis} ${e.label} has no case`);
+        }
+      }
+    }
+  }
+  // The edges the issue names, by value.
+  const has = (op: string, encoding: string, params: Record<string, unknown>) => generated.some((c) => c.op === op && c.encoding === encoding && Object.entries(params).every(([k, v]) => c[k] === v));
+  for (const cols of [32, 64, 128, 256, 512]) assert.ok(has("matvec", "Q8_0:F32", { cols }), `Q8_0 matvec K=${cols}`);
+  assert.ok(has("rms_norm", "F32:F32", { N: 16 }) && has("rms_norm", "F32:F32", { eps: 1e-2 }));
+  assert.ok(has("softmax", "F32:F32", { scale: 40 }));
+  assert.ok(has("sdpa_decode", "F32:F32", { window: 1 }) && has("sdpa_decode", "F32:F32", { window: 100 }));
 });
 
 test("moe_topk: ties go to the lower expert index; the generator plants ties across the k-th place, and a kernel that picks the later expert fails", () => {
@@ -116,12 +148,15 @@ test("bad kernel cases are refused with the file and field named: unknown op, a 
 test("the reference plugin passes every op and encoding with its ratio printed; the older quant-kernels spelling still runs", () => {
   const result = run("reference", ["--suite", "owned-kernels", "--suite", "quant-kernels"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^reference plugin: 41\/41 kernel cases OK$/m);
+  assert.match(result.stdout, new RegExp(`^reference plugin: ${owned.cases.length}/${owned.cases.length} kernel cases OK$`, "m"));
   assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
   for (const op of KERNEL_OPS.keys()) assert.match(result.stdout, new RegExp(`owned-kernels +reference plugin +${op} +required +PASS +\\d+/\\d+ ${op} cases OK`), op);
-  assert.match(result.stdout, /matmul_bt_quant_grouped +required +PASS +8\/8 matmul_bt_quant_grouped cases OK, worst ratio 0\.\d+ of the dot\(K\) bound/);
+  const grouped = owned.cases.filter((c) => c.op === "matmul_bt_quant_grouped").length;
+  assert.match(result.stdout, new RegExp(`matmul_bt_quant_grouped +required +PASS +${grouped}/${grouped} matmul_bt_quant_grouped cases OK, worst ratio 0\\.\\d+ of the dot\\(K\\) bound`));
   const rows = cells("reference").filter((c) => c.suite === "owned-kernels");
-  assert.is(rows.length, 41);
+  assert.is(rows.length, owned.cases.length);
+  // The softmax case at logit scale 40 (underflow everywhere) is among them, and passes.
+  assert.ok(rows.some((c) => /^SOFTMAX\(encoding=F32:F32,R=4,N=256,scale=40,seed=\d+\): OK/.test(c.detail)));
   for (const row of rows) {
     assert.match(row.detail, /^[A-Z0-9_]+\(encoding=[^)]*seed=\d+\): OK \((.*worst ratio [\d.e-]+ of the .* bound|\d+\/\d+ values bit-exact)/);
     if (row.kernel_ratio !== null) assert.ok(row.kernel_ratio <= 1, row.detail);
@@ -156,6 +191,68 @@ test("planted faults fail with one reproducible line each: double bf16 rounding,
   const again = run("rerun", ["--suite", path, "--arm", "window off", "--case", "3"]);
   assert.is(again.status, 1);
   assert.equal(cells("rerun").map((c) => c.detail), [line.detail]);
+});
+
+/** The index in owned-kernels of the first case of `op` and `encoding` with these parameters. */
+const edgeIndex = (op: string, encoding: string, params: Record<string, unknown>) => {
+  const index = owned.cases.findIndex((c) => c.op === op && c.encoding === encoding && Object.entries(params).every(([k, v]) => c[k] === v));
+  assert.ok(index >= 0, `no ${op} ${encoding} case with ${JSON.stringify(params)}`);
+  return index;
+};
+
+test("the catalogue's faults fail a generated edge case with one reproducible line: fp16 partial sums at K = 64, ε after √ at ε = 1e-2, no max subtraction at logit scale 40, tiled heads, Dk/Dv swapped", () => {
+  const fault = (label: string, f: FakeFault) => ({ label, plugin: buildFakePlugin(work.path, f), gate: "required" });
+  const indices = [
+    edgeIndex("matvec", "Q8_0:F32", { cols: 64 }), edgeIndex("rms_norm", "F32:F32", { eps: 1e-2 }), edgeIndex("softmax", "F32:F32", { scale: 40 }),
+    edgeIndex("sdpa_decode", "F32:F32", { H: 6, Hkv: 2 }), edgeIndex("sdpa_decode", "F32:F32", { Dk: 32, Dv: 128 }),
+  ];
+  const path = suiteWith("edges-planted", indices, [
+    fault("fp16 partial sums", "HALF_ACCUM"), fault("eps after sqrt", "EPS_AFTER_SQRT"), fault("no max", "NO_MAX_SUB"), fault("tiled heads", "HEADS_TILED"), fault("dk dv", "DK_DV_SWAPPED"),
+  ]);
+  const result = run("edges-planted", ["--suite", path]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const failing = (arm: string) => cells("edges-planted").filter((c) => c.arm === arm && c.status === "fail").map((c) => c.detail as string);
+  assert.match(failing("fp16 partial sums").join("\n"), /^MATVEC\(encoding=Q8_0:F32,rows=16,cols=64,seed=\d+\): FAIL \(y\[\d+\]: expected .*, got .*; ratio \d[\d.e+]* of the dot\(K\) bound\)$/);
+  assert.match(failing("eps after sqrt").join("\n"), /^RMS_NORM\(encoding=F32:F32,R=4,N=256,eps=0\.01,seed=\d+\): FAIL \(y\[\d+,\d+\]: .*of the rms_norm bound\)$/);
+  assert.match(failing("no max").join("\n"), /^SOFTMAX\(encoding=F32:F32,R=4,N=256,scale=40,seed=\d+\): FAIL \(y\[\d+,\d+\]: expected .*, got NaN; ratio ∞ of the softmax bound\)$/);
+  // Both sdpa cases group their heads (3 and 2 per kv head): tiled reads the wrong kv head in each.
+  assert.equal(failing("tiled heads").map(caseNameOfLine), [caseName(owned.cases[indices[3]]), caseName(owned.cases[indices[4]])]);
+  // Dk = Dv hides the swap; only the Dk ≠ Dv case catches it.
+  assert.equal(failing("dk dv").map(caseNameOfLine), [caseName(owned.cases[indices[4]])]);
+});
+
+test("--op runs one op's cases; an unknown op and --runner on a kernel suite's plugin arm are refused in one line before any work", () => {
+  const softmaxCases = owned.cases.filter((c) => c.op === "softmax").length;
+  const only = run("op-filter", ["--suite", "owned-kernels", "--op", "softmax"]);
+  assert.is(only.status, 0, only.stdout + only.stderr);
+  assert.match(only.stdout, new RegExp(`^reference plugin: ${softmaxCases}/${softmaxCases} kernel cases OK$`, "m"));
+  assert.equal([...new Set(cells("op-filter").map((c) => c.check))], ["softmax"]);
+  const typo = bench(["run", "--suite", "owned-kernels", "--op", "softmx", "--runs-dir", runs]);
+  assert.is(typo.status, 2);
+  assert.match(typo.stderr, /unknown kernel op "softmx" \(did you mean "softmax"\?\)/);
+  const runner = bench(["run", "--suite", "owned-kernels", "--runner", "python3 nothing.py", "--runs-dir", runs]);
+  assert.is(runner.status, 2);
+  assert.match(runner.stderr, /--runner cannot replace kernel suite owned-kernels's plugin arm "reference plugin" \(fix: swap the plugin with --plugin LIBRARY/);
+});
+
+test("gdn_decode conventions as attributes: Dk 16, Dv 32, grouped heads, raw gating and in-kernel L2 norm pass on the reference plugin; a plugin without them SKIPs by name, a tiled one fails", () => {
+  const conventions = edgeIndex("gdn_decode", "F32:F32", { S: 16, Dv: 32, heads: "grouped", gating: "raw", qk_l2_norm: true });
+  const problem = buildCase(owned.cases[conventions]);
+  assert.equal(problem.inputs.map((t) => `${t.name}[${t.shape.join(",")}]`), ["q[2,16]", "k[2,16]", "v[8,32]", "a[8]", "b[8]", "A_log[8]", "dt_bias[8]", "state_in[8,32,16]"]);
+  assert.equal(problem.attrs, { heads: "grouped", qk_l2_norm: true, gating: "raw" });
+  const plain = caseIndex(171);
+  const path = suiteWith("gdn-conventions", [plain, conventions], [
+    { label: "reference", plugin: "{bench}/native/build/Release/bb_reference_plugin.so", gate: "required" },
+    { label: "no conventions", plugin: buildFakePlugin(work.path, "NO_CONVENTIONS"), gate: "required" },
+    { label: "tiled", plugin: buildFakePlugin(work.path, "HEADS_TILED"), gate: "required" },
+  ]);
+  const result = run("gdn-conventions", ["--suite", path]);
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const statuses = (arm: string) => cells("gdn-conventions").filter((c) => c.arm === arm).map((c) => c.status);
+  assert.equal(statuses("reference"), ["pass", "pass"]);
+  assert.equal(statuses("no conventions"), ["pass", "skip"]);
+  assert.equal(statuses("tiled"), ["pass", "fail"]);
+  assert.match(result.stdout, /SKIPPED — NOT A PASS: gdn-conventions \/ no conventions \/ gdn_decode: plugin kernel: gdn_decode \(F32:F32\) failed: this plugin's gdn_decode implements no attributes \(got \{"heads":"grouped","qk_l2_norm":true,"gating":"raw"\}\)/);
 });
 
 test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", () => {
@@ -193,6 +290,10 @@ test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the cop
   const result = run("timed", ["--suite", "owned-kernels", "--case", String(caseIndex(141)), "--case", String(caseIndex(161)), "--case", String(caseIndex(131)), "--time"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /kernel_time +informational +PASS +3 cases timed against a copy bandwidth of [\d.]+ GB\/s \(best of 8 copies of 64 MiB\); harness medians vs the in-plugin C loop's [\d.]+% apart \(median\), within 3% for \d\/3 cases, worst [\d.]+% where p90\/p10 = [\d.]+/);
+  // Each timed case's µs/call on the console and in summary.md, not only in the cells.
+  const perCase = /^ {2}RMS_NORM\(encoding=F32:F32,R=8,N=2048,seed=141\): [\d.e+]+ µs\/call \(p10 [\d.e+]+, p90 [\d.e+]+, \d+ samples of \d+ calls\), [\d.e+]+ GB\/s = [\d.e+]+% of copy bandwidth, [\d.e+]+ GFLOP\/s$/m;
+  assert.match(result.stdout, perCase);
+  assert.match(readFileSync(join(runs, "timed", "summary.md"), "utf8"), perCase);
   const verdict = summary("timed").verdicts.find((v: { check: string }) => v.check === "kernel_time");
   const copy = verdict.metrics.copy_bandwidth_gbps as number;
   assert.ok(copy > 0.1 && copy < 1000, `copy bandwidth ${copy}`);
@@ -230,7 +331,7 @@ test("bench gate: a kernel case that passed in the baseline may not fail later",
   const baseline = join(work.path, "kernel-baseline.json");
   assert.is(bench(["gate", "reference", "--runs-dir", runs, "--baseline", baseline, "--update"]).status, 0);
   const data = JSON.parse(readFileSync(baseline, "utf8"));
-  assert.is(data.kernels["owned-kernels/reference plugin/sdpa_decode"].length, 4);
+  assert.is(data.kernels["owned-kernels/reference plugin/sdpa_decode"].length, owned.cases.filter((c) => c.op === "sdpa_decode").length);
   // The planted run's arm is "window off" and ran one sdpa case: hold it to the reference arm's record of that case.
   const windowed = (data.kernels["owned-kernels/reference plugin/sdpa_decode"] as string[]).filter((name) => name.includes("seed=162"));
   data.kernels = { "planted/window off/sdpa_decode": windowed };

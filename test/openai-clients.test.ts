@@ -93,11 +93,13 @@ test("lm-eval loglikelihood with max_tokens 0 (echo only): one log-prob per prom
   assert.is(lp.tokens.join(""), json.choices[0].text);
 });
 
-test("lm-eval generate_until: a batch of string prompts with stop and max_tokens — one choice per prompt, stop text cut", async () => {
+test("lm-eval generate_until: a batch of string prompts with 4 until strings plus the EOS text (5 stops) — one choice per prompt, stop text cut", async () => {
   const prompts = ["Once upon a time", "The sky is", "Hello"];
   const free = await Promise.all(prompts.map(async (prompt) => (await post("/v1/completions", { prompt, max_tokens: 12, temperature: 0 })).json.choices[0].text as string));
   const stop = free[0].slice(4, 6);
-  const { status, json } = await post("/v1/completions", { model: "m", prompt: prompts, max_tokens: 12, temperature: 0, stop: [stop, "\n\n"], seed: 1234 });
+  // lm-eval appends the tokenizer's EOS text to a task's `until` list: 4 until strings become 5 stops.
+  const until = ["\n\n", "Question:", "Answer:", stop];
+  const { status, json } = await post("/v1/completions", { model: "m", prompt: prompts, max_tokens: 12, temperature: 0, stop: [...until, "</s>"], seed: 1234 });
   assert.is(status, 200);
   const texts = (json.choices as CompletionChoice[]).sort((a, b) => a.index - b.index).map((c) => c.text);
   assert.equal(texts, free.map((text) => (text.includes(stop) ? text.slice(0, text.indexOf(stop)) : text)));

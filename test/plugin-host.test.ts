@@ -97,6 +97,8 @@ test("an ABI v1 plugin is still hosted: its two kernels serve dequantize and mat
   assert.equal(matvec(v1), matvec(reference));
   assert.throws(() => v1.run("matvec", "Q4_K:F32", [{ name: "w", dtype: GgmlType.Q4_K, shape: [4, 256], data: blocks }], [f32("y", [4], sentinelF32(4))], "{}"), /matvec takes two inputs \(w, x\) and one output \(y\)/);
   assert.throws(() => new host.Plugin(buildFakePlugin(work.path, "ABI_3")), /the plugin was built for ABI version 3; this harness hosts versions 1 and 2/);
+  // Only what is really missing is named (bb_last_error is exported by this one).
+  assert.throws(() => new host.Plugin(buildFakePlugin(work.path, "NO_OPS_EXPORT")), /^the plugin declares ABI version 2 but does not export bb_ops \(bb_ops, bb_op_run and bb_last_error are all required in v2\)$/);
 });
 
 test("timing in C: a prepared call runs without re-marshalling; bb_op_time, or the host's own loop for a plugin without it", () => {
@@ -165,12 +167,14 @@ test("through the CLI: an ABI v1 plugin passes the v1 suite; a segfault errors i
   assert.match(JSON.parse(readFileSync(join(runs, "v1", "summary.json"), "utf8")).suts[0].provenance.engine, /^fake 0 on cpu \(plugin ABI v1\)/);
   const owned = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "owned-kernels.json"), "utf8"));
   delete owned.$schema;
+  // The three cases alone, without the generated edge cases.
+  delete owned.edges;
   const first = (op: string) => owned.cases.find((c: { op: string }) => c.op === op);
   const suite = join(work.path, "crash-then-more.json");
   writeFileSync(suite, JSON.stringify({ ...owned, name: "crash-then-more", cases: [first("matvec"), first("matvec"), first("rms_norm")] }));
   const crashed = bench(["run", "--suite", suite, "--plugin", buildFakePlugin(work.path, "CRASH"), "--runs-dir", runs, "--run-id", "crash"]);
   assert.is(crashed.status, 2, crashed.stdout + crashed.stderr);
-  assert.match(crashed.stdout, /matvec +required +ERROR +1 matvec case\(s\) errored: MATVEC\(encoding=[^)]*\): the runner exited \(SIGSEGV\).*; the SUT is gone, later cases of this check did not run/);
+  assert.match(crashed.stdout, /matvec +required +ERROR +1 matvec case\(s\) errored: MATVEC\(encoding=[^)]*\): the plugin exited \(SIGSEGV\).*; the SUT is gone, later cases of this check did not run/);
   assert.match(crashed.stdout, /rms_norm +required +PASS +1\/1 rms_norm cases OK/);
   assert.match(crashed.stdout, /^plugin: 1\/3 kernel cases OK, 2 not run$/m);
   const rows = JSON.parse(readFileSync(join(runs, "crash", "summary.json"), "utf8"));
@@ -181,7 +185,7 @@ test("an ABI v1 plugin without one tensor type (BB_UNSUPPORTED_TYPE): those case
   const runs = join(work.path, "runs");
   const result = bench(["run", "--suite", "quant-kernels", "--plugin", buildFakePlugin(work.path, "V1_NO_Q6_K"), "--case", "2", "--case", "3", "--case", "7", "--case", "8", "--runs-dir", runs, "--run-id", "no-q6k"]);
   assert.is(result.status, 77, result.stdout + result.stderr);
-  assert.match(result.stdout, /dequantize +required +SKIPPED — NOT A PASS +runner kernel: dequantize \(Q6_K:F32\) failed: this plugin has no Q6_K kernel \(1\/2 dequantize cases OK, bit-exact\)$/m);
+  assert.match(result.stdout, /dequantize +required +SKIPPED — NOT A PASS +plugin kernel: dequantize \(Q6_K:F32\) failed: this plugin has no Q6_K kernel \(1\/2 dequantize cases OK, bit-exact\)$/m);
   assert.match(result.stdout, /^plugin: 2\/4 kernel cases OK, 2 not run$/m);
   const cells = tableFromIPC(readFileSync(join(runs, "no-q6k", "cells.arrow"))).toArray().map((row) => row.toJSON());
   assert.equal(cells.map((c) => [c.check, c.status, c.reproduce.replace(/--plugin ".*"/, "--plugin P")]), [

@@ -45,7 +45,7 @@ test("the reference refuses, in its hello, a FAULT its family cannot carry and a
   assert.match(quantized.stderr, /tensor \S+ is ggml type 8; the reference reads F32\/F16 models \(use the :F32 fixture\)/);
 });
 
-test("zoo-reference: the reference forward of every family passes its family's llama.cpp goldens (one prompt here; all 16 in the README table)", () => {
+test("zoo-reference: the reference forward of every family passes its family's llama.cpp goldens (one prompt here; all 16 in the table of docs/oracles.md)", () => {
   const run = bench(["run", "--suite", "zoo-reference", "--prompt", "4", "--runs-dir", runs, "--run-id", "zoo-reference"]);
   // One prompt cannot test batch invariance: SKIPPED, exit 77; every gate that could run passed.
   assert.is(run.status, 77, run.stdout + run.stderr);

@@ -98,8 +98,8 @@ test("a required check whose capability the SUT lacks is SKIPPED — NOT A PASS,
   assert.is(code, 77);
   const skipped = verdicts.find((v) => v.check === "batch_invariance")!;
   assert.is(skipped.status, "skip");
-  assert.match(skipped.status === "skip" ? skipped.reason : "", /lacks batchedGreedy/);
-  assert.match(readFileSync(join(runs, "no-batch", "junit.xml"), "utf8"), /<failure message="SKIPPED — NOT A PASS: .*lacks batchedGreedy"/);
+  assert.match(skipped.status === "skip" ? skipped.reason : "", /lacks batched_greedy/);
+  assert.match(readFileSync(join(runs, "no-batch", "junit.xml"), "utf8"), /<failure message="SKIPPED — NOT A PASS: .*lacks batched_greedy"/);
 });
 
 test("a SUT that crashes or hangs mid-run: error verdict with a one-line reason, exit 2, finished results kept", async () => {

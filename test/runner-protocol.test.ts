@@ -46,8 +46,8 @@ test("a runner that dies mid-check errors that check with its last words; missin
   assert.match(died.stdout, /tokenizer +required +PASS/, "checks before the crash keep their verdicts");
   const partial = runWith(fake("partial"), "partial");
   assert.is(partial.status, 77, partial.stdout + partial.stderr);
-  assert.match(partial.stdout, /teacher_forced +informational +skipped +runner lacks teacherForcedTopK/);
-  assert.match(partial.stdout, /SKIPPED — NOT A PASS: parity16 \/ runner \/ batch_invariance: runner lacks batchedGreedy/);
+  assert.match(partial.stdout, /teacher_forced +informational +skipped +runner lacks teacher_forced_top_k/);
+  assert.match(partial.stdout, /SKIPPED — NOT A PASS: parity16 \/ runner \/ batch_invariance: runner lacks batched_greedy/);
 });
 
 test("trace-region demand a runner reports goes into summary.json and the baseline's ratchet", () => {
@@ -115,6 +115,18 @@ test("a suite arm with sut stdio must name its command", () => {
   const result = bench(["run", "--suite", path, "--runs-dir", runs]);
   assert.is(result.status, 2);
   assert.match(result.stderr, /parity16\.json: arms\.0\.command: required field is missing/);
+});
+
+test("a runner offering the first kernel suites' dequantize / matvec is told they were replaced by kernel: SKIPPED, exit 77", () => {
+  const suite = join(work.path, "first-kernel-methods.json");
+  writeFileSync(suite, JSON.stringify({
+    name: "first-kernel-methods", kind: "kernels",
+    cases: [{ op: "matvec", encoding: "Q8_0:F32", rows: 16, cols: 256, seed: 1 }],
+    arms: [{ label: "old kernels", runner: ["python3", "{bench}/test/helpers/fake_runner.py", "first-kernel-methods", "none"], gate: "required" }],
+  }));
+  const result = bench(["run", "--suite", suite, "--runs-dir", join(work.path, "runs"), "--run-id", "first-kernel-methods"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  assert.match(result.stdout, /SKIPPED — NOT A PASS: first-kernel-methods \/ old kernels \/ matvec: old kernels lacks kernel: the runner offers dequantize, matvec: these methods of the first kernel suites were replaced by `kernel`/);
 });
 
 test.run();

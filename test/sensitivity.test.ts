@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tensorNamed } from "../harness/fixtures/architecture.js";
 import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
@@ -55,6 +55,23 @@ test("npm run sensitivity (one family, no clean runs): runs bench run on the FAK
   assert.match(table, /^\| norm weights dropped \| all norms \| [a-z_]+.* \| all norms: caught by /m);
   assert.match(table, /Clean runs: none \(--clean-runs 0\)\./);
   assert.is(result.stdout.split("\n\nwritten to")[0].trim(), table.trim());
+});
+
+test("npm run sensitivity -- --kernels (one fault, a two-case suite): the FAKE plugin runs through bench run --plugin, and the table names the case that caught it and its ratio", () => {
+  const suite = join(work.path, "two-softmax.json");
+  writeFileSync(suite, JSON.stringify({
+    name: "two-softmax", kind: "kernels",
+    cases: [{ op: "softmax", encoding: "F32:F32", R: 2, N: 64, scale: 0.5, seed: 1 }, { op: "softmax", encoding: "F32:F32", R: 2, N: 64, scale: 40, seed: 2 }],
+    arms: [{ label: "reference plugin", plugin: "{bench}/native/build/Release/bb_reference_plugin.so", gate: "required" }],
+  }));
+  const out = join(work.path, "kernel-table");
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "sensitivity.js"), "--kernels", "--only", "NO_MAX_SUB", "--kernel-suite", suite, "--out-dir", out], {
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: withoutForceColor(process.env), timeout: CLI_HANG_GUARD_MS,
+  });
+  assert.is(result.status, 0, result.stderr);
+  const table = readFileSync(join(out, "sensitivity.md"), "utf8");
+  assert.match(table, /^\| NO_MAX_SUB \| softmax without max subtraction \| 1\/2 \| 1 \| `SOFTMAX\(encoding=F32:F32,R=2,N=64,scale=40,seed=2\)`: y\[\d+,\d+\]: expected [\d.e+-]+, got NaN; ratio ∞ of the softmax bound \|$/m);
+  assert.match(table, /^Command: `npm run sensitivity -- --kernels --only NO_MAX_SUB --kernel-suite /m);
 });
 
 test.run();

@@ -1,8 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpCall } from "../harness/sut/http.js";
@@ -11,42 +9,22 @@ import { PACKAGE_ROOT } from "../harness/paths.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { sha256File } from "../harness/io/sha256.js";
 import { findValidation } from "../harness/results/validation.js";
-import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
+import { validationBattery } from "../harness/box/batteries.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { startBenchServe, waitHealthy } from "./helpers/bench-serve.js";
 import { waitFor } from "./helpers/processes.js";
 
 const work = temporaryDirectory("server");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-/** Starts the real `bench serve` on a free loopback port; resolves once it listens. */
-async function serve(args: string[]): Promise<{ child: ChildProcess; url: string; output: () => string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [BENCH_BIN, "serve", "--port", "0", "--runs-dir", runs, ...args], { cwd: PACKAGE_ROOT, env: { ...withoutForceColor(process.env), CI: "1", NO_COLOR: "1" } });
-  let output = "";
-  child.stderr!.on("data", (chunk) => { output += chunk; });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      output += `${line}\n`;
-      const match = /^listening on (\S+)$/.exec(line);
-      if (match !== null) resolve(match[1]);
-    });
-    void exited.then((code) => reject(new Error(`bench serve exited ${code}: ${output}`)));
-  });
-  return { child, url, output: () => output, exited };
-}
-
-async function waitHealthy(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if ((await httpCall(`${url}/health`)).status === 200) return;
-    await sleep(50);
-  }
-  throw new Error("server never became healthy");
-}
+/** Starts the real `bench serve` on a free loopback port, reading this file's runs; resolves once it listens. */
+const serve = (args: string[]) => startBenchServe(runs, args);
 
 test("bench serve refuses an artifact with no passing validation run, and says why", () => {
   const result = bench(["serve", "--model", "tiny-random:Q4_K", "--runs-dir", runs, "--port", "0"]);
   assert.is(result.status, 2);
-  assert.match(result.stderr, /^bench: error: .*tiny-random\.v\d+\.Q4_K\.gguf: refusing to serve an unvalidated build: no run in .* tested this artifact .* \(fix: validate it with `bench run --model tiny-random:Q4_K`, or pass --unvalidated\)$/m);
+  assert.match(result.stderr, /^bench: error: .*tiny-random\.v\d+\.Q4_K\.gguf: refusing to serve an unvalidated build: no validation battery is configured for tiny-random:Q4_K \(box\/batteries\.json, bench\.config\.json\) \(fix: name the suites that validate it in bench\.config\.json "batteries" \(docs\/serving-validated\.md\), run them with bench run, or pass --unvalidated\)$/m);
 });
 
 /** /v1/models of `bench serve --model MODEL`, asked once it is healthy; the server is then stopped. */
@@ -66,7 +44,7 @@ test("only a whole, unsubsetted battery run validates an artifact; a passing sub
   assert.is(subset.status, 0, subset.stdout + subset.stderr);
   const refused = bench(["serve", "--model", "tiny-random", "--runs-dir", runs, "--port", "0"]);
   assert.is(refused.status, 2);
-  assert.match(refused.stderr, /refusing to serve an unvalidated build: no run validates this artifact \(sha256 [0-9a-f]{12}…\): the newest, run subset passed on it, but it was limited by --prompt: only a run of the whole battery \(parity16, niah, serve-conformance, quant-kernels\) validates/);
+  assert.match(refused.stderr, /refusing to serve an unvalidated build: no run validates this artifact \(sha256 [0-9a-f]{12}…\): the newest, run subset passed on it, but it was limited by --prompt: only a run of its whole battery \(parity16, niah, serve-conformance, quant-kernels\) validates \(fix: validate it with `bench run`, or pass --unvalidated\)/);
   // The whole default battery: parity through HTTP too, and the server's own conformance.
   const battery = bench(["run", "--runs-dir", runs, "--run-id", "battery"]);
   assert.is(battery.status, 0, battery.stdout + battery.stderr);
@@ -77,7 +55,7 @@ test("only a whole, unsubsetted battery run validates an artifact; a passing sub
 
 test("a later run that fails a required gate on the same artifact revokes its validation", async () => {
   const copy4k = await sha256File((await resolveModel("copy-4k")).path);
-  const before = findValidation(copy4k, runs);
+  const before = findValidation(copy4k, validationBattery("copy-4k")!.suites, runs);
   assert.ok(before.validated && before.run === "battery", JSON.stringify(before));
   // The needle suite on the same artifact with a context too short for its haystack: the needle is lost.
   const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "niah.json"), "utf8"));
@@ -86,7 +64,7 @@ test("a later run that fails a required gate on the same artifact revokes its va
   const truncated = join(work.path, "niah.json");
   writeFileSync(truncated, JSON.stringify(suite));
   assert.is(bench(["run", "--suite", truncated, "--niah-case", "4000:0.25:0", "--runs-dir", runs, "--run-id", "needle-lost"]).status, 1);
-  const after = findValidation(copy4k, runs);
+  const after = findValidation(copy4k, validationBattery("copy-4k")!.suites, runs);
   assert.not.ok(after.validated);
   assert.match(after.validated ? "" : after.reason, /^run needle-lost failed niah\/copy-4k\/niah on it \(sha256 [0-9a-f]{12}…\); a failing run revokes any earlier validation$/);
   const refused = bench(["serve", "--model", "copy-4k", "--runs-dir", runs, "--port", "0"]);
@@ -155,7 +133,7 @@ test("the conformance suite passes against our server: every check a cell with a
   // The battery run above included it.
   const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance" && c.arm === "server");
   const byCheck = Object.fromEntries(cells.map((c) => [c.prompt_class, c.status]));
-  assert.equal(Object.keys(byCheck).sort(), ["bad_requests_400", "booting_503", "disconnect_frees_slot", "endpoints", "finish_reason", "metrics_prometheus", "overload_429", "sampling_honoured", "seed_determinism", "sse_framing", "usage", "stop_in_stream", "echo_logprobs", "batched_prompts", "max_completion_tokens", "chat_logprobs", "metrics_naming"].sort());
+  assert.equal(Object.keys(byCheck).sort(), ["bad_requests_400", "booting_503", "disconnect_frees_slot", "endpoints", "finish_reason", "metrics_prometheus", "overload_429", "sampling_honoured", "seed_determinism", "sse_framing", "usage", "stop_in_stream", "many_stop_strings", "echo_logprobs", "batched_prompts", "max_completion_tokens", "chat_logprobs", "metrics_naming"].sort());
   assert.ok(Object.values(byCheck).every((status) => status === "pass"), JSON.stringify(byCheck));
   assert.match(cells.find((c) => c.prompt_class === "booting_503").detail, /^booting_503: \/health during boot: 503 \(simulated device boot\)/);
 });

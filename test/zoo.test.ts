@@ -73,7 +73,7 @@ test("on the committed zoo goldens the families' greedy continuations all differ
     const goldens = readGoldens(goldensDir(`${fixture}.F32`, "zoo"));
     assert.is(new Set(goldens.greedyIds.map((ids) => ids.join(","))).size, 16, fixture);
     const margins = distribution(goldens.topkLogprobs!.flat().map((row) => row[0] - row[1]))!;
-    // Measured: median 3.1 / 3.2 nats, p10 0.51 / 0.39 (README, "Model families").
+    // Measured: median 3.1 / 3.2 nats, p10 0.51 / 0.39 (docs/fixtures.md, "Model families").
     assert.ok(margins.median > 1.5, `${fixture}: median margin ${margins.median} nats`);
     assert.ok(margins.p10 > 0.2, `${fixture}: p10 margin ${margins.p10} nats`);
   }
@@ -135,12 +135,15 @@ test("slot poisoning (FAULT skip-slot-clear): parity, determinism and batch inva
   assert.match(verdicts.find((v) => v.check === "determinism")!.summary, /state leaking from earlier requests \(a reused slot/);
 });
 
-test("llama.cpp finding still holds: with ssm_out quantized, qwen35 decoded in one batch differs from alone (or the process dies), so the fixtures keep ssm_out F32", () => {
-  const child = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "test", "helpers", "quantized-ssm-out.js"), work.path], { encoding: "utf8", timeout: CLI_HANG_GUARD_MS });
-  if (child.signal === "SIGSEGV") return; // seen with 6 sequences
+test("the ssm_out workaround is in place: quantized qwen35 fixtures (ssm_out F32) decode the same in one batch as alone", () => {
+  // Checks our workaround, never the upstream bug: whether a quantized ssm_out breaks batched decode
+  // depends on the CPU (docs/findings-cpu.md), so a test requiring the bug fails on other machines.
+  const child = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "test", "helpers", "qwen35-batched-decode.js"), work.path, "fixture"], { encoding: "utf8", timeout: CLI_HANG_GUARD_MS });
+  assert.is(child.signal, null, `the batched decode died (${child.signal}): ${child.stderr}`);
   assert.is(child.status, 0, child.stderr);
-  const { differ } = JSON.parse(child.stdout.trim().split("\n").pop()!) as { differ: number };
-  assert.ok(differ > 0, "llama.cpp now decodes a quantized ssm_out correctly in batches: drop deltaNetOutputInF32 (families/qwen35.ts) and re-pin");
+  const probe = JSON.parse(child.stdout.trim().split("\n").pop()!) as { prompts: number; differ: number; cpuVariant: string };
+  assert.is(probe.prompts, 4);
+  assert.is(probe.differ, 0, `with ssm_out F32, ${probe.differ} of 4 prompts differ batched from alone on CPU variant ${probe.cpuVariant}`);
 });
 
 test("an unknown server fault name is refused, not ignored", () => {

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
+import type { ConfiguredBatteries } from "./batteries.js";
 import { configuredSignatures, shippedSignatures, type CompiledSignature } from "./evidence.js";
 
 export const BOX_CONFIG_FILE = "bench.config.json";
@@ -15,6 +16,7 @@ interface BoxConfigFile {
   readonly leg_timeout_s?: number;
   readonly env?: Readonly<Record<string, string>>;
   readonly evidence?: { readonly stderr_lines?: number; readonly signatures?: readonly unknown[] };
+  readonly batteries?: readonly unknown[];
 }
 
 /** What `bench run` flags may set on top of the file (each wins over the file's value). */
@@ -38,6 +40,8 @@ export interface BoxSettings {
   readonly env: Readonly<Record<string, string>>;
   readonly stderrLines: number;
   readonly signatures: readonly CompiledSignature[];
+  /** The team's validation batteries for `bench serve` (checked where they are used: harness/box/batteries.ts). */
+  readonly batteries: ConfiguredBatteries | undefined;
 }
 
 export const DEFAULT_LOCK_TIMEOUT_S = 3600;
@@ -65,6 +69,7 @@ export function resolveBoxSettings(flags: BoxFlags = {}, cwd = process.cwd()): B
     legTimeoutS: flags.legTimeoutS ?? config.leg_timeout_s,
     env: config.env ?? {},
     stderrLines: config.evidence?.stderr_lines ?? DEFAULT_STDERR_LINES,
+    batteries: config.batteries === undefined ? undefined : { file: file!, entries: config.batteries },
     signatures: [...shippedSignatures(), ...(config.evidence?.signatures === undefined ? [] : configuredSignatures(config.evidence.signatures, file!))],
   };
 }

@@ -224,6 +224,7 @@ export const CONFORMANCE_CHECKS: Readonly<Record<string, Check>> = {
 
   // OpenAI's documented semantics that real clients (lm-evaluation-harness, the openai SDKs) rely on.
   stop_in_stream: stopInStream,
+  many_stop_strings: manyStopStrings,
   echo_logprobs: echoLogprobs,
   batched_prompts: batchedPrompts,
   max_completion_tokens: maxCompletionTokens,
@@ -282,6 +283,32 @@ async function stopInStream(target: ConformanceTarget): Promise<CheckResult> {
     if (streamed !== reference) problems.push(`${path}: streamed ${JSON.stringify(streamed)}, expected ${JSON.stringify(reference)} (stop ${JSON.stringify(request.stop)})`);
   }
   return problems.length === 0 ? pass(`stop ${JSON.stringify(stop)} (two tokens): streamed text equals the non-streamed ${JSON.stringify(expected)}, completions and chat`) : fail(problems.join("; "));
+}
+
+/**
+ * Stop strings beyond OpenAI's 4: lm-eval's generate_until sends every `until` string plus the EOS
+ * text (5 for a task with 4), and llama-server takes any number. Eight stop strings, the two that
+ * occur in the greedy output last, must give 200, finish_reason "stop" and the text cut at the
+ * earlier of the two, so a server that reads only the first few, or only the first match, fails.
+ */
+const MANY_STOP_STRINGS = 8;
+
+async function manyStopStrings(target: ConformanceTarget): Promise<CheckResult> {
+  const base = { prompt: "Once upon a time", max_tokens: 10, temperature: 0 };
+  const free = (await postJson(target, "/v1/completions", base)).json.choices?.[0]?.text ?? "";
+  if (free.length < 6) return { status: "skip", detail: `greedy output ${JSON.stringify(free)} is too short to place two stop strings in` };
+  const early = free.slice(2, 3);
+  const late = free.slice(free.length - 1);
+  const decoys = Array.from({ length: MANY_STOP_STRINGS - 2 }, (_, i) => `\u0007stop${i}\u0007`);
+  const stop = [...decoys, late, early];
+  const expected = free.slice(0, Math.min(free.indexOf(early), free.indexOf(late)));
+  const { status, json } = await postJson(target, "/v1/completions", { ...base, stop });
+  if (status !== 200) return fail(`${stop.length} stop strings: status ${status} ${JSON.stringify(json).slice(0, 160)} (lm-eval's generate_until sends its until strings plus the EOS text)`);
+  const choice = json.choices?.[0];
+  if (choice?.finish_reason !== "stop" || choice.text !== expected) {
+    return fail(`${stop.length} stop strings, ${JSON.stringify(early)} and ${JSON.stringify(late)} last: finish_reason ${choice?.finish_reason}, text ${JSON.stringify(choice?.text)}, expected ${JSON.stringify(expected)}`);
+  }
+  return pass(`${stop.length} stop strings accepted; cut at the earliest match (text ${JSON.stringify(expected)})`);
 }
 
 /**

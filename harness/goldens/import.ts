@@ -7,8 +7,9 @@ import { HARNESS_VERSION } from "../version.js";
 import { PROMPT_PAD, promptIdsSha256, writeGoldens } from "./goldens.js";
 import { creationTime, type GoldensManifest } from "./manifest.js";
 import { readNpyInt32 } from "./npy.js";
-import { isRawPromptLayout, readRawPrompts } from "./raw-prompts.js";
-import { statSync } from "node:fs";
+import { isRawPromptLayout, rawPromptFile, readRawPrompts } from "./raw-prompts.js";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 
 export interface ImportRequest {
   /** Another project's `greedy_ids.npy`: `<i4` [P, T]. */
@@ -22,6 +23,17 @@ export interface ImportRequest {
   readonly model: ModelRef;
   readonly source: string;
   readonly directory: string;
+  /** Replace goldens already in `directory` (they may be committed, with log-probs an import cannot bring back). */
+  readonly force?: boolean;
+}
+
+/** Existing goldens are kept unless the user asks for them to go: an import holds ids only (K = 0). */
+function refuseToOverwrite(directory: string, force: boolean): void {
+  if (force || !existsSync(directory) || readdirSync(directory).length === 0) return;
+  const held = readdirSync(directory).sort().join(", ");
+  throw new BenchError(`already holds goldens (${held}); an import would replace them with ids only`, {
+    file: directory, fix: "pass --out with another directory, or --force to replace them",
+  });
 }
 
 function readNpyPrompts(path: string, count: number): number[][] {
@@ -39,23 +51,28 @@ function readNpyPrompts(path: string, count: number): number[][] {
  * on them, never passed.
  */
 export async function importGoldens(request: ImportRequest): Promise<GoldensManifest> {
+  refuseToOverwrite(request.directory, request.force === true);
   const greedy = readNpyInt32(request.greedyPath, 2);
   const [P, T] = greedy.shape;
-  const promptIds = isRawPromptLayout(request.promptsPath) ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
+  const raw = isRawPromptLayout(request.promptsPath);
+  const promptIds = raw ? readRawPrompts(request.promptsPath, P) : readNpyPrompts(request.promptsPath, P);
   const file = readGguf(request.model.path);
   const vocabSize = (file.metadata.get("tokenizer.ggml.tokens")?.value as unknown[] | undefined)?.length ?? 0;
   const greedyIds = Array.from({ length: P }, (_, p) => Array.from(greedy.data.subarray(p * T, (p + 1) * T)));
-  for (const [path, table] of [[request.promptsPath, promptIds], [request.greedyPath, greedyIds]] as const) {
-    table.forEach((ids, p) => ids.forEach((id, j) => {
+  // The error names the file that holds the bad id: in the raw layout, that prompt's own file.
+  const holderOf = (table: "prompts" | "greedy", p: number) => (table === "greedy" ? request.greedyPath : raw ? rawPromptFile(request.promptsPath, p) : request.promptsPath);
+  for (const [table, rows] of [["prompts", promptIds], ["greedy", greedyIds]] as const) {
+    rows.forEach((ids, p) => ids.forEach((id, j) => {
       if (id < 0 || id >= vocabSize) {
-        throw new BenchError(`id ${id} at [${p}, ${j}] is outside the model's vocabulary (0..${vocabSize - 1})`, { file: path, field: `[${p}, ${j}]`, fix: "import against the model these ids were made with" });
+        throw new BenchError(`id ${id} at [${p}, ${j}] is outside the model's vocabulary (0..${vocabSize - 1}, ${request.model.path})`, { file: holderOf(table, p), field: `[${p}, ${j}]`, fix: "import against the model these ids were made with" });
       }
     }));
   }
   return writeGoldens(request.directory, { promptIds, greedyIds }, {
     schema_version: 1,
     suite: request.suite,
-    model: { id: request.model.id, file: request.model.path.split("/").pop()!, sha256: await sha256File(request.model.path), bytes: statSync(request.model.path).size },
+    // A file's absolute path, so that `goldens verify` and reruns find the model from any directory.
+    model: { id: request.model.quant === "file" ? resolve(request.model.path) : request.model.id, file: request.model.path.split("/").pop()!, sha256: await sha256File(request.model.path), bytes: statSync(request.model.path).size },
     oracle: { name: "imported", engine: "unknown", settings: {}, source: request.source },
     tokenizer: { fingerprint: tokenizerFingerprint(file) },
     prompts: { count: P, texts_sha256: null, ids_sha256: promptIdsSha256(promptIds) },

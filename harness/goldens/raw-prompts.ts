@@ -21,13 +21,22 @@ function statSafe(path: string): ReturnType<typeof statSync> | undefined {
   }
 }
 
+function rawPromptDirectory(path: string): string {
+  return RAW_PROMPT_FILE.test(basename(path)) ? dirname(path) : path;
+}
+
+/** The file that holds prompt `index` in the raw layout `path` names (the directory or one of its files). */
+export function rawPromptFile(path: string, index: number): string {
+  return join(rawPromptDirectory(path), `p${index}_prompt.i32`);
+}
+
 /**
  * Reads `p0_prompt.i32` … `p{count-1}_prompt.i32` (ids as fed to the model, BOS included if the
  * engine fed one). Exactly `count` files, numbered without gaps, each a non-empty whole number of
  * int32 values: anything else is an error naming the file, never a silent partial import.
  */
 export function readRawPrompts(path: string, count: number): number[][] {
-  const directory = RAW_PROMPT_FILE.test(basename(path)) ? dirname(path) : path;
+  const directory = rawPromptDirectory(path);
   let names: string[];
   try {
     names = readdirSync(directory);
@@ -46,7 +55,7 @@ export function readRawPrompts(path: string, count: number): number[][] {
     throw new BenchError(`holds p${extra[0]}_prompt.i32, but the greedy ids have ${count} rows`, { file: directory, fix: "pass the prompts that produced these greedy ids" });
   }
   return Array.from({ length: count }, (_, i) => {
-    const file = join(directory, `p${i}_prompt.i32`);
+    const file = rawPromptFile(path, i);
     let bytes: Buffer;
     try {
       bytes = readFileSync(file);

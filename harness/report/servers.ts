@@ -34,7 +34,7 @@ export function conformanceMatrix(run: StoredRun): ConformanceMatrix {
   };
 }
 
-/** The rows where the servers' verdicts differ: each is a difference the README's table explains. */
+/** The rows where the servers' verdicts differ: each is a difference the conformance table in docs/servers.md explains. */
 export function conformanceDifferences(matrix: ConformanceMatrix): ConformanceMatrix["rows"] {
   return matrix.rows.filter((row) => new Set(row.cells.map((c) => c?.status ?? "not run")).size > 1);
 }

@@ -63,7 +63,7 @@ export interface RunView {
   readonly kernels: readonly KernelRow[];
   /** Copy bandwidth each timed kernel arm was measured against (GB/s): the roofline's memory roof. */
   readonly copyBandwidth: readonly { readonly arm: string; readonly gbps: number }[];
-  /** Box resets and failure evidence, one line each (README, "Running on a QuietBox"). */
+  /** Box resets and failure evidence, one line each (docs/quietbox.md, "Running on a QuietBox"). */
   readonly box: readonly string[];
   /** Conformance checks × server arms. */
   readonly conformance: ConformanceMatrix;

@@ -1,5 +1,4 @@
-import { loadSuite } from "../suites/load.js";
-import { DEFAULT_BATTERY } from "../suites/default-battery.js";
+import type { Suite } from "../suites/load.js";
 import { RUNS_DIR } from "../paths.js";
 import { sha256Bytes } from "../io/sha256.js";
 import { readFileSync } from "node:fs";
@@ -9,8 +8,8 @@ export type Validation =
   | { readonly validated: true; readonly run: string; readonly arms: readonly string[] }
   | { readonly validated: false; readonly reason: string };
 
-/** Why a run cannot validate anything (the whole default battery as configured now, unsubsetted), or undefined when it can. */
-export function notAWholeBattery(summary: RunSummary): string | undefined {
+/** Why a run cannot validate anything (the whole battery as configured now, unsubsetted), or undefined when it can. */
+export function notAWholeBattery(summary: RunSummary, battery: readonly Suite[]): string | undefined {
   const selection = summary.selection;
   if (selection === undefined) return "it records no selection (not a bench run, or an older harness)";
   const limits = [
@@ -19,17 +18,16 @@ export function notAWholeBattery(summary: RunSummary): string | undefined {
     selection.shard !== undefined ? `--shard ${selection.shard.index}/${selection.shard.count}` : "",
   ].filter((flag) => flag !== "");
   if (limits.length > 0) return `it was limited by ${limits.join(", ")}`;
-  for (const name of DEFAULT_BATTERY) {
-    const configured = loadSuite(name);
-    const ran = summary.suites.find((suite) => suite.name === name);
-    if (ran === undefined) return `it did not run suite ${name} of the battery`;
-    if (ran.sha256 !== sha256Bytes(readFileSync(configured.path))) return `its suite ${name} is not the one configured now (${configured.path})`;
+  for (const configured of battery) {
+    const ran = summary.suites.find((suite) => suite.name === configured.name);
+    if (ran === undefined) return `it did not run suite ${configured.name} of the battery`;
+    if (ran.sha256 !== sha256Bytes(readFileSync(configured.path))) return `its suite ${configured.name} is not the one configured now (${configured.path})`;
   }
   return undefined;
 }
 
 /** How one run bears on one artifact: it validates it, it failed on it, or it says nothing final. */
-function verdictOn(summary: RunSummary, modelSha256: string): { readonly kind: "validates"; readonly arms: string[] } | { readonly kind: "failed"; readonly why: string } | { readonly kind: "neutral"; readonly why: string } | undefined {
+function verdictOn(summary: RunSummary, modelSha256: string, battery: readonly Suite[]): { readonly kind: "validates"; readonly arms: string[] } | { readonly kind: "failed"; readonly why: string } | { readonly kind: "neutral"; readonly why: string } | undefined {
   const arms = summary.suts.filter((s) => s.provenance.modelSha256 === modelSha256);
   if (arms.length === 0) return undefined;
   const required = summary.verdicts.filter((v) => v.gate === "required" && arms.some((arm) => arm.suite === v.suite && arm.arm === v.arm));
@@ -37,8 +35,8 @@ function verdictOn(summary: RunSummary, modelSha256: string): { readonly kind: "
   const broken = required.filter((v) => v.status === "fail" || (v.status === "error" && summary.status === "complete"));
   if (broken.length > 0) return { kind: "failed", why: `run ${summary.run_id} ${broken[0].status === "fail" ? "failed" : "errored"} ${broken[0].suite}/${broken[0].arm}/${broken[0].check} on it` };
   if (summary.status !== "complete" || summary.exit_code !== 0) return { kind: "neutral", why: `run ${summary.run_id} is ${summary.status} with exit ${summary.exit_code}` };
-  const incomplete = notAWholeBattery(summary);
-  if (incomplete !== undefined) return { kind: "neutral", why: `run ${summary.run_id} passed on it, but ${incomplete}: only a run of the whole battery (${DEFAULT_BATTERY.join(", ")}) validates` };
+  const incomplete = notAWholeBattery(summary, battery);
+  if (incomplete !== undefined) return { kind: "neutral", why: `run ${summary.run_id} passed on it, but ${incomplete}: only a run of its whole battery (${battery.map((suite) => suite.name).join(", ")}) validates` };
   const passing = arms.filter((arm) => {
     const own = required.filter((v) => v.suite === arm.suite && v.arm === arm.arm);
     return own.length > 0 && own.every((v) => v.status === "pass");
@@ -49,17 +47,17 @@ function verdictOn(summary: RunSummary, modelSha256: string): { readonly kind: "
 
 /**
  * Whether this exact artifact is validated: the newest run that says something final about it
- * must be a complete, unsubsetted run of the whole default battery that exited 0 with its required
- * gates on the artifact all passing. Runs are read newest first by start time; a run that failed or
+ * must be a complete, unsubsetted run of its whole battery (harness/box/batteries.ts: configuration,
+ * per model) that exited 0 with its required gates on the artifact all passing. Runs are read newest first by start time; a run that failed or
  * errored a required gate on the artifact after that revokes it, and a passing subset run neither
  * validates nor revokes.
  */
-export function findValidation(modelSha256: string, runsDir = RUNS_DIR): Validation {
+export function findValidation(modelSha256: string, battery: readonly Suite[], runsDir = RUNS_DIR): Validation {
   const short = `sha256 ${modelSha256.slice(0, 12)}…`;
   let notFinal: string | undefined;
   for (const { summary } of runSummariesNewestFirst(runsDir)) {
     if (summary === undefined) continue;
-    const verdict = verdictOn(summary, modelSha256);
+    const verdict = verdictOn(summary, modelSha256, battery);
     if (verdict === undefined) continue;
     if (verdict.kind === "validates") return { validated: true, run: summary.run_id, arms: verdict.arms };
     if (verdict.kind === "failed") return { validated: false, reason: `${verdict.why} (${short}); a failing run revokes any earlier validation` };

@@ -2,6 +2,7 @@ import { BenchError } from "../errors.js";
 import { splitNonFinite } from "../results/finite-metrics.js";
 import type { CellRecord, CheckName, GateVerdict, RunListener } from "../results/types.js";
 import type { GateLevel, SuiteArm } from "../suites/parity-suite.js";
+import { RUNNER_METHODS } from "../sut/runner-lines.js";
 import { hasCapability, type Capability, type SystemUnderTest } from "../sut/types.js";
 
 /** What every check of one arm shares. */
@@ -92,7 +93,9 @@ export async function runCheck(
   const missing = needs.filter((capability) => !hasCapability(scope.sut, capability));
   let verdict: GateVerdict;
   if (missing.length > 0) {
-    verdict = { ...base, status: "skip", reason: `${scope.sut.label} lacks ${missing.map((c) => scope.sut.unsupported?.[c] === undefined ? c : `${c}: ${scope.sut.unsupported[c]}`).join(", ")}` };
+    // Named as the runner protocol names them (kernel_time, not kernelTime): what a runner's author greps for.
+    const wire = (c: Capability) => (RUNNER_METHODS as Readonly<Record<string, string>>)[c] ?? c;
+    verdict = { ...base, status: "skip", reason: `${scope.sut.label} lacks ${missing.map((c) => scope.sut.unsupported?.[c] === undefined ? wire(c) : `${wire(c)}: ${scope.sut.unsupported[c]}`).join(", ")}` };
     await scope.emit({ kind: "cells", cells: [makeCell(scope, name, gate, { status: "skip", detail: verdict.reason })] });
   } else {
     try {

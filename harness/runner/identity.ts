@@ -9,6 +9,16 @@ export interface ExpectedModel {
 }
 
 /**
+ * The one change that lets a SUT of this kind name its model. Runners written before the hello
+ * carried the model are still protocol version 1: without it their arm exits 77, and the line says why.
+ */
+export function howToSayWhatWasLoaded(kind: string): string {
+  if (kind === "stdio") return "pass model_path=PATH to bench_runner.serve(...) (it hashes the file into the hello), or send model_sha256 and model_file in the hello yourself";
+  if (kind === "http") return "serve the model's sha256 as model_sha256 (and model_file) in /v1/models, or its path as model_path in /props";
+  return "have the SUT report the sha256 of the model file it loaded";
+}
+
+/**
  * The SUT must run the artifact its verdicts are about: a mismatch is its own failure, named with
  * both files and hashes, not a parity or needle FAIL whose cause must be guessed. A SUT that cannot
  * say what it loaded is unverified: SKIPPED, never passed. `heldTo` ends a passing summary (what the
@@ -19,7 +29,7 @@ export async function identityOutcome(scope: ArmScope, gate: GateLevel, expected
   const loaded = sut.provenance.loadedModel;
   const record = async (status: "pass" | "fail" | "skip", detail: string) => emit({ kind: "cells", cells: [makeCell(scope, "identity", gate, { status, detail })] });
   if (loaded === undefined) {
-    const reason = `unverified: ${sut.label} does not say which model file it loaded (a runner's hello carries it as model_sha256; ${expected.what} is ${expected.file}, sha256 ${expected.sha256})`;
+    const reason = `unverified: ${sut.label} does not say which model file it loaded (${expected.what} is ${expected.file}, sha256 ${expected.sha256}); fix: ${howToSayWhatWasLoaded(sut.provenance.kind)}`;
     await record("skip", reason);
     return { status: "skip", reason };
   }

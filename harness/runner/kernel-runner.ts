@@ -29,6 +29,8 @@ type CaseResult = {
   /** Skipped: why, naming the pair; errored: what went wrong. */
   readonly reason?: string;
   readonly timing?: Partial<CellRecord>;
+  /** Timed: `12.3 µs/call (p10 …, p90 …), … GB/s = …% of copy bandwidth, … GFLOP/s`, for the console and summary.md. */
+  readonly timingNote?: string;
 };
 
 const perSecond = (count: number, microseconds: number) => count / (microseconds * 1e3);
@@ -73,10 +75,13 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
   if (results.length === 0) return { summaryLine: undefined };
   const passed = results.filter((r) => r.result.status === "pass").length;
   const others = results.filter((r) => r.result.status !== "pass").map((r) => `  ${r.result.line}${r.result.status === "fail" || r.result.status === "error" ? `  [rerun: ${context.reproduce} --case ${r.index}]` : ""}`);
+  // Timed cases: one line each with its µs/call, so the console and summary.md carry what the cells do.
+  const nameOf = (index: number) => caseName(context.cases.find((c) => c.index === index)!.spec);
+  const timed = results.filter((r) => r.result.timingNote !== undefined).map((r) => `  ${nameOf(r.index)}: ${r.result.timingNote}`);
   // Cases after a SUT that went away (a crashed plugin) were never run: counted, not hidden.
   const notRun = results.filter((r) => r.result.status === "skip" || r.result.status === "error").length + context.cases.length - results.length;
   const informational = context.arm.gate === "informational" ? " (informational)" : "";
-  return { summaryLine: [`${context.arm.label}${informational}: ${passed}/${context.cases.length} kernel cases OK${notRun > 0 ? `, ${notRun} not run` : ""}`, ...others].join("\n") };
+  return { summaryLine: [`${context.arm.label}${informational}: ${passed}/${context.cases.length} kernel cases OK${notRun > 0 ? `, ${notRun} not run` : ""}`, ...others, ...timed].join("\n") };
 }
 
 function opVerdict(op: string, results: readonly CaseResult[]) {
@@ -127,9 +132,10 @@ async function runCase(context: KernelArmContext, spec: KernelCaseSpec, bandwidt
   const inPlugin = timing.inPluginNs === undefined ? undefined : distribution([...timing.inPluginNs].map((ns) => ns / 1e3));
   const { bytes, flops } = op.counts(problem);
   const gbps = perSecond(bytes, host.median);
+  const timingNote = `${host.median.toPrecision(4)} µs/call (p10 ${host.p10.toPrecision(4)}, p90 ${host.p90.toPrecision(4)}, ${host.n} samples of ${timing.callsPerSample} calls), ${gbps.toPrecision(3)} GB/s = ${(100 * gbps / bandwidth.gbps).toPrecision(3)}% of copy bandwidth, ${perSecond(flops, host.median).toPrecision(3)} GFLOP/s`;
   return {
-    status: "pass", ratio: outcome.ratio,
-    line: `${outcome.line}; ${host.median.toPrecision(4)} µs/call (p10 ${host.p10.toPrecision(4)}, p90 ${host.p90.toPrecision(4)}, ${host.n} samples of ${timing.callsPerSample} calls), ${gbps.toPrecision(3)} GB/s = ${(100 * gbps / bandwidth.gbps).toPrecision(3)}% of copy bandwidth, ${perSecond(flops, host.median).toPrecision(3)} GFLOP/s`,
+    status: "pass", ratio: outcome.ratio, timingNote,
+    line: `${outcome.line}; ${timingNote}`,
     timing: {
       kernel_us_median: host.median, kernel_us_p10: host.p10, kernel_us_p90: host.p90, kernel_in_plugin_us_median: inPlugin?.median ?? null,
       kernel_gbps: gbps, kernel_gflops: perSecond(flops, host.median), kernel_bandwidth_fraction: gbps / bandwidth.gbps,

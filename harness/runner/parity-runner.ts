@@ -84,7 +84,26 @@ interface TeacherForcedScores {
 /** Why these goldens cannot score teacher forcing, if they cannot. */
 function goldensLackLogprobs(goldens: Goldens): string | undefined {
   if (goldens.topkIds !== undefined && goldens.topkLogprobs !== undefined) return undefined;
-  return `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k`;
+  const scope = idsOnly(goldens) ? ", so the check does not apply: the arm is gated on greedy parity alone" : "";
+  return `the goldens hold no log-probs (K = ${goldens.manifest.K}, oracle ${goldens.manifest.oracle.name}): teacher-forced accuracy and KLD need the oracle's top-k${scope}`;
+}
+
+/**
+ * Goldens that declare K = 0 (imported ids) define which checks apply: those that need the oracle's
+ * log-probs are SKIPPED as informational, never passed and never required, so a run on them can
+ * pass on greedy parity alone — and every summary says that this is all it checked. Goldens that
+ * declare K > 0 but lack their log-probs stay required: their SKIP is a missing file.
+ */
+function idsOnly(goldens: Goldens): boolean {
+  return goldens.manifest.K === 0;
+}
+
+/** Appended to an arm's summary line when its goldens are ids only. */
+const IDS_ONLY_SCOPE = "ids-only goldens (K = 0): greedy parity alone, no log-prob checks";
+
+/** A log-prob check's level on these goldens: informational where the goldens are ids only. */
+function logprobCheckLevel(goldens: Goldens, level: GateLevel | undefined): GateLevel | undefined {
+  return level !== undefined && idsOnly(goldens) ? "informational" : level;
 }
 
 async function scoreTeacherForced(context: ParityArmContext): Promise<TeacherForcedScores> {
@@ -182,7 +201,7 @@ export async function runParityArm(armContext: ParityArmContext): Promise<{ summ
     const results = await classifyPaths(context, valid);
     await emit({ kind: "cells", cells: [...parityCells(context, "greedy_parity", gate, results), ...brokenCells(context, "greedy_parity", gate, "greedy", broken)] });
     const tally = tallyParity(results, broken.length);
-    summaryLine = paritySummaryLine(arm.label, tally, arm.gate === "informational");
+    summaryLine = paritySummaryLine(arm.label, tally, arm.gate === "informational") + (idsOnly(goldens) ? `; ${IDS_ONLY_SCOPE}` : "");
     const configDifferences = tally.forwardDivergent > 0 && sut.provenance.modelPath !== undefined
       ? modelConfigDifferences(sut.provenance.modelPath, (await resolveModel(goldens.manifest.model.id)).path)
       : [];
@@ -207,7 +226,7 @@ export async function runParityArm(armContext: ParityArmContext): Promise<{ summ
   let teacherForced: Promise<TeacherForcedScores> | undefined;
   const scoreTeacherForcedOnce = () => (teacherForced ??= scoreTeacherForced(context));
 
-  await check("teacher_forced", suite.checks.teacher_forced, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
+  await check("teacher_forced", logprobCheckLevel(goldens, suite.checks.teacher_forced), ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
     const missing = goldensLackLogprobs(goldens);
     if (missing !== undefined) {
       await emit({ kind: "cells", cells: [cell(context, "teacher_forced", gate, { status: "skip", detail: missing })] });
@@ -242,7 +261,7 @@ export async function runParityArm(armContext: ParityArmContext): Promise<{ summ
     };
   });
 
-  await check("distribution", suite.checks.distribution?.gate, ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
+  await check("distribution", logprobCheckLevel(goldens, suite.checks.distribution?.gate), ["teacherForcedTopK"], async (gate): Promise<CheckOutcome> => {
     const bounds = armDistributionBounds(suite, arm);
     const cannot = goldensLackLogprobs(goldens) ?? (Object.keys(bounds).length === 0 ? "no distribution bound is set for this arm (checks.distribution in the suite, or the arm's distribution)" : undefined);
     if (cannot !== undefined) {

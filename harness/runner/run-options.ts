@@ -24,6 +24,8 @@ export interface RunOptions {
   readonly plugin?: string;
   /** Only these case indices (kernel suites). */
   readonly kernelCases?: readonly number[];
+  /** Only the cases of these ops (kernel suites). */
+  readonly kernelOps?: readonly string[];
   /** Kernel suites: time every passing case (µs/call, GB/s, GFLOP/s, fraction of the measured copy bandwidth). */
   readonly time?: boolean;
   /** Only these prompt indices (parity suites). */
@@ -49,11 +51,14 @@ export interface RunOptions {
 /** A complete, read-only view of the options, resolved once. */
 export interface ResolvedRunOptions {
   readonly suites: readonly string[];
+  /** The suites were named with --suite (not the default battery). */
+  readonly suitesNamed: boolean;
   readonly arms: readonly string[] | undefined;
   readonly model: string | undefined;
   readonly runner: readonly string[] | undefined;
   readonly plugin: string | undefined;
   readonly kernelCases: readonly number[] | undefined;
+  readonly kernelOps: readonly string[] | undefined;
   readonly time: boolean;
   readonly prompts: readonly number[] | undefined;
   readonly niahCases: readonly string[] | undefined;
@@ -76,11 +81,13 @@ export function resolveOptions(options: RunOptions, recorder: RunDirectory, emit
   const signal = options.signal ?? new AbortController().signal;
   return {
     suites: nonEmpty(options.suites) ?? DEFAULT_BATTERY,
+    suitesNamed: nonEmpty(options.suites) !== undefined,
     arms: nonEmpty(options.arms),
     model: options.model,
     runner: nonEmpty(options.runner),
     plugin: options.plugin,
     kernelCases: nonEmpty(options.kernelCases),
+    kernelOps: nonEmpty(options.kernelOps),
     time: options.time ?? false,
     prompts: nonEmpty(options.prompts),
     niahCases: nonEmpty(options.niahCases),

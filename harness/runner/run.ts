@@ -52,6 +52,7 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
   try {
     const suites = unsharded.suites.map((name) => loadSuite(name));
     assertArmsExist(suites, unsharded);
+    for (const kind of new Set(suites.map(suiteKind))) kind.checkSelection?.(suites.filter((suite) => suiteKind(suite) === kind), unsharded);
     await noteArmsWithoutLlamaServer(suites, unsharded, emit);
     const planned = suites.map((suite) => ({ suite, arms: suiteKind(suite).arms(suite, unsharded) })).filter(({ arms }) => arms.length > 0);
     if (planned.length === 0) {

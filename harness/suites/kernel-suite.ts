@@ -1,3 +1,4 @@
+import type { EdgeGeneration } from "../../kernels/edge-cases.js";
 import type { KernelCaseSpec } from "../../kernels/ops/registry.js";
 import type { GateLevel, SuiteFile } from "./parity-suite.js";
 
@@ -15,6 +16,8 @@ export interface KernelArm {
 /** A kernel suite (schema: suites/schema/kernels.schema.json; each case against its op's schema in kernels/ops/). */
 export interface KernelSuite extends SuiteFile<"kernels", KernelArm> {
   readonly cases: readonly KernelCaseSpec[];
+  /** Append every op's generated edge cases (kernels/edge-cases.ts) after the written ones. */
+  readonly edges?: EdgeGeneration;
   /** Time every case (as `bench run --time` does). */
   readonly time?: boolean;
 }

@@ -8,10 +8,12 @@ import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
+import type { ReuseSuite } from "./reuse-suite.js";
 import type { SpeculativeSuite } from "./speculative-suite.js";
+import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | SpeculativeSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
@@ -19,6 +21,7 @@ const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   niah: join(SUITES_DIR, "schema", "niah.schema.json"),
   conformance: join(SUITES_DIR, "schema", "conformance.schema.json"),
   kernels: join(SUITES_DIR, "schema", "kernels.schema.json"),
+  reuse: join(SUITES_DIR, "schema", "reuse.schema.json"),
   speculative: join(SUITES_DIR, "schema", "speculative.schema.json"),
 };
 
@@ -59,7 +62,9 @@ export function loadSuite(nameOrPath: string): Suite {
   }
   if (suite.kind === "kernels") {
     const kernels = suite as Omit<KernelSuite, "path">;
-    return { ...kernels, cases: kernels.cases.map((c, i) => validateKernelCase(c, path, i)), path };
+    // Generated edge cases follow the written ones, so a written case keeps its index.
+    const cases = [...kernels.cases, ...(kernels.edges === undefined ? [] : edgeCases(kernels.edges))];
+    return { ...kernels, cases: cases.map((c, i) => validateKernelCase(c, path, i)), path };
   }
   return { ...suite, path } as Suite;
 }

@@ -63,6 +63,10 @@ export interface ManagedServerOptions {
   readonly batchSize?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
+  /** false: start it with its prompt cache off (`--no-prompt-cache`); absent: the server's default. */
+  readonly promptCache?: boolean;
+  /** Prefill prompts in chunks of this many tokens (`--prefill-chunk N`); absent: the server's default. */
+  readonly prefillChunk?: number;
   readonly onProgress?: (message: string) => void;
   /** Told of the server process as soon as it is started (the box keeps its stderr tail per arm). */
   readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
@@ -73,7 +77,8 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
-    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []), "--exit-with-stdin"];
+    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []),
+    ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]), "--exit-with-stdin"];
   // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.
   const child = trackChild(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   options.onProcess?.(child, "bench serve");
@@ -153,6 +158,7 @@ const DIALECTS: readonly Dialect[] = [LLAMA_CPP_DIALECT, VLLM_DIALECT, OPENAI_DI
 /** Where each SUT capability comes from in a dialect's offer. */
 const SUT_CAPABILITIES: Readonly<Record<DialectCapability, readonly Capability[]>> = {
   tokenize: ["tokenize"], detokenize: ["detokenize"], inspectTokens: ["inspectTokens"], greedy: ["greedy", "batchedGreedy"], teacherForced: ["teacherForcedTopK"],
+  cachedGreedy: ["cachedGreedy"], cachedChat: ["cachedChat"], slotAction: ["slotAction"],
 };
 
 export interface HttpSutOptions {
@@ -225,7 +231,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
     ...await loadedModelOf(model, json, { path: options.modelPath, sha256: options.modelSha256 }),
   };
-  const { tokenize, detokenize, inspectTokens, greedy, teacherForced } = offer;
+  const { tokenize, detokenize, inspectTokens, greedy, teacherForced, cachedGreedy, cachedChat, slotAction } = offer;
   const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
     const out: A[] = [];
     for (const r of requests) out.push(await one(r));
@@ -246,6 +252,9 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
       batchedGreedy: async (requests: readonly GreedyRequest[]) => Promise.all(requests.map(greedy)),
     }),
     ...(teacherForced === undefined ? {} : { teacherForcedTopK: async (requests: readonly TeacherForcedRequest[]) => inOrder(requests, teacherForced) }),
+    ...(cachedGreedy === undefined ? {} : { cachedGreedy }),
+    ...(cachedChat === undefined ? {} : { cachedChat }),
+    ...(slotAction === undefined ? {} : { slotAction }),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },

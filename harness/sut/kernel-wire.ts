@@ -2,7 +2,7 @@ import { DTYPES, isDtype, tensorBytes, type KernelTensor } from "../../kernels/o
 import { ACCUMULATION_UNIT_ROUNDOFF, type KernelPair, type KernelRequest, type KernelTiming, type KernelTimingPlan } from "./types.js";
 
 /**
- * The runner protocol's `kernel` and `kernel_time` methods (README, "Runner protocol"): any op
+ * The runner protocol's `kernel` and `kernel_time` methods (docs/runner-protocol.md): any op
  * travels as its name, its encoding, tensor descriptors ({name, dtype, shape, data: base64 of the
  * little-endian bytes}) and its attributes, so a Python kernel answers exactly what a C plugin does.
  */

@@ -168,7 +168,7 @@ export class LlamaCppSut implements SystemUnderTest {
     // Prompts are prefilled one at a time, then every sequence advances one token per step in one
     // batch, as a continuous-batching decode loop does. In node-llama-cpp 3.21.1 on CPU, several
     // sequences prefilling in one batch, or sequences at different phases sharing a batch, gave
-    // wrong tokens (README, "Findings"); this check would measure that engine bug on every run.
+    // wrong tokens (docs/findings.md); this check would measure that engine bug on every run.
     const sequences = this.sequences.slice(0, requests.length);
     for (const sequence of sequences) await sequence.clearHistory();
     const generated: TokenId[][] = requests.map(() => []);

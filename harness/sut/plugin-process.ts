@@ -29,7 +29,7 @@ const SAMPLE_NS = 1e6;
  * calls, one N-API transition per batch) and,
  * alternating with it batch for batch, as the plugin's own C loop times the same number of calls:
  * both series see the same machine load, so the difference of their medians is the harness's
- * overhead (README, "Kernel timing"), not a change of weather on a shared machine.
+ * overhead (docs/kernel-plugins.md, "Kernel timing"), not a change of weather on a shared machine.
  */
 function timeKernel(plugin: NativePlugin, request: KernelRequest, plan: KernelTimingPlan): KernelTiming {
   const call = prepareCall(plugin, request);

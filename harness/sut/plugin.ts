@@ -85,7 +85,7 @@ export async function openPluginSut(path: string, label: string, context: Partia
   let exited = false;
   const start = () => {
     exited = false;
-    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { ...context, label, bootTimeoutS: context.bootTimeoutS ?? 60, onExit: () => { exited = true; } });
+    return openStdioSut([process.execPath, PLUGIN_PROCESS, path], { ...context, label, role: "plugin", bootTimeoutS: context.bootTimeoutS ?? 60, onExit: () => { exited = true; } });
   };
   let host = await start();
   const live = async (): Promise<SystemUnderTest> => {

@@ -2,7 +2,7 @@ import { BenchError } from "../errors.js";
 import { kernelPairsFromHello } from "./kernel-wire.js";
 
 /**
- * The pure half of the runner protocol (README, "Runner protocol"): what one line a runner writes on
+ * The pure half of the runner protocol (docs/runner-protocol.md): what one line a runner writes on
  * stdout means. No process, no I/O, so every branch can be fuzzed; stdio.ts drives the process.
  */
 export const RUNNER_PROTOCOL = "bringup-bench-runner";
@@ -10,6 +10,19 @@ export const RUNNER_PROTOCOL_VERSION = 1;
 
 /** The method a runner lists to say it answers kernel requests (its hello then lists the pairs). */
 export const KERNEL_METHOD = "kernel";
+
+/** Wire method names, snake_case, for each capability the harness knows. */
+export const RUNNER_METHODS = {
+  tokenize: "tokenize",
+  detokenize: "detokenize",
+  inspectTokens: "inspect_tokens",
+  greedy: "greedy",
+  batchedGreedy: "batched_greedy",
+  teacherForcedTopK: "teacher_forced_top_k",
+  traceDemand: "trace_demand",
+  kernel: KERNEL_METHOD,
+  kernelTime: "kernel_time",
+} as const;
 
 export interface Hello {
   readonly protocol: string;

@@ -2,14 +2,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./child-process.js";
-import { checkHello, KERNEL_METHOD, parseRunnerLine, readAnswer, type Hello, type RunnerAnswer } from "./runner-lines.js";
+import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
 import { UnsupportedRequestError } from "./unsupported.js";
 import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
- * The runner protocol (README, "Runner protocol"): a system under test is any command that speaks
+ * The runner protocol (docs/runner-protocol.md): a system under test is any command that speaks
  * JSON lines over stdio. The runner first writes a hello naming the protocol, its version, its
  * engine and the methods it has; the harness then sends `{"id", "method", "params"}` requests one
  * at a time and reads `{"id", "result"}` or `{"id", "error": {"message"}}` (with `"unsupported": true`
@@ -18,19 +18,6 @@ import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, Sys
  * What each line means is read in runner-lines.ts; this file drives the process.
  */
 export { RUNNER_PROTOCOL, RUNNER_PROTOCOL_VERSION } from "./runner-lines.js";
-
-/** Wire method names, snake_case, for each capability the harness knows. */
-const METHODS = {
-  tokenize: "tokenize",
-  detokenize: "detokenize",
-  inspectTokens: "inspect_tokens",
-  greedy: "greedy",
-  batchedGreedy: "batched_greedy",
-  teacherForcedTopK: "teacher_forced_top_k",
-  traceDemand: "trace_demand",
-  kernel: KERNEL_METHOD,
-  kernelTime: "kernel_time",
-} as const;
 
 export interface StdioSutOptions {
   readonly label: string;
@@ -48,6 +35,8 @@ export interface StdioSutOptions {
   readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
   /** Added to the runner's environment (bench.config.json `env`). */
   readonly env?: Readonly<Record<string, string>>;
+  /** What messages call the process: "runner" (default), or "plugin" for a kernel plugin's host process. */
+  readonly role?: "runner" | "plugin";
 }
 
 /** Keeps the last lines a runner wrote to stderr: the reason it died is usually there. */
@@ -64,12 +53,12 @@ class RunnerProcess {
   /** A failure before the hello rejects it too. */
   private rejectHello: (error: Error) => void = () => undefined;
 
-  constructor(private readonly child: ChildProcess, private readonly commandLine: string, bootTimeoutS: number, onLog?: (line: string) => void, onExit?: () => void) {
+  constructor(private readonly child: ChildProcess, private readonly commandLine: string, bootTimeoutS: number, onLog?: (line: string) => void, onExit?: () => void, private readonly role: "runner" | "plugin" = "runner") {
     this.hello = new Promise((resolve, reject) => { this.resolveHello = resolve; this.rejectHello = reject; });
     this.hello.catch(() => undefined);
     // Writing to a runner that has died fails here; the exit handler below reports why.
     child.stdin!.on("error", () => undefined);
-    const bootTimer = setTimeout(() => this.fail(new BenchError(`the runner wrote no hello within ${bootTimeoutS} s`, { field: "command", fix: `check that \`${this.commandLine}\` speaks the runner protocol (README, "Runner protocol")` })), bootTimeoutS * 1000);
+    const bootTimer = setTimeout(() => this.fail(new BenchError(`the runner wrote no hello within ${bootTimeoutS} s`, { field: "command", fix: `check that \`${this.commandLine}\` speaks the runner protocol (docs/runner-protocol.md)` })), bootTimeoutS * 1000);
     let greeted = false;
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (this.failure !== undefined || line.trim() === "") return;
@@ -102,7 +91,7 @@ class RunnerProcess {
       child.once("close", (code, signal) => {
         clearTimeout(bootTimer);
         const tail = this.stderrTail.length === 0 ? "" : `; its stderr ended: ${this.stderrTail.join(" | ")}`;
-        this.fail(new Error(`the runner exited (${signal ?? `code ${code}`})${tail}`));
+        this.fail(new Error(`the ${this.role} exited (${signal ?? `code ${code}`})${tail}`));
         onExit?.();
         resolve();
       });
@@ -113,7 +102,7 @@ class RunnerProcess {
     const waiting = typeof answer.id === "number" ? this.pending.get(answer.id) : undefined;
     if (waiting === undefined) return this.fail(new BenchError(`the runner answered request id ${JSON.stringify(answer.id) ?? "(none)"}, which is not waiting`, { field: "id", fix: "answer each request once, with its id" }));
     this.pending.delete(answer.id as number);
-    const reason = `runner ${waiting.method}: `;
+    const reason = `${this.role} ${waiting.method}: `;
     if (answer.kind === "error") waiting.reject(answer.unsupported ? new UnsupportedRequestError(reason + answer.message) : new Error(reason + answer.message));
     else if (answer.kind === "neither") waiting.reject(new Error(`${reason}the answer has neither result nor error`));
     else waiting.resolve(answer.result);
@@ -180,18 +169,19 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   const commandLine = command.join(" ");
   const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...options.env } }));
   options.onProcess?.(child, commandLine);
-  const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit);
+  const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit, options.role);
   let hello: Hello;
   try {
     hello = await runner.hello;
   } catch (error) {
     await runner.shutdown(0);
-    throw error instanceof BenchError ? error : new BenchError(`the runner did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
+    throw error instanceof BenchError ? error : new BenchError(`the ${options.role ?? "runner"} did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
   }
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
   const wireGreedy = (requests: readonly GreedyRequest[], mode?: "traced") => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })), ...(mode === undefined ? {} : { mode }) });
   const traced = has("greedy") && Array.isArray(hello.modes) && hello.modes.includes("traced");
+  const removed = hello.capabilities.filter((method) => (REMOVED_KERNEL_METHODS as readonly string[]).includes(method));
   const provenance: SutProvenance = {
     kind: "stdio",
     engine: `${hello.engine ?? "unnamed runner"} (runner protocol v${hello.version})`,
@@ -231,9 +221,15 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
     ...(has("kernel") && has("kernelTime") ? {
       kernelTime: async (request: KernelRequest, plan: KernelTimingPlan) => kernelTimingFromWire(await call("kernelTime", { ...kernelRequestToWire(request), timing: timingPlanToWire(plan) })),
     } : {}),
+    ...(!has("kernel") && removed.length > 0 ? {
+      unsupported: { kernel: `the runner offers ${removed.join(", ")}: these methods of the first kernel suites were replaced by \`kernel\` (one method for every op and encoding; docs/kernel-ops.md)` },
+    } : {}),
     close: () => runner.shutdown(options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, options.onWarning),
   };
 }
+
+/** Methods of protocol version 1's first kernel suites, gone since `kernel` took every op: named when a runner still offers them. */
+const REMOVED_KERNEL_METHODS = ["dequantize", "matvec"] as const;
 
 const REGION_SEMANTICS: readonly TraceCapture["regionSemantics"][] = ["fixed-per-bank", "fixed-total", "dynamic"];
 

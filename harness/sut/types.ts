@@ -24,6 +24,51 @@ export interface GreedyRequest {
   readonly eosIds?: readonly TokenId[];
 }
 
+/** A greedy request with the server's prompt cache on or off (reuse suites): one request, sent as given. */
+export interface CachedGreedyRequest extends GreedyRequest {
+  /** false: the server must evaluate the whole prompt afresh (llama.cpp's `cache_prompt`), the cold answer. */
+  readonly cachePrompt: boolean;
+  /** Pin the request to this slot (llama.cpp's `id_slot`); absent: the server chooses. */
+  readonly slot?: number;
+  /** Also return the top-k of each generated token's distribution (before sampling), where the server gives it. */
+  readonly topK?: number;
+}
+
+/** What a server says about one cached-greedy request besides its ids. */
+export interface CachedGreedyAnswer {
+  readonly ids: TokenId[];
+  /** Prompt tokens the server says it took from its cache (usage cached_tokens, llama.cpp timings.cache_n); undefined: it does not say. */
+  readonly cachedTokens: number | undefined;
+  /** The server's own prompt-processing time, where it reports one (llama.cpp timings.prompt_ms). */
+  readonly promptMs: number | undefined;
+  /** Top-k per generated token, when asked and given. */
+  readonly topK?: TopK[];
+}
+
+/** One message of a chat, as OpenAI's chat API takes it. */
+export interface ChatMessage {
+  readonly role: "system" | "user" | "assistant";
+  readonly content: string;
+}
+
+/** A greedy chat request with the server's prompt cache on or off (the multi-turn-chat reuse scenario). */
+export interface CachedChatRequest {
+  readonly messages: readonly ChatMessage[];
+  readonly maxTokens: number;
+  readonly cachePrompt: boolean;
+}
+
+/** A chat answer: its text (chat APIs give no ids), and what the server says of its prompt. */
+export interface CachedChatAnswer {
+  readonly text: string;
+  /** Tokens of the prompt the server rendered from the messages, where it says (usage.prompt_tokens). */
+  readonly promptTokens: number | undefined;
+  readonly cachedTokens: number | undefined;
+}
+
+/** Slot save/restore (llama.cpp's `/slots/N?action=save|restore`, which needs `--slot-save-path`). */
+export type SlotAction = "save" | "restore";
+
 export interface TeacherForcedRequest {
   /** Prompt ids including BOS. */
   readonly promptIds: readonly TokenId[];
@@ -107,7 +152,7 @@ export interface KernelTiming {
   readonly callsPerSample: number;
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "traceDemand" | "kernel" | "kernelTime";
+export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -131,6 +176,12 @@ export interface SystemUnderTest {
   batchedGreedy?(requests: readonly GreedyRequest[]): Promise<TokenId[][]>;
   /** Teacher-forced top-k: one TopK per continuation token, for each request. */
   teacherForcedTopK?(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]>;
+  /** One greedy request to a server that may reuse its prompt cache, with what it reports of that reuse. */
+  cachedGreedy?(request: CachedGreedyRequest): Promise<CachedGreedyAnswer>;
+  /** One greedy chat completion, with the cache on or off, and what the server reports of its prompt. */
+  cachedChat?(request: CachedChatRequest): Promise<CachedChatAnswer>;
+  /** Saves a slot's state to a file the server names `name`, or restores it from there. */
+  slotAction?(slot: number, action: SlotAction, name: string): Promise<void>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
   traceDemand?(): Promise<TraceCapture[]>;
   /** Owned kernels (a native plugin, or a runner's): the (op, encoding) pairs it registers; any other is refused by name. */

@@ -1,6 +1,6 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { decodeValues, encodeValues, sentinelFilled } from "./tensor.js";
-import { inputTensor, movedBytes, type KernelOp } from "./op.js";
+import { DTYPES, decodeValues, encodeValues, sentinelFilled } from "./tensor.js";
+import { inputTensor, movedBytes, type KernelOp, valueEdges } from "./op.js";
 
 /** Decode `values` values of a block type to float32, bit-exact to ggml's dequantize_row_*. */
 export const dequantize: KernelOp = {
@@ -8,6 +8,10 @@ export const dequantize: KernelOp = {
   encodings: ["Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { values: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
   bound: "bit-exact",
+  edges: (encoding) => {
+    const block = DTYPES[encoding.input].blockElements;
+    return { base: { values: 4 * block }, axes: { values: valueEdges("values", [block, 2 * block, 64 * block]) } };
+  },
   build(params, encoding, seed) {
     const values = params.values as number;
     const x = encodeValues(encoding.input, new SeededRandom(seed).normalArray(values, 1));

@@ -1,6 +1,6 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { decodeValues, encodeValues, int32Tensor, sentinelFilled, tensorBytes } from "./tensor.js";
-import { inputIds, inputTensor, type KernelOp } from "./op.js";
+import { DTYPES, decodeValues, encodeValues, int32Tensor, sentinelFilled, tensorBytes } from "./tensor.js";
+import { inputIds, inputTensor, type KernelOp, valueEdges } from "./op.js";
 
 /** y[t] = decode(table[ids[t]]): ggml get_rows from a float or block-quantized table, bit-exact. */
 export const embeddingGather: KernelOp = {
@@ -12,6 +12,10 @@ export const embeddingGather: KernelOp = {
     T: { type: "integer", minimum: 1, description: "ids gathered" },
   },
   bound: "bit-exact",
+  edges: (encoding) => {
+    const block = DTYPES[encoding.input].blockElements;
+    return { base: { V: 64, D: 2 * block, T: 8 }, axes: { D: valueEdges("D", [...new Set([block, 3 * block])]), V: valueEdges("V", [1, 2]), T: valueEdges("T", [1, 300]) } };
+  },
   build(params, encoding, seed) {
     const [V, D, T] = ["V", "D", "T"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

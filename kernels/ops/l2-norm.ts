@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { gamma } from "../envelopes.js";
 import { elementCount, float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x / max(√Σx², eps) per row (llama.cpp l2_norm, as gated delta nets normalize q and k). */
@@ -11,6 +11,7 @@ export const l2Norm: KernelOp = {
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "l2_norm",
+  edges: () => ({ base: { R: 4, N: 128 }, axes: { N: valueEdges("N", [1, 16, 17, 4096]), R: valueEdges("R", [1, 33]), eps: valueEdges("eps", [1e-2]) } }),
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {

@@ -1,6 +1,6 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { DTYPES, decodeValues, encodeValues, float32Tensor, int32Tensor, sentinelFilled, tensorBytes, type OutputDtype } from "./tensor.js";
-import { inputIds, inputTensor, inputValues, type KernelOp, type KernelProblem } from "./op.js";
+import { inputIds, inputTensor, inputValues, type KernelOp, type KernelProblem, valueEdges, edge } from "./op.js";
 import { boundedDots } from "./dot-products.js";
 
 const TYPES = ["Q4_K", "Q5_K", "Q6_K", "Q8_0"] as const;
@@ -33,6 +33,18 @@ export const matmulBtQuantGrouped: KernelOp = {
     return undefined;
   },
   bound: "dot(K)",
+  edges: (encoding) => {
+    const block = DTYPES[encoding.input].blockElements;
+    return {
+      base: { E: 4, P: 3, Pa: 1, N: 16, K: 2 * block },
+      axes: {
+        K: valueEdges("K", [block, 3 * block, 16 * block]),
+        N: valueEdges("N", [1, 33]),
+        rows: [edge("one row", { P: 1, Pa: 1 }), edge("P activation rows", { P: 5, Pa: 5 })],
+        E: valueEdges("E", [1, 16]),
+      },
+    };
+  },
   build(params, encoding, seed) {
     const [E, P, Pa, N, K] = ["E", "P", "Pa", "N", "K"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -1,6 +1,6 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { encodeValues, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, type KernelOp } from "./op.js";
+import { DTYPES, encodeValues, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
+import { inputTensor, inputValues, movedBytes, type KernelOp, valueEdges } from "./op.js";
 import { boundedDots } from "./dot-products.js";
 
 /** y[r] = Σ_k w[r,k]·x[k]: W rows × cols of a ggml type (decoded exactly), x float32. */
@@ -9,6 +9,12 @@ export const matvec: KernelOp = {
   encodings: ["F32:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { rows: { type: "integer", minimum: 1 }, cols: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
   bound: "dot(K)",
+  edges: (encoding) => {
+    const block = DTYPES[encoding.input].blockElements;
+    // K at one block and just above it, at the 64…512 values where per-block partial sums still dominate, and large.
+    const cols = [...new Set([block, 2 * block, 3 * block, ...[64, 128, 256, 512].filter((k) => k % block === 0 && k > 3 * block), 4096])];
+    return { base: { rows: 16, cols: 4 * block }, axes: { cols: valueEdges("cols", cols), rows: valueEdges("rows", [1, 7, 33, 256]) } };
+  },
   build(params, encoding, seed) {
     const rows = params.rows as number;
     const cols = params.cols as number;

@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { EXPF_OVERFLOW_ARGUMENT, FLOAT32_SUBNORMAL_STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges, edge } from "./op.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
 /** Expert order: larger logit first, ties to the lower expert index (docs/kernel-ops.md, "moe top-k ties"). */
@@ -24,14 +24,26 @@ export const moeTopk: KernelOp = {
     gating: { enum: ["softmax", "sigmoid"] },
     norm: { type: "boolean", description: "divide the k weights by their sum" },
   },
-  optional: { scale: 1 },
+  optional: { scale: 1, logit_scale: 1 },
   check: (params) => ((params.k as number) >= (params.E as number) ? "k must be below E" : undefined),
   bound: "moe",
+  edges: () => ({
+    base: { T: 4, E: 16, k: 4, gating: "softmax", norm: false },
+    axes: {
+      gating: [edge("sigmoid, normalised", { gating: "sigmoid", norm: true }), edge("softmax, normalised, scaled", { norm: true, scale: 2.5 })],
+      k: [edge("k=1", { k: 1 }), edge("k=E−1", { k: 15 })],
+      E: [edge("E=2", { E: 2, k: 1 }), edge("E=256", { E: 256, k: 8 })],
+      T: valueEdges("T", [1, 33]),
+      // Softmax probabilities down to e^−200: underflow, and ties planted among them.
+      logit_scale: valueEdges("logit_scale", [30]),
+    },
+  }),
   build(params, encoding, seed) {
     const [T, E, k] = ["T", "E", "k"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
-    // Logits on a grid of eighths: equal logits (ties) are common, distinct ones stay far apart in float32.
-    const logits = Float32Array.from({ length: T * E }, () => Math.round(random.normal(1) * 8) / 8);
+    // Logits on a grid of eighths (times logit_scale, a whole number): equal logits (ties) are common, distinct ones stay far apart in float32.
+    const logitScale = (params.logit_scale as number | undefined) ?? 1;
+    const logits = Float32Array.from({ length: T * E }, () => (Math.round(random.normal(1) * 8) / 8) * logitScale);
     // Plant a tie across the k-th place: in row 0 a later expert equals the k-th (the earlier must stay),
     // in row 1 an earlier one does (it must take the place).
     for (const [row, later] of [[0, true], [1, false]] as const) {
@@ -63,24 +75,34 @@ export const moeTopk: KernelOp = {
       const chosen = rankExperts(z).slice(0, k);
       let p: number[];
       let pError: number[];
+      let pAbsolute: number[];
       if (problem.attrs.gating === "softmax") {
         const soft = boundedSoftmax(z, 1, u);
         p = chosen.map((i) => soft.e[i] / soft.sum);
         pError = chosen.map((i) => soft.termError[i] + soft.sumError + 2 * u);
+        // Underflow: e_i's absolute error over Σ ≥ 1, and half a step for the quotient.
+        pAbsolute = chosen.map(() => soft.termAbsolute / soft.sum + FLOAT32_SUBNORMAL_STEP / 2);
       } else {
         // 1/(1 + e^(−z)): one libm call, 1 + e (u), a reciprocal (u).
         p = chosen.map((i) => 1 / (1 + Math.exp(-z[i])));
         pError = chosen.map(() => (LIBM_ULPS + 2) * u);
+        // e^(−z) overflowing to +Inf makes p exactly 0, which is admitted (p < 3.2e-39 there);
+        // otherwise an underflowing e^(−z) (one step, against 1 + e ≥ 1) and a subnormal reciprocal (half a step).
+        pAbsolute = chosen.map((i, j) => (-z[i] > EXPF_OVERFLOW_ARGUMENT ? p[j] : 1.5 * FLOAT32_SUBNORMAL_STEP));
       }
       const total = p.reduce((a, b) => a + b, 0);
+      const totalAbsolute = pAbsolute.reduce((a, b) => a + b, 0);
       const worst = Math.max(...pError);
       chosen.forEach((id, j) => {
         ids[t * k + j] = id;
-        const w = (problem.attrs.norm ? p[j] / total : p[j]) * scale;
+        const unscaled = problem.attrs.norm ? p[j] / total : p[j];
+        const w = unscaled * scale;
         weights[t * k + j] = w;
         // The sum of k weights (their errors, γ_{k−1}) and a division; the product by scale (u).
         const relative = problem.attrs.norm ? pError[j] + worst + gamma(Math.max(1, k - 1), u) + 2 * u : pError[j];
-        bound[t * k + j] = Math.abs(w) * (relative + (scale === 1 ? 0 : u)) * SECOND_ORDER;
+        // Underflow, carried the same way: p's absolute error (and the sum's, relative to it) over the sum, half a step per quotient and product.
+        const absolute = problem.attrs.norm ? (pAbsolute[j] + unscaled * totalAbsolute) / total + FLOAT32_SUBNORMAL_STEP / 2 : pAbsolute[j];
+        bound[t * k + j] = (Math.abs(w) * (relative + (scale === 1 ? 0 : u)) + Math.abs(scale) * absolute + (scale === 1 ? 0 : FLOAT32_SUBNORMAL_STEP / 2)) * SECOND_ORDER;
       });
     }
     return [{ kind: "exact", data: new Uint8Array(ids.buffer) }, { kind: "bounded", value: weights, bound }];

@@ -50,6 +50,30 @@ export interface OpCounts {
   readonly flops: number;
 }
 
+/** One edge of an axis: a label saying what it is, and the parameters (over the op's base case) that put a case on it. */
+export interface Edge {
+  readonly label: string;
+  readonly params: OpParams;
+}
+
+/**
+ * An op's edges for one encoding (docs/kernel-ops.md, "Edges"): a small base case, and per size
+ * axis or attribute the values kernels most often get wrong (one block, below/at/above a tile,
+ * tiny and large rows, grouped and ungrouped heads, extreme attributes). The generated part of a
+ * kernel suite covers every edge of every axis at least once per encoding.
+ */
+export interface OpEdges {
+  readonly base: OpParams;
+  readonly axes: Readonly<Record<string, readonly Edge[]>>;
+}
+
+export const edge = (label: string, params: OpParams): Edge => ({ label, params });
+
+/** `valueEdges("N", [1, 17])`: one axis whose edges set a single parameter, labelled by its value. */
+export function valueEdges(param: string, values: readonly ParamValue[]): Edge[] {
+  return values.map((value) => edge(`${param}=${String(value)}`, { [param]: value }));
+}
+
 export interface KernelOp {
   readonly name: string;
   /** Encodings the registry can generate and check. */
@@ -62,6 +86,8 @@ export interface KernelOp {
   readonly check?: (params: OpParams, encoding: Encoding) => string | undefined;
   /** The bound's name in docs/kernel-bounds.md, shown in every line. */
   readonly bound: string;
+  /** The base case and edges the suite generator covers for `encoding`. */
+  edges(encoding: Encoding): OpEdges;
   build(params: OpParams, encoding: Encoding, seed: number): KernelProblem;
   reference(problem: KernelProblem, precision: Precision): readonly ExpectedOutput[];
   counts(problem: KernelProblem): OpCounts;

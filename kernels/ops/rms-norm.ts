@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { gamma, storedBound } from "../envelopes.js";
 import { elementCount, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
-import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x · (1/√(mean(x²) + eps)) · w per row: llama.cpp's rms_norm fused with the weight multiply. */
@@ -11,6 +11,7 @@ export const rmsNorm: KernelOp = {
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "rms_norm",
+  edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 16, 17, 4096]), R: valueEdges("R", [1, 33]), eps: valueEdges("eps", [1e-2, 0]) } }),
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, int32Tensor, sentinelFilled } from "./tensor.js";
-import { inputIds, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputIds, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges, edge } from "./op.js";
 
 /**
  * Rotary position embedding of the first n_dims dims of each head (llama.cpp rope without YaRN):
@@ -22,6 +22,16 @@ export const rope: KernelOp = {
   optional: { freq_base: 10000, freq_scale: 1 },
   check: (params) => ((params.n_dims as number) % 2 !== 0 || (params.n_dims as number) > (params.D as number) ? "n_dims must be even and at most D" : undefined),
   bound: "rope",
+  edges: () => ({
+    base: { T: 4, H: 2, D: 64, n_dims: 64, mode: "normal", max_pos: 4095 },
+    axes: {
+      mode: valueEdges("mode", ["neox"]),
+      n_dims: [edge("n_dims=2", { n_dims: 2 }), edge("partial, neox", { n_dims: 16, mode: "neox" }), edge("partial, normal", { n_dims: 16, D: 80 })],
+      max_pos: valueEdges("max_pos", [0, 1, 1000000]),
+      freq: [edge("freq_base=1e6", { freq_base: 1000000 }), edge("freq_scale=0.25", { freq_scale: 0.25 })],
+      T: valueEdges("T", [1, 33]),
+    },
+  }),
   build(params, encoding, seed) {
     const [T, H, D] = ["T", "H", "D"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
 import { LIBM_ULPS, storedBound } from "../envelopes.js";
 import { elementCount, float32Tensor, sentinelFilled, type OutputDtype } from "./tensor.js";
-import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = silu(gate) · up = gate / (1 + e^(−gate)) · up (ggml swiglu, the SwiGLU FFN's middle). */
@@ -10,6 +10,7 @@ export const siluMul: KernelOp = {
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,
   bound: "silu_mul",
+  edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 17, 4096]), R: valueEdges("R", [1, 33]) } }),
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

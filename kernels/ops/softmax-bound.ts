@@ -1,4 +1,4 @@
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { FLOAT32_SUBNORMAL_STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 
 /** A softmax computed in float64, with the relative error bounds of its float32 evaluation. */
 export interface BoundedSoftmax {
@@ -8,7 +8,12 @@ export interface BoundedSoftmax {
   readonly sum: number;
   /** Relative error bound of each computed e_i. */
   readonly termError: Float64Array;
-  /** Relative error bound of the computed Σ e_i. */
+  /**
+   * Absolute error of each computed e_i on top of termError: an e_i in the subnormal range is off
+   * by up to one step there (libm's one ulp), 2⁻¹⁴⁹ — 0 for an exact value below 2⁻¹⁵⁰ included.
+   */
+  readonly termAbsolute: number;
+  /** Relative error bound of the computed Σ e_i (the terms' absolute errors included: Σ ≥ 1). */
   readonly sumError: number;
 }
 
@@ -17,7 +22,8 @@ export interface BoundedSoftmax {
  * "softmax"). The exponent s·z_i − M is off by at most u(|s·z_i| + |t_i| + |M|) (the product, the
  * subtraction, and whichever way M was formed; an error common to every exponent cancels in the
  * ratio), plus `upstream[i]` when the logits themselves carry an error; exp adds one libm call.
- * The sum of positive terms adds γ_{n−1}.
+ * The sum of positive terms adds γ_{n−1}. Underflow: each e_i may also be off by one subnormal
+ * step (termAbsolute), so the sum by n of them, which is relative n·2⁻¹⁴⁹/Σ since Σ ≥ e^0 = 1.
  */
 export function boundedSoftmax(z: ArrayLike<number>, scale: number, u: number, upstream?: ArrayLike<number>): BoundedSoftmax {
   const n = z.length;
@@ -35,5 +41,5 @@ export function boundedSoftmax(z: ArrayLike<number>, scale: number, u: number, u
     termError[i] = u * (Math.abs(a) + Math.abs(t) + Math.abs(max)) + (upstream?.[i] ?? 0) + LIBM_ULPS * u;
     worst = Math.max(worst, termError[i]);
   }
-  return { e, sum, termError, sumError: worst + gamma(Math.max(1, n - 1), u) };
+  return { e, sum, termError, termAbsolute: FLOAT32_SUBNORMAL_STEP, sumError: worst + gamma(Math.max(1, n - 1), u) + (n * FLOAT32_SUBNORMAL_STEP) / sum };
 }

@@ -1,6 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
+import { FLOAT32_SUBNORMAL_STEP } from "../envelopes.js";
 import { elementCount, float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
@@ -11,6 +12,8 @@ export const softmax: KernelOp = {
   params: ROW_PARAMS,
   optional: { scale: 1 },
   bound: "softmax",
+  // Logit scale 40 drives exponents to −10³: underflow everywhere, and overflow for a kernel that skips the max.
+  edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 2, 17, 4096]), R: valueEdges("R", [1, 33]), scale: valueEdges("scale", [40, 6, 1e-3, -8]) } }),
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {
@@ -30,8 +33,9 @@ export const softmax: KernelOp = {
       for (let i = 0; i < N; i++) {
         const y = s.e[i] / s.sum;
         value[r * N + i] = y;
-        // e_i and Σ errors, then a division (or a reciprocal and a product: 2u).
-        bound[r * N + i] = y * (s.termError[i] + s.sumError + 2 * u) * SECOND_ORDER;
+        // e_i and Σ errors, then a division (or a reciprocal and a product: 2u); underflow: e_i's
+        // absolute error over Σ ≥ 1, and half a subnormal step for the quotient's own rounding.
+        bound[r * N + i] = (y * (s.termError[i] + s.sumError + 2 * u) + s.termAbsolute / s.sum + FLOAT32_SUBNORMAL_STEP / 2) * SECOND_ORDER;
       }
     }
     return [{ kind: "bounded", value, bound }];

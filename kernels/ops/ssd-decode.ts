@@ -1,7 +1,7 @@
 import { SeededRandom } from "../../harness/fixtures/seeded-random.js";
-import { gamma, LIBM_ULPS } from "../envelopes.js";
+import { FLOAT32_SUBNORMAL_STEP as STEP, gamma, LIBM_ULPS } from "../envelopes.js";
 import { float32Tensor, sentinelFilled } from "./tensor.js";
-import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
+import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges, edge } from "./op.js";
 
 /**
  * One token of Mamba-2's selective state space scan (llama.cpp ssm_scan with a scalar A per
@@ -17,8 +17,19 @@ export const ssdDecode: KernelOp = {
     N: { type: "integer", minimum: 1, description: "state size" },
     G: { type: "integer", minimum: 1, description: "B/C groups (H a multiple of it)" },
   },
+  optional: { dt_std: 2 },
   check: (params) => ((params.H as number) % (params.G as number) !== 0 ? "H must be a multiple of G" : undefined),
   bound: "ssd",
+  edges: () => ({
+    base: { H: 4, P: 16, N: 32, G: 2 },
+    axes: {
+      groups: [edge("one group", { G: 1 }), edge("a group per head", { G: 4 }), edge("3 heads per group", { H: 6, G: 2 })],
+      N: valueEdges("N", [1, 128]),
+      P: valueEdges("P", [1, 33]),
+      // dt above 20 takes softplus's identity branch, and e^(dt⁺·A) underflows.
+      dt_std: valueEdges("dt_std", [40]),
+    },
+  }),
   build(params, encoding, seed) {
     const [H, P, N, G] = ["H", "P", "N", "G"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
@@ -26,7 +37,7 @@ export const ssdDecode: KernelOp = {
       op: "ssd_decode", encoding: `${encoding.input}:${encoding.output}`,
       inputs: [
         float32Tensor("x", [H, P], random.normalArray(H * P, 1)),
-        float32Tensor("dt", [H], random.normalArray(H, 2)),
+        float32Tensor("dt", [H], random.normalArray(H, (params.dt_std as number | undefined) ?? 2)),
         // A = −e^(A_log) < 0, as Mamba-2 stores it.
         float32Tensor("A", [H], Float32Array.from({ length: H }, () => -Math.exp(random.normal(1)))),
         float32Tensor("B", [G, N], random.normalArray(G * N, 1)),
@@ -63,13 +74,14 @@ export const ssdDecode: KernelOp = {
           const added = B[g * N + n] * xdt;
           const s = kept + added;
           next[at] = s;
-          nextBound[at] = (Math.abs(kept) * (decayError + u) + Math.abs(B[g * N + n]) * xdtError + u * Math.abs(added) + u * Math.abs(s)) * SECOND_ORDER;
+          // Underflow: e^(dt⁺·A) (one step, times |state|) and the three products (half a step each, x·dt⁺'s times |B|).
+          nextBound[at] = (Math.abs(kept) * (decayError + u) + Math.abs(B[g * N + n]) * xdtError + u * Math.abs(added) + u * Math.abs(s) + STEP * (Math.abs(state[at]) + 1 + Math.abs(B[g * N + n]) / 2)) * SECOND_ORDER;
           sum += s * C[g * N + n];
           carried += Math.abs(C[g * N + n]) * nextBound[at];
           absolute += Math.abs(s * C[g * N + n]);
         }
         y[h * P + p] = sum;
-        yBound[h * P + p] = (carried + gamma(N, u) * absolute) * SECOND_ORDER;
+        yBound[h * P + p] = (carried + gamma(N, u) * absolute + (STEP / 2) * N) * SECOND_ORDER;
       }
     }
     return [{ kind: "bounded", value: y, bound: yBound }, { kind: "bounded", value: next, bound: nextBound }];

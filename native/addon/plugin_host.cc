@@ -124,7 +124,12 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     auto ops = Symbol<OpsFn>("bb_ops");
     run_ = Symbol<RunFn>("bb_op_run");
     time_ = Symbol<TimeFn>("bb_op_time");
-    if (ops == nullptr || run_ == nullptr || last_error_ == nullptr) return "the plugin declares ABI version 2 but does not export bb_ops, bb_op_run and bb_last_error (all required in v2)";
+    // Name only what is really missing: a plugin author fixes exactly those exports.
+    std::string missing;
+    for (const auto &[symbol, found] : {std::pair<const char *, bool>{"bb_ops", ops != nullptr}, {"bb_op_run", run_ != nullptr}, {"bb_last_error", last_error_ != nullptr}}) {
+      if (!found) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+    }
+    if (!missing.empty()) return "the plugin declares ABI version 2 but does not export " + missing + " (bb_ops, bb_op_run and bb_last_error are all required in v2)";
     size_t n_pairs = 0;
     const bb_op_pair *pairs = ops(&n_pairs);
     for (size_t i = 0; pairs != nullptr && i < n_pairs; i++) {
@@ -360,15 +365,16 @@ class Plugin : public Napi::ObjectWrap<Plugin> {
     return 1;
   }
 
-  // A v1 kernel's BB_UNSUPPORTED_TYPE is v1's way of not registering a pair: the error says
-  // `unsupported`, as the host's own refusal of an unregistered pair does, and the case is SKIPPED.
+  // BB_UNSUPPORTED_TYPE is v1's way of not registering a pair, and v2's way of refusing an attribute
+  // or convention the plugin does not implement (docs/kernel-ops.md): the error says `unsupported`,
+  // as the host's own refusal of an unregistered pair does, and the case is SKIPPED with the reason.
   Napi::Value Failed(Napi::Env env, const Call &call, int status) {
     std::string why = host_error_;
     host_error_.clear();
     if (why.empty() && last_error_ != nullptr && last_error_() != nullptr) why = last_error_();
     if (why.empty()) why = "no reason given (bb_last_error)";
     const std::string message = call.op + " (" + call.encoding + ") failed: " + why;
-    (run_ == nullptr && status == BB_UNSUPPORTED_TYPE ? Unsupported(env, message) : Napi::Error::New(env, message)).ThrowAsJavaScriptException();
+    (status == BB_UNSUPPORTED_TYPE ? Unsupported(env, message) : Napi::Error::New(env, message)).ThrowAsJavaScriptException();
     return env.Undefined();
   }
 

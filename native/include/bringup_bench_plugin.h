@@ -1,5 +1,5 @@
 /*
- * bringup-bench kernel plugin ABI, version 2 (README, "Kernel plugins"; the ops are in
+ * bringup-bench kernel plugin ABI, version 2 (docs/kernel-plugins.md; the ops are in
  * docs/kernel-ops.md).
  *
  * A plugin is a shared library the harness loads with dlopen, in a host process of its own (a
@@ -113,7 +113,9 @@ BB_API const bb_op_pair *bb_ops(size_t *n_pairs);
 /*
  * Required in v2. Runs one registered pair. inputs and outputs are in the order the op's contract
  * lists them (their names are given too); attrs_json is one flat JSON object, never NULL ("{}"
- * for an op without attributes).
+ * for an op without attributes). Returns 0, or BB_UNSUPPORTED_TYPE (with bb_last_error naming
+ * it) for an attribute or convention the plugin does not implement (gdn_decode's `heads`, say):
+ * the case is then SKIPPED with that reason, never passed; any other nonzero value is an error.
  */
 BB_API int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs,
                      bb_tensor *outputs, size_t n_outputs, const char *attrs_json);
@@ -130,8 +132,8 @@ BB_API int bb_op_time(const char *op, const char *encoding, const bb_tensor *inp
 
 /* ---- version 1 (still hosted; the host maps these onto "dequantize" and "matvec") ----------- */
 
-/* A v1 kernel's return value when it has no kernel for the requested tensor type (any other
-   nonzero value is an error). */
+/* A v1 kernel's return value when it has no kernel for the requested tensor type, and bb_op_run's
+   for an attribute it does not implement (any other nonzero value is an error). */
 #define BB_UNSUPPORTED_TYPE 2
 
 /* Decodes n_values values (a whole number of blocks) of `type` into out[n_values]. */

@@ -1,5 +1,5 @@
 // Reaches the llama_context inside a node-llama-cpp context, for what node-llama-cpp 3.21.1 does
-// not do (README, Findings):
+// not do (docs/findings.md):
 //
 // 1. A persistent ggml thread pool, as llama-server gives each of its contexts (common/common.cpp,
 //    common_threadpools). Without one, ggml creates and joins n_threads - 1 threads for every graph

@@ -28,8 +28,10 @@ static const char *const NO_ATTRS[] = {NULL};
 static const char *const EPS[] = {"eps", NULL};
 static const char *const SOFTMAX_ATTRS[] = {"scale", NULL};
 static const char *const ROPE_ATTRS[] = {"mode", "n_dims", "freq_base", "freq_scale", NULL};
-static const char *const SDPA_ATTRS[] = {"scale", "pos", "window", NULL};
+static const char *const SDPA_ATTRS[] = {"scale", "pos", "window", "qk_norm", "qk_norm_eps", "output_gate", NULL};
 static const char *const TOPK_ATTRS[] = {"k", "gating", "norm", "scale", NULL};
+static const char *const CONV_ATTRS[] = {"silu", NULL};
+static const char *const GDN_ATTRS[] = {"scale", "heads", "qk_l2_norm", "gating", NULL};
 
 #define OP(name, encoding, kernel, input, output, attributes) {{name, encoding}, kernel, input, output, attributes}
 
@@ -68,8 +70,8 @@ static const registered_op REGISTRY[] = {
     OP("sdpa_decode", "F32:F32", op_sdpa_decode, 1, 0, SDPA_ATTRS),
     OP("sdpa_decode", "F32:BF16", op_sdpa_decode, 1, 0, SDPA_ATTRS),
     OP("sdpa_decode", "F16:F32", op_sdpa_decode, 1, 0, SDPA_ATTRS),
-    OP("gdn_decode", "F32:F32", op_gdn_decode, 0, 0, NO_ATTRS),
-    OP("conv1d_update", "F32:F32", op_conv1d_update, 0, 0, NO_ATTRS),
+    OP("gdn_decode", "F32:F32", op_gdn_decode, 0, 0, GDN_ATTRS),
+    OP("conv1d_update", "F32:F32", op_conv1d_update, 0, 0, CONV_ATTRS),
     OP("ssd_decode", "F32:F32", op_ssd_decode, 0, 0, NO_ATTRS),
     OP("moe_topk", "F32:F32", op_moe_topk, 0, 1, TOPK_ATTRS),
 };
@@ -94,7 +96,7 @@ const bb_op_pair *bb_ops(size_t *n_pairs) {
  * The registered kernel for the call, after the checks every op shares: the pair is registered,
  * the tensors the encoding names have its dtypes, and no attribute is one the op does not take.
  */
-static bb_kernel resolve(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs, const bb_tensor *outputs, size_t n_outputs, const char *attrs) {
+static bb_kernel resolve(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs, const bb_tensor *outputs, size_t n_outputs, const char *attrs, int *unknown_attribute) {
   const registered_op *entry = NULL;
   for (size_t i = 0; entry == NULL && i < N_REGISTERED; i++) {
     if (strcmp(REGISTRY[i].pair.op, op) == 0 && strcmp(REGISTRY[i].pair.encoding, encoding) == 0) entry = &REGISTRY[i];
@@ -113,13 +115,19 @@ static bb_kernel resolve(const char *op, const char *encoding, const bb_tensor *
     fail("%s %s: the tensors are %s", op, encoding, expected);
     return NULL;
   }
-  if (attrs_only(attrs, entry->attributes)) return NULL;
+  if (attrs_only(attrs, entry->attributes)) {
+    *unknown_attribute = 1;
+    return NULL;
+  }
   return entry->kernel;
 }
 
 int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs, bb_tensor *outputs, size_t n_outputs, const char *attrs_json) {
-  const bb_kernel kernel = resolve(op, encoding, inputs, n_inputs, outputs, n_outputs, attrs_json);
-  return kernel == NULL ? 1 : kernel(encoding, inputs, n_inputs, outputs, n_outputs, attrs_json);
+  int unknown_attribute = 0;
+  const bb_kernel kernel = resolve(op, encoding, inputs, n_inputs, outputs, n_outputs, attrs_json, &unknown_attribute);
+  // An attribute this plugin does not implement is a convention it lacks: SKIPPED by the harness, not an error.
+  if (kernel == NULL) return unknown_attribute ? BB_UNSUPPORTED_TYPE : 1;
+  return kernel(encoding, inputs, n_inputs, outputs, n_outputs, attrs_json);
 }
 
 static double now_ns(void) {

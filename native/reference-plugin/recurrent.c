@@ -16,46 +16,88 @@ static int all_f32(const bb_tensor *tensors, size_t n, const uint32_t *n_dims) {
   return 0;
 }
 
-/* gdn_decode: q, k [Hk, S], v [H, S], g, beta [H], state_in [H, S, S] -> o [H, S], state_out [H, S, S]. */
+/* x / max(√Σx², 1e-6) over n values, into y: the in-kernel q/k L2 norm (as the l2_norm op). */
+static void l2_normalised(const float *x, int64_t n, float *y) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; i++) sum += x[i] * x[i];
+  const float scale = 1.0f / fmaxf(sqrtf(sum), 1e-6f);
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+}
+
+/* ggml_compute_softplus_f32: log(1 + e^x), and x itself past 20 where the two agree in float32. */
+static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+/*
+ * gdn_decode: q, k [Hk, Dk], v [H, Dv], then g, beta [H] (gating "direct") or a, b, A_log,
+ * dt_bias [H] (gating "raw": g = −e^A_log·softplus(a + dt_bias), β = σ(b)), state_in [H, Dv, Dk]
+ * -> o [H, Dv], state_out [H, Dv, Dk]. Attributes: scale (default 1/√Dk), heads ("tiled": q/k head
+ * h mod Hk, as llama.cpp; "grouped": ⌊h/(H/Hk)⌋, as vLLM), qk_l2_norm (normalise q and k first).
+ */
 KERNEL(op_gdn_decode) {
-  (void)encoding, (void)attrs;
-  if (n_in != 6 || n_out != 2) return fail("gdn_decode takes six inputs (q, k, v, g, beta, state_in) and two outputs (o, state_out)");
-  static const uint32_t in_dims[6] = {2, 2, 2, 1, 1, 3}, out_dims[2] = {2, 3};
-  if (all_f32(in, 6, in_dims) || all_f32(out, 2, out_dims)) return 1;
-  const bb_tensor *q = &in[0], *k = &in[1], *v = &in[2], *g = &in[3], *beta = &in[4], *state_in = &in[5];
-  const int64_t heads = v->shape[0], s = v->shape[1], qk_heads = q->shape[0];
-  const int64_t qk_shape[2] = {qk_heads, s}, state_shape[3] = {heads, s, s};
-  if (expect_shape(k, 2, qk_shape) || expect_shape(q, 2, qk_shape) || expect_shape(g, 1, &heads) || expect_shape(beta, 1, &heads) || expect_shape(state_in, 3, state_shape) || expect_shape(&out[0], 2, v->shape) || expect_shape(&out[1], 3, state_shape)) return 1;
+  (void)encoding;
+  char heads_mode[16] = "tiled", gating[16] = "direct";
+  double scale_attr = 0, l2 = 0;
+  if (attr_string(attrs, "heads", heads_mode, sizeof heads_mode) < 0 || attr_string(attrs, "gating", gating, sizeof gating) < 0 || attr_number(attrs, "scale", &scale_attr) < 0 || attr_number(attrs, "qk_l2_norm", &l2) < 0) return 1;
+  const int grouped = strcmp(heads_mode, "grouped") == 0, raw = strcmp(gating, "raw") == 0;
+  if (!grouped && strcmp(heads_mode, "tiled") != 0) return fail("attribute heads: \"%s\" is neither tiled nor grouped", heads_mode);
+  if (!raw && strcmp(gating, "direct") != 0) return fail("attribute gating: \"%s\" is neither direct nor raw", gating);
+  const size_t n_gates = raw ? 4 : 2;
+  if (n_in != 4 + n_gates || n_out != 2) return fail(raw ? "gdn_decode with raw gating takes eight inputs (q, k, v, a, b, A_log, dt_bias, state_in) and two outputs (o, state_out)" : "gdn_decode takes six inputs (q, k, v, g, beta, state_in) and two outputs (o, state_out)");
+  static const uint32_t in_dims[8] = {2, 2, 2, 1, 1, 1, 1, 3}, direct_dims[6] = {2, 2, 2, 1, 1, 3}, out_dims[2] = {2, 3};
+  if (all_f32(in, n_in, raw ? in_dims : direct_dims) || all_f32(out, 2, out_dims)) return 1;
+  const bb_tensor *q = &in[0], *k = &in[1], *v = &in[2], *state_in = &in[n_in - 1];
+  const int64_t heads = v->shape[0], dv = v->shape[1], qk_heads = q->shape[0], dk = q->shape[1];
+  const int64_t state_shape[3] = {heads, dv, dk};
+  if (expect_shape(k, 2, q->shape) || expect_shape(state_in, 3, state_shape) || expect_shape(&out[0], 2, v->shape) || expect_shape(&out[1], 3, state_shape)) return 1;
+  for (size_t t = 3; t < 3 + n_gates; t++) {
+    if (expect_shape(&in[t], 1, &heads)) return 1;
+  }
   if (qk_heads == 0 || heads % qk_heads != 0) return fail("tensor v: %lld heads are not a multiple of q's %lld", (long long)heads, (long long)qk_heads);
-  const float scale = 1.0f / sqrtf((float)s);
+  const float scale = scale_attr != 0 ? (float)scale_attr : 1.0f / sqrtf((float)dk);
+  float qn[dk], kn[dk];
   for (int64_t h = 0; h < heads; h++) {
-    /* the state is stored transposed, as llama.cpp stores it: m[j * s + i] = S[i][j] */
-    float *m = (float *)out[1].data + h * s * s;
-    memcpy(m, (const float *)state_in->data + h * s * s, (size_t)(s * s) * sizeof *m);
-    const float *qh = (const float *)q->data + (h % qk_heads) * s, *kh = (const float *)k->data + (h % qk_heads) * s;
-    const float *vh = (const float *)v->data + h * s;
-    const float decay = expf(((const float *)g->data)[h]), b = ((const float *)beta->data)[h];
-    for (int64_t i = 0; i < s * s; i++) m[i] *= decay;
-    for (int64_t j = 0; j < s; j++) {
-      float *column = m + j * s;
-      float dot = 0.0f;
-      for (int64_t i = 0; i < s; i++) dot += column[i] * kh[i];
-      const float delta = (vh[j] - dot) * b;
-      for (int64_t i = 0; i < s; i++) column[i] += kh[i] * delta;
+    /* the state is stored transposed, as llama.cpp stores it: m[j * dk + i] = S[i][j] */
+    float *m = (float *)out[1].data + h * dv * dk;
+    memcpy(m, (const float *)state_in->data + h * dv * dk, (size_t)(dv * dk) * sizeof *m);
+    const int64_t kh_index = grouped ? h / (heads / qk_heads) : h % qk_heads;
+    const float *qh = (const float *)q->data + kh_index * dk, *kh = (const float *)k->data + kh_index * dk;
+    if (l2 != 0) {
+      l2_normalised(qh, dk, qn), l2_normalised(kh, dk, kn);
+      qh = qn, kh = kn;
     }
-    for (int64_t j = 0; j < s; j++) {
-      const float *column = m + j * s;
+    const float *vh = (const float *)v->data + h * dv;
+    float log_decay, b;
+    if (raw) {
+      const float *a = in[3].data, *braw = in[4].data, *a_log = in[5].data, *dt_bias = in[6].data;
+      log_decay = -expf(a_log[h]) * softplus(a[h] + dt_bias[h]);
+      b = 1.0f / (1.0f + expf(-braw[h]));
+    } else {
+      log_decay = ((const float *)in[3].data)[h], b = ((const float *)in[4].data)[h];
+    }
+    const float decay = expf(log_decay);
+    for (int64_t i = 0; i < dv * dk; i++) m[i] *= decay;
+    for (int64_t j = 0; j < dv; j++) {
+      float *column = m + j * dk;
       float dot = 0.0f;
-      for (int64_t i = 0; i < s; i++) dot += column[i] * qh[i];
-      ((float *)out[0].data)[h * s + j] = dot * scale;
+      for (int64_t i = 0; i < dk; i++) dot += column[i] * kh[i];
+      const float delta = (vh[j] - dot) * b;
+      for (int64_t i = 0; i < dk; i++) column[i] += kh[i] * delta;
+    }
+    for (int64_t j = 0; j < dv; j++) {
+      const float *column = m + j * dk;
+      float dot = 0.0f;
+      for (int64_t i = 0; i < dk; i++) dot += column[i] * qh[i];
+      ((float *)out[0].data)[h * dv + j] = dot * scale;
     }
   }
   return 0;
 }
 
-/* conv1d_update: x [C], w [C, W], state_in [C, W-1] -> y [C], state_out [C, W-1]. */
+/* conv1d_update: x [C], w [C, W], state_in [C, W-1] -> y [C], state_out [C, W-1]; attribute silu: y through SiLU. */
 KERNEL(op_conv1d_update) {
-  (void)encoding, (void)attrs;
+  (void)encoding;
+  double silu = 0;
+  if (attr_number(attrs, "silu", &silu) < 0) return 1;
   if (n_in != 3 || n_out != 2) return fail("conv1d_update takes three inputs (x, w, state_in) and two outputs (y, state_out)");
   static const uint32_t in_dims[3] = {1, 2, 2}, out_dims[2] = {1, 2};
   if (all_f32(in, 3, in_dims) || all_f32(out, 2, out_dims)) return 1;
@@ -68,15 +110,12 @@ KERNEL(op_conv1d_update) {
     const float newest = ((const float *)x->data)[c];
     float sum = 0.0f;
     for (int64_t i = 0; i < width; i++) sum += (i < width - 1 ? state[i] : newest) * taps[i];
-    ((float *)out[0].data)[c] = sum;
+    ((float *)out[0].data)[c] = silu != 0 ? sum / (1.0f + expf(-sum)) : sum;
     float *next = (float *)out[1].data + c * (width - 1);
     for (int64_t i = 0; i < width - 1; i++) next[i] = i + 1 < width - 1 ? state[i + 1] : newest;
   }
   return 0;
 }
-
-/* ggml_compute_softplus_f32: log(1 + e^x), and x itself past 20 where the two agree in float32. */
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 /* ssd_decode: x [H, P], dt, A [H], B, C [G, N], state_in [H, P, N] -> y [H, P], state_out [H, P, N]. */
 KERNEL(op_ssd_decode) {

@@ -1,5 +1,5 @@
 """The bringup-bench runner protocol, version 1: a system under test as a command that speaks JSON
-lines over stdio (README, "Runner protocol"). Copy this file next to your forward pass and hand
+lines over stdio (docs/runner-protocol.md). Copy this file next to your forward pass and hand
 `serve` an object with the methods you have; the harness skips the checks whose methods are missing.
 
   hello     runner -> harness  {"protocol": "bringup-bench-runner", "version": 1, "engine": ..., "capabilities": [...],

@@ -6,7 +6,8 @@ import { PACKAGE_ROOT } from "../../harness/paths.js";
 /** The planted faults test/helpers/fake_plugin.c knows (its header says what each one does). */
 export type FakeFault =
   | "DOUBLE_BF16" | "UNWRITTEN_ROW" | "EXPERT_OFF" | "WINDOW_OFF" | "NO_STATE" | "UNREGISTERED"
-  | "WRONG_Q4_K" | "HALF_ACCUM" | "NO_MATVEC" | "CRASH" | "ABI_3" | "V1" | "V1_NO_Q6_K";
+  | "WRONG_Q4_K" | "HALF_ACCUM" | "NO_MATVEC" | "CRASH" | "ABI_3" | "V1" | "V1_NO_Q6_K"
+  | "EPS_AFTER_SQRT" | "NO_MAX_SUB" | "LAST_ELEMENT" | "HEADS_TILED" | "DK_DV_SWAPPED" | "NO_OPS_EXPORT" | "NO_CONVENTIONS";
 
 const NATIVE = join(PACKAGE_ROOT, "native");
 const C_FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fPIC", `-I${join(NATIVE, "include")}`, `-I${join(NATIVE, "reference-plugin")}`];

@@ -9,6 +9,12 @@
  *   EXPERT_OFF     matmul_bt_quant_grouped reads expert (ids[p] + 1) mod E
  *   WINDOW_OFF     sdpa_decode attends one key past a sliding window (window w acts as w + 1)
  *   NO_STATE       gdn_decode, conv1d_update and ssd_decode return state_in as state_out
+ *   EPS_AFTER_SQRT rms_norm scales by 1/(√mean(x²) + eps) instead of 1/√(mean(x²) + eps)
+ *   NO_MAX_SUB     softmax exponentiates s·x without subtracting the row's maximum
+ *   LAST_ELEMENT   every op leaves the last element of its first output as the caller filled it
+ *   HEADS_TILED    sdpa_decode maps query head h to kv head h mod Hkv (tiled) instead of
+ *                  ⌊h/(H/Hkv)⌋ (grouped); gdn_decode ignores heads "grouped" (stays tiled)
+ *   DK_DV_SWAPPED  sdpa_decode steps through v with k's row length (Dk where Dv is meant)
  *   UNREGISTERED   does not register matmul_bt_quant_grouped Q5_K:F32 or Q5_K:BF16
  *   HALF_ACCUM     matvec Q8_0:F32 accumulates each 32-value block's partial sum in fp16 (every
  *                  add rounded to half precision), the block sums in float32
@@ -17,6 +23,10 @@
  *   NO_MATVEC      registers no matvec pair
  *   CRASH          matvec writes through a null pointer (the host process dies of SIGSEGV)
  *   ABI_3          reports plugin ABI version 3
+ *   NO_CONVENTIONS gdn_decode, sdpa_decode and conv1d_update without their optional conventions
+ *                  (gdn's attributes, sdpa's qk_norm and output_gate, conv1d's silu): a case that
+ *                  sets one gets BB_UNSUPPORTED_TYPE
+ *   NO_OPS_EXPORT  an ABI v2 plugin that does not export bb_ops (bb_op_run and bb_last_error it does)
  *   V1             an ABI version 1 plugin (bb_dequantize and bb_matvec only) over the reference kernels
  *   V1_NO_Q6_K     V1, whose two kernels return BB_UNSUPPORTED_TYPE for Q6_K: v1's way of not
  *                  registering a pair
@@ -36,6 +46,7 @@
 #undef bb_op_run
 #undef bb_op_time
 
+#include <math.h>
 #include <stdlib.h>
 
 #ifdef FAKE_ABI_3
@@ -95,7 +106,42 @@ static int double_rounded_matmul(const bb_tensor *in, bb_tensor *y) {
 }
 #endif
 
+#ifdef FAKE_EPS_AFTER_SQRT
+static void eps_after_sqrt(const bb_tensor *in, bb_tensor *y, const char *attrs) {
+  double eps = 0;
+  attr_number(attrs, "eps", &eps);
+  const int64_t rows = in[0].shape[0], n = in[0].shape[1];
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = (const float *)in[0].data + r * n;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) sum += row[i] * row[i];
+    const float scale = 1.0f / (sqrtf(sum / (float)n) + (float)eps);
+    for (int64_t i = 0; i < n; i++) store(y, r * n + i, row[i] * scale * ((const float *)in[1].data)[i]);
+  }
+}
+#endif
+
+#ifdef FAKE_NO_MAX_SUB
+static void softmax_without_max(const bb_tensor *x, bb_tensor *y, const char *attrs) {
+  double scale = 1;
+  attr_number(attrs, "scale", &scale);
+  const int64_t rows = x->shape[0], n = x->shape[1];
+  for (int64_t r = 0; r < rows; r++) {
+    const float *row = (const float *)x->data + r * n;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) sum += expf((float)scale * row[i]);
+    for (int64_t i = 0; i < n; i++) store(y, r * n + i, expf((float)scale * row[i]) / sum);
+  }
+}
+#endif
+
+#ifdef FAKE_HEADS_TILED
+/* Query head h, moved to the slot the grouped mapping sends to kv head h mod Hkv: (h mod Hkv)·G + ⌊h/Hkv⌋. */
+static int64_t tiled_slot(int64_t h, int64_t h_kv, int64_t group) { return (h % h_kv) * group + h / h_kv; }
+#endif
+
 #ifndef FAKE_V1
+#ifndef FAKE_NO_OPS_EXPORT
 const bb_op_pair *bb_ops(size_t *n_pairs) {
   static bb_op_pair kept[N_REGISTERED];
   size_t n = 0;
@@ -112,12 +158,17 @@ const bb_op_pair *bb_ops(size_t *n_pairs) {
   *n_pairs = n;
   return kept;
 }
+#endif
 
 int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, size_t n_inputs, bb_tensor *outputs, size_t n_outputs, const char *attrs_json) {
   bb_tensor in[8];
   if (n_inputs > 8) return fail("the fake plugin takes at most 8 inputs");
   memcpy(in, inputs, n_inputs * sizeof *in);
   const char *attrs = attrs_json;
+#ifdef FAKE_NO_CONVENTIONS
+  if ((is(op, "gdn_decode") || is(op, "conv1d_update")) && strcmp(attrs_json, "{}") != 0) return fail("this plugin's %s implements no attributes (got %s)", op, attrs_json), BB_UNSUPPORTED_TYPE;
+  if (is(op, "sdpa_decode") && (strstr(attrs_json, "qk_norm") != NULL || strstr(attrs_json, "output_gate") != NULL)) return fail("this plugin's sdpa_decode has no q/k norm or output gate (got %s)", attrs_json), BB_UNSUPPORTED_TYPE;
+#endif
 #ifdef FAKE_CRASH
   if (is(op, "matvec")) *(volatile int *)0 = 0;
 #endif
@@ -143,6 +194,44 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
     attrs = widened;
   }
 #endif
+#ifdef FAKE_HEADS_TILED
+  /* The reference kernel maps grouped; permuting the query heads (and back, the output rows) makes it tiled. */
+  uint8_t *tiled_q = NULL, *tiled_o = NULL, *caller_o = NULL;
+  if (is(op, "sdpa_decode")) {
+    const int64_t heads = in[0].shape[0], h_kv = in[1].shape[0], group = heads / h_kv;
+    const size_t q_row = in[0].n_bytes / (size_t)heads, o_row = output_bytes(&outputs[0]) / (size_t)heads;
+    tiled_q = malloc(in[0].n_bytes), tiled_o = malloc(output_bytes(&outputs[0]));
+    for (int64_t h = 0; h < heads; h++) memcpy(tiled_q + tiled_slot(h, h_kv, group) * q_row, (const uint8_t *)in[0].data + h * q_row, q_row);
+    memcpy(tiled_o, outputs[0].data, output_bytes(&outputs[0]));
+    in[0].data = tiled_q;
+    caller_o = outputs[0].data;
+    outputs[0].data = tiled_o;
+  }
+#endif
+#ifdef FAKE_HEADS_TILED
+  char tiled_attrs[256];
+  const char *grouped = strstr(attrs_json, "\"grouped\"");
+  if (is(op, "gdn_decode") && grouped != NULL && strlen(attrs_json) < sizeof tiled_attrs) {
+    snprintf(tiled_attrs, sizeof tiled_attrs, "%.*s\"tiled\"%s", (int)(grouped - attrs_json), attrs_json, grouped + strlen("\"grouped\""));
+    attrs = tiled_attrs;
+  }
+#endif
+#ifdef FAKE_DK_DV_SWAPPED
+  /* v read with k's row length: row j of head kv starts at value (kv·L + j)·Dk (wrapping past the end). */
+  float *misread = NULL;
+  if (is(op, "sdpa_decode") && in[2].dtype == BB_TYPE_F32 && in[1].shape[2] != in[2].shape[2]) {
+    const int64_t total = elements(&in[2]), dk = in[1].shape[2], dv = in[2].shape[2], rows = in[2].shape[0] * in[2].shape[1];
+    misread = malloc((size_t)total * sizeof *misread);
+    for (int64_t row = 0; row < rows; row++)
+      for (int64_t d = 0; d < dv; d++) misread[row * dv + d] = ((const float *)in[2].data)[(row * dk + d) % total];
+    in[2].data = misread;
+  }
+#endif
+#ifdef FAKE_LAST_ELEMENT
+  uint8_t last[4];
+  const size_t last_size = n_outputs > 0 ? (outputs[0].dtype == BB_TYPE_BF16 ? 2 : 4) : 0;
+  if (n_outputs > 0) memcpy(last, (uint8_t *)outputs[0].data + (size_t)elements(&outputs[0]) * last_size - last_size, last_size);
+#endif
 #ifdef FAKE_UNWRITTEN_ROW
   uint8_t *sentinels = NULL;
   size_t row_size = 0;
@@ -155,6 +244,27 @@ int bb_op_run(const char *op, const char *encoding, const bb_tensor *inputs, siz
   const int status = reference_op_run(op, encoding, in, n_inputs, outputs, n_outputs, attrs);
 #ifdef FAKE_EXPERT_OFF
   free(shifted);
+#endif
+#ifdef FAKE_HEADS_TILED
+  if (tiled_q != NULL) {
+    const int64_t heads = in[0].shape[0], h_kv = in[1].shape[0], group = heads / h_kv;
+    const size_t o_row = output_bytes(&outputs[0]) / (size_t)heads;
+    for (int64_t h = 0; h < heads; h++) memcpy(caller_o + h * o_row, tiled_o + tiled_slot(h, h_kv, group) * o_row, o_row);
+    outputs[0].data = caller_o;
+    free(tiled_q), free(tiled_o);
+  }
+#endif
+#ifdef FAKE_DK_DV_SWAPPED
+  free(misread);
+#endif
+#ifdef FAKE_LAST_ELEMENT
+  if (status == 0 && n_outputs > 0) memcpy((uint8_t *)outputs[0].data + (size_t)elements(&outputs[0]) * last_size - last_size, last, last_size);
+#endif
+#ifdef FAKE_EPS_AFTER_SQRT
+  if (status == 0 && is(op, "rms_norm")) eps_after_sqrt(in, &outputs[0], attrs);
+#endif
+#ifdef FAKE_NO_MAX_SUB
+  if (status == 0 && is(op, "softmax")) softmax_without_max(&in[0], &outputs[0], attrs);
 #endif
 #ifdef FAKE_UNWRITTEN_ROW
   if (sentinels != NULL) memcpy((uint8_t *)outputs[0].data + output_bytes(&outputs[0]) - row_size, sentinels, row_size);

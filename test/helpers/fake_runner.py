@@ -27,6 +27,7 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
                        input); every other request is answered. With FAKE_RUNNER_PID_FILE set it appends its
                        pid there, one line per runner started
   unknown-mode         a hello declaring a decode mode the protocol does not know ("graph")
+  first-kernel-methods a runner written for the first kernel suites: its hello offers dequantize and matvec, not kernel
 
 Usage: python3 fake_runner.py MODE MODEL.gguf
 """
@@ -50,6 +51,14 @@ if mode == "logs-on-stdout":
 if mode == "unknown-mode":
     send({"protocol": "bringup-bench-runner", "version": 1, "capabilities": ["greedy"], "modes": ["eager", "graph"]})
     sys.stdin.read()
+    sys.exit(0)
+if mode == "first-kernel-methods":
+    send({"protocol": "bringup-bench-runner", "version": 1, "engine": "kernels of the first suites", "capabilities": ["dequantize", "matvec"]})
+    for line in sys.stdin:
+        request = json.loads(line)
+        send({"id": request["id"], "result": {}} if request["method"] == "shutdown" else {"id": request["id"], "error": {"message": "unknown method"}})
+        if request["method"] == "shutdown":
+            break
     sys.exit(0)
 if mode == "version-2":
     send({"protocol": "bringup-bench-runner", "version": 2, "capabilities": []})

@@ -77,14 +77,15 @@ export function registerGoldens(program: Command): void {
     .description("import another project's greedy goldens (greedy_ids.npy <i4 [P,T] + prompt ids) with provenance \"imported\" and K = 0: checks that need log-probs are SKIPPED on them")
     .requiredOption("--greedy <file>", "greedy_ids.npy, <i4 [P, T]")
     .requiredOption("--prompts <path>", "prompt ids as fed to the model: a .npy <i4 [P, L] padded with -1, or a directory of raw little-endian int32 files p0_prompt.i32 … (as C++ engines commit them)")
-    .requiredOption("--model <model>", "the model the ids belong to (fixture[:QUANT] or .gguf path)")
+    .requiredOption("--model <model>", "the model the ids belong to: fixture[:QUANT], or the path of your own .gguf")
     .requiredOption("--suite <name>", "suite name to file the goldens under")
     .option("--source <text>", "where the goldens came from (recorded in the manifest)", "imported")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
-    .action(async (options: { greedy: string; prompts: string; model: string; suite: string; source: string; out?: string }) => {
+    .option("--force", "replace goldens already in the target directory (refused otherwise)")
+    .action(async (options: { greedy: string; prompts: string; model: string; suite: string; source: string; out?: string; force?: boolean }) => {
       const model = await resolveModel(options.model);
       const directory = options.out ?? goldensDir(goldensModelDirName(model), options.suite);
-      const manifest = await importGoldens({ greedyPath: options.greedy, promptsPath: options.prompts, model, suite: options.suite, source: options.source, directory });
+      const manifest = await importGoldens({ greedyPath: options.greedy, promptsPath: options.prompts, model, suite: options.suite, source: options.source, directory, force: options.force === true });
       say(`imported ${manifest.prompts.count} prompts × ${manifest.T} tokens into ${directory}`);
     });
 }

@@ -28,6 +28,7 @@ interface RunCliOptions {
   runner?: string;
   plugin?: string;
   case: number[];
+  op: string[];
   time?: boolean;
   prompt: number[];
   niahCase: string[];
@@ -73,6 +74,7 @@ export function registerRun(program: Command): void {
     .option("--runner <command>", "replace the suite's arms with one required arm run by this command, which speaks the runner protocol over stdio (split on spaces; {model} becomes the model's path, {bench} the harness's directory)")
     .option("--plugin <library>", "kernel suites: replace the arms with one required arm on this kernel plugin (a shared library built against native/include/bringup_bench_plugin.h)")
     .option("--case <index>", "kernel suites: only this case index (repeatable)", collect(wholeNumber), [])
+    .option("--op <name>", "kernel suites: only this op's cases (repeatable; docs/kernel-ops.md lists the ops)", collect(String), [])
     .option("--time", "kernel suites: also time every passing case (µs/call, GB/s, GFLOP/s, and the fraction of the copy bandwidth measured in the same run)")
     .option("--prompt <index>", "parity suites: only this prompt index (repeatable)", collect(wholeNumber), [])
     .option("--niah-case <L:depth:trial>", "needle suites: only this case, e.g. 4000:0.5:0 (repeatable)", collect(String), [])
@@ -122,7 +124,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
+      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, kernelOps: options.op, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
       // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
       if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();

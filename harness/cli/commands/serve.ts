@@ -4,7 +4,9 @@ import { resolveModel } from "../../fixtures/registry.js";
 import { BenchError } from "../../errors.js";
 import { sha256File } from "../../io/sha256.js";
 import { RUNS_DIR } from "../../paths.js";
-import { findValidation } from "../../results/validation.js";
+import { findValidation, type Validation } from "../../results/validation.js";
+import { validationBattery, validationFix } from "../../box/batteries.js";
+import { resolveBoxSettings } from "../../box/config.js";
 import { startServer } from "../../../server/start.js";
 import { SERVER_FAULT_ENV, serverFaultFromEnvironment } from "../../../server/faults.js";
 import { progress, say, warn } from "../output.js";
@@ -27,6 +29,7 @@ interface ServeOptions {
   maxTokens: number;
   unvalidated?: boolean;
   runsDir: string;
+  config?: string;
   simulateBoot: number;
   exitWithStdin?: boolean;
 }
@@ -51,7 +54,7 @@ export function registerServe(program: Command): void {
   program
     .command("serve")
     .description("serve a validated build over an OpenAI-compatible continuous-batching HTTP API")
-    .requiredOption("--model <model>", "fixture[:QUANT] or .gguf path; must have a passing validation run in --runs-dir")
+    .requiredOption("--model <model>", "fixture[:QUANT] or .gguf path; must have a passing run of its validation battery in --runs-dir")
     .option("--host <host>", "address to bind", "127.0.0.1")
     .option("--port <port>", "port (0: any free port)", wholeNumber, 8080)
     .option("--slots <n>", "concurrent sequences (continuous-batching slots)", wholeNumber, 4)
@@ -66,14 +69,18 @@ export function registerServe(program: Command): void {
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
     .option("--unvalidated", "serve even without a passing validation run (/v1/models then says so)")
     .option("--runs-dir <dir>", "where validation runs are", RUNS_DIR)
+    .option("--config <file>", "box configuration whose batteries name the suites that validate the team's models (default: bench.config.json in the working directory, if there is one)")
     .option("--exit-with-stdin", "drain and exit when stdin closes (how a parent such as `bench run` makes sure the server never outlives it, even after kill -9)")
     .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
     .action(async (options: ServeOptions) => {
       const model = await resolveModel(options.model);
       const sha256 = await sha256File(model.path);
-      const validation = findValidation(sha256, options.runsDir);
+      const battery = validationBattery(options.model, resolveBoxSettings({ config: options.config }).batteries);
+      const validation: Validation = battery === undefined
+        ? { validated: false, reason: `no validation battery is configured for ${model.id} (box/batteries.json, bench.config.json)` }
+        : findValidation(sha256, battery.suites, options.runsDir);
       if (!validation.validated && options.unvalidated !== true) {
-        throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `validate it with \`bench run --model ${options.model}\`, or pass --unvalidated` });
+        throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `${validationFix(battery)}, or pass --unvalidated` });
       }
       if (!validation.validated) warn(`serving an UNVALIDATED build: ${validation.reason}`);
       const fault = serverFaultFromEnvironment();

@@ -4,6 +4,7 @@ import { openPluginSut } from "../../sut/plugin.js";
 import { openStdioSut } from "../../sut/stdio.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import { DEFAULT_TIMING_PLAN, runKernelArm } from "../kernel-runner.js";
+import { assertKernelSelection } from "../kernel-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
 import type { SuiteKind } from "./kind.js";
 
@@ -14,9 +15,11 @@ const PLUGIN_ARM = "plugin";
 export const kernelsKind: SuiteKind<KernelSuite, KernelArm> = {
   // --model and --runner name model SUTs: a kernel suite keeps its arms, and --plugin swaps them for one.
   arms: (suite, options) => (options.plugin !== undefined ? [{ label: PLUGIN_ARM, plugin: options.plugin, gate: "required" }] : armsByLabel(suite, options)),
+  checkSelection: assertKernelSelection,
   async run(suite, arms, battery) {
     const { options } = battery;
-    const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }));
+    const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }))
+      .filter(({ spec }) => options.kernelOps === undefined || options.kernelOps.includes(spec.op));
     const open = (arm: KernelArm, context: SutContext) => arm.runner !== undefined
       ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, ...context })
       : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, context);

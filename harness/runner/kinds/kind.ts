@@ -40,6 +40,8 @@ export interface Battery {
 export interface SuiteKind<S extends Suite, Arm extends LegArm> {
   /** The arms this suite runs with these options, before sharding (--arm, --model, --runner, --plugin applied). */
   arms(suite: S, options: ResolvedRunOptions): Arm[];
+  /** Refuses, before any work, a selection that suites of this kind would otherwise ignore (all of the run's suites of this kind at once). */
+  checkSelection?(suites: readonly S[], options: ResolvedRunOptions): void;
   /** Runs the arms this run was dealt (already sharded; never empty). */
   run(suite: S, arms: readonly Arm[], battery: Battery): Promise<void>;
   /** The command line that reruns one arm, when the kind's differs from `bench run --suite S --arm A`. */

@@ -4,6 +4,7 @@ import type { LegArm, SuiteKind } from "./kind.js";
 import { kernelsKind } from "./kernels.js";
 import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
+import { reuseKind } from "./reuse.js";
 import { speculativeKind } from "./speculative.js";
 
 type KindOf<K extends Suite["kind"]> = Extract<Suite, { kind: K }>;
@@ -14,6 +15,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   niah: niahKind,
   kernels: kernelsKind,
   conformance: conformanceKind,
+  reuse: reuseKind,
   speculative: speculativeKind,
 };
 

@@ -1,5 +1,5 @@
 import type { HttpResponse } from "../http.js";
-import type { GreedyRequest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
+import type { CachedChatAnswer, CachedChatRequest, CachedGreedyAnswer, CachedGreedyRequest, GreedyRequest, SlotAction, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
 
 /** How a dialect reaches the server: POSTs with the key, and the model id /v1/models listed. */
 export interface DialectClient {
@@ -16,6 +16,9 @@ export interface DialectOffer {
   readonly inspectTokens?: (ids: readonly TokenId[]) => Promise<TokenKind[]>;
   readonly greedy?: (request: GreedyRequest) => Promise<TokenId[]>;
   readonly teacherForced?: (request: TeacherForcedRequest) => Promise<TopK[]>;
+  readonly cachedGreedy?: (request: CachedGreedyRequest) => Promise<CachedGreedyAnswer>;
+  readonly cachedChat?: (request: CachedChatRequest) => Promise<CachedChatAnswer>;
+  readonly slotAction?: (slot: number, action: SlotAction, name: string) => Promise<void>;
 }
 
 export type DialectCapability = keyof DialectOffer;
@@ -39,4 +42,11 @@ export function idList(value: unknown, field: string): TokenId[] {
 export function sortedTopK(entries: readonly { id: TokenId; logprob: number }[], k: number): TopK {
   const sorted = [...entries].sort((a, b) => b.logprob - a.logprob || a.id - b.id).slice(0, k);
   return { ids: sorted.map((e) => e.id), logprobs: sorted.map((e) => e.logprob) };
+}
+
+/** A count a server reports (cached prompt tokens): a non-negative integer, absent, or the server's fault, named. */
+export function reportedCount(value: unknown, field: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Number.isInteger(value) || (value as number) < 0) throw new Error(`${field} is ${JSON.stringify(value)?.slice(0, 40)}, not a token count`);
+  return value as number;
 }

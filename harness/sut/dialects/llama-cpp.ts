@@ -1,10 +1,17 @@
-import { idList, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
 import type { GreedyRequest, TokenId, TopK } from "../types.js";
+
+interface ProbabilityRow {
+  readonly top_logprobs?: { id: unknown; logprob: unknown }[];
+}
 
 interface CompletionAnswer {
   readonly tokens?: unknown;
-  readonly completion_probabilities?: { readonly top_logprobs?: { id: unknown; logprob: unknown }[] }[];
-  readonly timings?: { readonly predicted_n?: unknown; readonly predicted_ms?: unknown; readonly draft_n?: unknown; readonly draft_n_accepted?: unknown };
+  readonly completion_probabilities?: ProbabilityRow[];
+  readonly timings?: {
+    readonly cache_n?: unknown; readonly prompt_ms?: unknown;
+    readonly predicted_n?: unknown; readonly predicted_ms?: unknown; readonly draft_n?: unknown; readonly draft_n_accepted?: unknown;
+  };
 }
 
 /** One greedy answer of llama-server with what its `timings` say of how it was generated. */
@@ -16,13 +23,6 @@ export interface LlamaServerGreedy {
   /** Tokens drafted by speculation, and how many of them the target accepted (0 and 0 when it did not speculate: the server then leaves both out). */
   readonly draftN: number;
   readonly draftAccepted: number;
-}
-
-/** A count the server must report as a non-negative integer (absent counts as `absent`, when given). */
-function countField(value: unknown, field: string, absent?: number): number {
-  if (value === undefined && absent !== undefined) return absent;
-  if (!Number.isInteger(value) || (value as number) < 0) throw new Error(`${field} is ${JSON.stringify(value) ?? "missing"}, not a count`);
-  return value as number;
 }
 
 /**
@@ -42,13 +42,23 @@ export async function llamaServerGreedy(json: DialectClient["json"], r: GreedyRe
   const answer = await greedyCompletion(json, r);
   const ids = idList(answer.tokens, "tokens");
   const t = answer.timings ?? {};
-  const predictedN = countField(t.predicted_n, "timings.predicted_n");
-  if (predictedN !== ids.length) throw new Error(`timings.predicted_n is ${predictedN}, but ${ids.length} tokens came back`);
+  const predictedN = reportedCount(t.predicted_n, "timings.predicted_n");
+  if (predictedN !== ids.length) throw new Error(`timings.predicted_n is ${predictedN ?? "missing"}, but ${ids.length} tokens came back`);
   if (typeof t.predicted_ms !== "number" || !(t.predicted_ms >= 0)) throw new Error(`timings.predicted_ms is ${JSON.stringify(t.predicted_ms) ?? "missing"}, not a duration`);
-  const draftN = countField(t.draft_n, "timings.draft_n", 0);
-  const draftAccepted = countField(t.draft_n_accepted, "timings.draft_n_accepted", 0);
+  const draftN = reportedCount(t.draft_n, "timings.draft_n") ?? 0;
+  const draftAccepted = reportedCount(t.draft_n_accepted, "timings.draft_n_accepted") ?? 0;
   if (draftAccepted > draftN) throw new Error(`timings.draft_n_accepted ${draftAccepted} exceeds timings.draft_n ${draftN}`);
   return { ids, predictedN, predictedMs: t.predicted_ms, draftN, draftAccepted };
+}
+
+/** One row of `completion_probabilities` as a TopK (n_probs: the distribution before sampling). */
+function topKRow(row: ProbabilityRow | undefined, k: number, at: number): TopK {
+  const top = row?.top_logprobs;
+  if (!Array.isArray(top)) throw new Error(`/completion with n_probs answered without completion_probabilities[${at}].top_logprobs`);
+  return sortedTopK(top.map((entry, i) => {
+    if (!Number.isInteger(entry.id) || typeof entry.logprob !== "number") throw new Error(`top_logprobs[${i}] is ${JSON.stringify(entry)}, not {id, logprob}`);
+    return { id: entry.id as number, logprob: entry.logprob };
+  }), k);
 }
 
 /**
@@ -57,6 +67,8 @@ export async function llamaServerGreedy(json: DialectClient["json"], r: GreedyRe
  * top-k of each next-token distribution before sampling. It has no prompt log-probs (`echo` is
  * refused), so teacher forcing asks for one token after each prefix of the continuation; the
  * server's prompt cache makes each of those a one-token decode. Greedy is greedyCompletion's.
+ * Reuse suites set it themselves (`cachedGreedy`) and read what was reused from `timings.cache_n`;
+ * slots are saved and restored through `/slots/N?action=…` (the server needs `--slot-save-path`).
  */
 export const LLAMA_CPP_DIALECT: Dialect = {
   name: "llama.cpp",
@@ -76,14 +88,26 @@ export const LLAMA_CPP_DIALECT: Dialect = {
         const rows: TopK[] = [];
         for (let j = 0; j < r.continuationIds.length; j++) {
           const answer = await complete({ prompt: [...r.promptIds, ...r.continuationIds.slice(0, j)], n_predict: 1, n_probs: r.k, post_sampling_probs: false });
-          const top = answer.completion_probabilities?.[0]?.top_logprobs;
-          if (!Array.isArray(top)) throw new Error("/completion with n_probs answered without completion_probabilities[0].top_logprobs");
-          rows.push(sortedTopK(top.map((entry, i) => {
-            if (!Number.isInteger(entry.id) || typeof entry.logprob !== "number") throw new Error(`top_logprobs[${i}] is ${JSON.stringify(entry)}, not {id, logprob}`);
-            return { id: entry.id as number, logprob: entry.logprob };
-          }), r.k));
+          rows.push(topKRow(answer.completion_probabilities?.[0], r.k, 0));
         }
         return rows;
+      },
+      cachedGreedy: async (r) => {
+        const answer = await complete({
+          prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, cache_prompt: r.cachePrompt,
+          ...(r.slot === undefined ? {} : { id_slot: r.slot }), ...(r.topK === undefined ? {} : { n_probs: r.topK, post_sampling_probs: false }),
+        });
+        const ids = idList(answer.tokens, "tokens");
+        const promptMs = answer.timings?.prompt_ms;
+        return {
+          ids,
+          cachedTokens: reportedCount(answer.timings?.cache_n, "timings.cache_n"),
+          promptMs: typeof promptMs === "number" && Number.isFinite(promptMs) ? promptMs : undefined,
+          ...(r.topK === undefined ? {} : { topK: ids.map((_, j) => topKRow(answer.completion_probabilities?.[j], r.topK!, j)) }),
+        };
+      },
+      slotAction: async (slot, action, name) => {
+        await client.json(`/slots/${slot}?action=${action}`, { filename: name });
       },
     };
   },

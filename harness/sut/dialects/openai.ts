@@ -1,4 +1,4 @@
-import { idList, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
 import type { TopK } from "../types.js";
 
 interface Choice {
@@ -11,19 +11,34 @@ interface Choice {
  * `logprobs` for teacher forcing. OpenAI's own answers carry text only; ids are read where the
  * server adds them (`choices[].token_ids`, as vLLM's `return_token_ids` and our server do;
  * `logprobs.top_token_ids` beside the top log-probs, as our server does). A server that answers
- * text only offers neither: text re-tokenized is not ids-level parity.
+ * text only offers neither: text re-tokenized is not ids-level parity. Prompt reuse is read from
+ * `usage.prompt_tokens_details.cached_tokens`, and asked off with llama.cpp's `cache_prompt: false`
+ * (the field llama-server and our server take; OpenAI has no word for it).
  */
 export const OPENAI_DIALECT: Dialect = {
   name: "openai",
   offer(client: DialectClient): DialectOffer {
-    const completion = async (body: Record<string, unknown>): Promise<Choice> => {
-      const answer = await client.json<{ choices?: Choice[] }>("/v1/completions", { model: client.model, ...body });
+    const completionWithUsage = async (body: Record<string, unknown>): Promise<{ choice: Choice; usage?: { prompt_tokens_details?: { cached_tokens?: unknown } } }> => {
+      const answer = await client.json<{ choices?: Choice[]; usage?: { prompt_tokens_details?: { cached_tokens?: unknown } } }>("/v1/completions", { model: client.model, ...body });
       const choice = answer.choices?.[0];
       if (choice === undefined) throw new Error("/v1/completions answered without choices");
-      return choice;
+      return { choice, usage: answer.usage };
     };
+    const completion = async (body: Record<string, unknown>): Promise<Choice> => (await completionWithUsage(body)).choice;
     return {
       greedy: async (r) => idList((await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined })).token_ids, "choices[0].token_ids"),
+      cachedGreedy: async (r) => {
+        const { choice, usage } = await completionWithUsage({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined, cache_prompt: r.cachePrompt, ...(r.slot === undefined ? {} : { id_slot: r.slot }) });
+        return { ids: idList(choice.token_ids, "choices[0].token_ids"), cachedTokens: reportedCount(usage?.prompt_tokens_details?.cached_tokens, "usage.prompt_tokens_details.cached_tokens"), promptMs: undefined };
+      },
+      cachedChat: async (r) => {
+        const answer = await client.json<{ choices?: { message?: { content?: unknown } }[]; usage?: { prompt_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } } }>("/v1/chat/completions", {
+          model: client.model, messages: r.messages, max_tokens: r.maxTokens, temperature: 0, cache_prompt: r.cachePrompt,
+        });
+        const text = answer.choices?.[0]?.message?.content;
+        if (typeof text !== "string") throw new Error("/v1/chat/completions answered without choices[0].message.content");
+        return { text, promptTokens: reportedCount(answer.usage?.prompt_tokens, "usage.prompt_tokens"), cachedTokens: reportedCount(answer.usage?.prompt_tokens_details?.cached_tokens, "usage.prompt_tokens_details.cached_tokens") };
+      },
       teacherForced: async (r) => {
         const choice = await completion({ prompt: [...r.promptIds, ...r.continuationIds], max_tokens: 0, echo: true, logprobs: r.k, temperature: 0 });
         const topIds = choice.logprobs?.top_token_ids;

@@ -11,6 +11,9 @@ export interface ProbeResult {
   readonly missing: Partial<Record<DialectCapability, string>>;
 }
 
+/** The file a slot-save probe writes in the server's slot directory (overwritten by every probe). */
+const PROBE_SLOT_FILE = "bench-probe.slot";
+
 /** Ids for probes when the server cannot tokenize: small ids exist in every vocabulary. */
 const FALLBACK_PROBE_IDS: readonly TokenId[] = [1, 2, 3];
 const PROBE_TEXT = "Hello";
@@ -54,6 +57,16 @@ export async function probeDialects(client: DialectClient, dialects: readonly Di
       const checked = checkTeacherForcedAnswer(request, await teacherForced(request));
       if (!checked.ok) throw new Error(checked.reason);
     },
+    cachedGreedy: async (cachedGreedy) => {
+      const request = { promptIds: probeIds, maxTokens: 2, cachePrompt: false };
+      const checked = checkGreedyAnswer(request, (await cachedGreedy(request)).ids);
+      if (!checked.ok) throw new Error(checked.reason);
+    },
+    cachedChat: async (cachedChat) => {
+      const { text } = await cachedChat({ messages: [{ role: "user", content: PROBE_TEXT }], maxTokens: 2, cachePrompt: false });
+      if (typeof text !== "string") throw new Error("the chat answer has no text");
+    },
+    slotAction: async (slotAction) => slotAction(0, "save", PROBE_SLOT_FILE),
   };
   for (const capability of Object.keys(probes) as DialectCapability[]) {
     const refusals: string[] = [];
