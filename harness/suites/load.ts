@@ -9,10 +9,11 @@ import type { ParitySuite } from "./parity-suite.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
 import type { ReuseSuite } from "./reuse-suite.js";
+import type { SpeculativeSuite } from "./speculative-suite.js";
 import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
@@ -21,6 +22,7 @@ const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   conformance: join(SUITES_DIR, "schema", "conformance.schema.json"),
   kernels: join(SUITES_DIR, "schema", "kernels.schema.json"),
   reuse: join(SUITES_DIR, "schema", "reuse.schema.json"),
+  speculative: join(SUITES_DIR, "schema", "speculative.schema.json"),
 };
 
 /** Model suites live in suites/, kernel suites in kernels/ (DESIGN.md layout). */

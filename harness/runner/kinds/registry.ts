@@ -5,6 +5,7 @@ import { kernelsKind } from "./kernels.js";
 import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
 import { reuseKind } from "./reuse.js";
+import { speculativeKind } from "./speculative.js";
 
 type KindOf<K extends Suite["kind"]> = Extract<Suite, { kind: K }>;
 
@@ -15,6 +16,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   kernels: kernelsKind,
   conformance: conformanceKind,
   reuse: reuseKind,
+  speculative: speculativeKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */

@@ -1,5 +1,5 @@
 import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
-import type { GreedyRequest, TopK } from "../types.js";
+import type { GreedyRequest, TokenId, TopK } from "../types.js";
 
 interface ProbabilityRow {
   readonly top_logprobs?: { id: unknown; logprob: unknown }[];
@@ -8,7 +8,47 @@ interface ProbabilityRow {
 interface CompletionAnswer {
   readonly tokens?: unknown;
   readonly completion_probabilities?: ProbabilityRow[];
-  readonly timings?: { readonly cache_n?: unknown; readonly prompt_ms?: unknown };
+  readonly timings?: {
+    readonly cache_n?: unknown; readonly prompt_ms?: unknown;
+    readonly predicted_n?: unknown; readonly predicted_ms?: unknown; readonly draft_n?: unknown; readonly draft_n_accepted?: unknown;
+  };
+}
+
+/** One greedy answer of llama-server with what its `timings` say of how it was generated. */
+export interface LlamaServerGreedy {
+  readonly ids: TokenId[];
+  /** Tokens generated, and the milliseconds from the prompt's end to the last of them. */
+  readonly predictedN: number;
+  readonly predictedMs: number;
+  /** Tokens drafted by speculation, and how many of them the target accepted (0 and 0 when it did not speculate: the server then leaves both out). */
+  readonly draftN: number;
+  readonly draftAccepted: number;
+}
+
+/**
+ * A greedy /completion request: the prompt cache off, so a rerun evaluates its prompt as the first
+ * run did, not reusing cells another request left.
+ */
+function greedyCompletion(json: DialectClient["json"], r: GreedyRequest): Promise<CompletionAnswer> {
+  return json<CompletionAnswer>("/completion", { prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, temperature: 0, cache_prompt: false, return_tokens: true });
+}
+
+/**
+ * Greedy ids with the request's generation and speculation counts from `timings`, each held to
+ * what it can be: as many generated as returned, no more accepted than drafted. (The greedy
+ * capability asks nothing of `timings`: a server that leaves them out still serves ids.)
+ */
+export async function llamaServerGreedy(json: DialectClient["json"], r: GreedyRequest): Promise<LlamaServerGreedy> {
+  const answer = await greedyCompletion(json, r);
+  const ids = idList(answer.tokens, "tokens");
+  const t = answer.timings ?? {};
+  const predictedN = reportedCount(t.predicted_n, "timings.predicted_n");
+  if (predictedN !== ids.length) throw new Error(`timings.predicted_n is ${predictedN ?? "missing"}, but ${ids.length} tokens came back`);
+  if (typeof t.predicted_ms !== "number" || !(t.predicted_ms >= 0)) throw new Error(`timings.predicted_ms is ${JSON.stringify(t.predicted_ms) ?? "missing"}, not a duration`);
+  const draftN = reportedCount(t.draft_n, "timings.draft_n") ?? 0;
+  const draftAccepted = reportedCount(t.draft_n_accepted, "timings.draft_n_accepted") ?? 0;
+  if (draftAccepted > draftN) throw new Error(`timings.draft_n_accepted ${draftAccepted} exceeds timings.draft_n ${draftN}`);
+  return { ids, predictedN, predictedMs: t.predicted_ms, draftN, draftAccepted };
 }
 
 /** One row of `completion_probabilities` as a TopK (n_probs: the distribution before sampling). */
@@ -26,8 +66,7 @@ function topKRow(row: ProbabilityRow | undefined, k: number, at: number): TopK {
  * prompt of ids and answers with the generated ids (`return_tokens`) and, with `n_probs`, the
  * top-k of each next-token distribution before sampling. It has no prompt log-probs (`echo` is
  * refused), so teacher forcing asks for one token after each prefix of the continuation; the
- * server's prompt cache makes each of those a one-token decode. Greedy turns the cache off: a
- * rerun must evaluate its prompt as the first run did, not reuse cells another request left.
+ * server's prompt cache makes each of those a one-token decode. Greedy is greedyCompletion's.
  * Reuse suites set it themselves (`cachedGreedy`) and read what was reused from `timings.cache_n`;
  * slots are saved and restored through `/slots/N?action=…` (the server needs `--slot-save-path`).
  */
@@ -35,7 +74,7 @@ export const LLAMA_CPP_DIALECT: Dialect = {
   name: "llama.cpp",
   offer(client: DialectClient): DialectOffer {
     const complete = (body: Record<string, unknown>) => client.json<CompletionAnswer>("/completion", { temperature: 0, cache_prompt: true, return_tokens: true, ...body });
-    const greedy = async (r: GreedyRequest) => idList((await complete({ prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, cache_prompt: false })).tokens, "tokens");
+    const greedy = async (r: GreedyRequest) => idList((await greedyCompletion(client.json, r)).tokens, "tokens");
     return {
       // add_special: BOS included, as the SUT interface promises (llama-server leaves it out by default).
       tokenize: async (text) => idList((await client.json<{ tokens?: unknown }>("/tokenize", { content: text, add_special: true })).tokens, "tokens"),

@@ -1,0 +1,97 @@
+import { BenchError } from "../../errors.js";
+import { resolveModel } from "../../fixtures/registry.js";
+import { sha256File } from "../../io/sha256.js";
+import { loadParitySuite } from "../../suites/load.js";
+import type { SpeculativeArm, SpeculativeSuite } from "../../suites/speculative-suite.js";
+import { httpCall, openHttpSut, stopManagedServer } from "../../sut/http.js";
+import { llamaServerGreedy } from "../../sut/dialects/llama-cpp.js";
+import { startServerCommand } from "../../sut/server-command.js";
+import { armsByLabel, selectIndices } from "../arm-selection.js";
+import { fillPlaceholders, type SutContext } from "../open-sut.js";
+import { runSpeculativeArm, type ServerGreedy } from "../speculative-runner.js";
+import type { SuiteKind } from "./kind.js";
+
+const DRAFT_PLACEHOLDER = "{draft}";
+
+/** An arm's two argv: the plain server's, and the same with speculation appended, placeholders filled. */
+async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; plain: string[]; speculating: string[] }> {
+  const model = await resolveModel(arm.model);
+  const draftPath = arm.draft === undefined ? "" : (await resolveModel(arm.draft)).path;
+  const fill = (part: string) => fillPlaceholders(part.replaceAll(DRAFT_PLACEHOLDER, draftPath), model.path);
+  return { modelPath: model.path, plain: arm.command.map(fill), speculating: [...arm.command, ...arm.speculation].map(fill) };
+}
+
+/** Greedy through llama-server's /completion on the server at `baseUrl`, with its timings. */
+function serverGreedy(baseUrl: string, signal: AbortSignal): ServerGreedy {
+  return (request) => llamaServerGreedy(async <T>(path: string, body: unknown) => {
+    const response = await httpCall(`${baseUrl}${path}`, { body, signal });
+    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
+    return JSON.parse(response.text) as T;
+  }, request);
+}
+
+/** A `{draft}` with no draft model, or a draft model no argument reads, is a suite that cannot mean what it says. */
+function assertDraftNamed(suite: SpeculativeSuite, arm: SpeculativeArm): void {
+  const usesDraft = arm.speculation.some((part) => part.includes(DRAFT_PLACEHOLDER));
+  if (usesDraft && arm.draft === undefined) {
+    throw new BenchError(`arm "${arm.label}" passes ${DRAFT_PLACEHOLDER} but names no draft model`, { file: suite.path, field: "arms.draft", fix: "name the draft model (fixture[:QUANT] or .gguf) in the arm's draft" });
+  }
+  if (!usesDraft && arm.draft !== undefined) {
+    throw new BenchError(`arm "${arm.label}" names draft ${arm.draft} but no argument passes ${DRAFT_PLACEHOLDER}`, { file: suite.path, field: "arms.speculation", fix: `add the server's draft-model flag with ${DRAFT_PLACEHOLDER} (llama-server: -md ${DRAFT_PLACEHOLDER}), or drop draft` });
+  }
+}
+
+/** The prompts of the parity suite `prompts_of` names; a name that is no parity suite is this suite's bad input. */
+function promptsOf(suite: SpeculativeSuite): readonly string[] {
+  try {
+    return loadParitySuite(suite.prompts_of).prompts;
+  } catch (error) {
+    if (!(error instanceof BenchError)) throw error;
+    throw new BenchError(`prompts_of "${suite.prompts_of}": ${error.message}`, { file: suite.path, field: "prompts_of", fix: "name a parity suite, e.g. parity16" });
+  }
+}
+
+/**
+ * Speculative decoding under test: each arm's server started with speculation (the leg's SUT) and
+ * without it (started beside it for the arm's check), the same greedy requests asked of both.
+ * llama-server's dialect alone reports drafts (`timings.draft_n`); our server does not speculate.
+ */
+export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
+  arms(suite, options) {
+    for (const arm of suite.arms) assertDraftNamed(suite, arm);
+    promptsOf(suite);
+    // A runner is no server that speculates: --runner leaves this suite nothing to run. --model keeps
+    // the arms, as in a kernel suite: an arm's target and draft (or MTP block) go together.
+    return options.runner !== undefined ? [] : armsByLabel(suite, options);
+  },
+  async run(suite, arms, battery) {
+    const { options, emit } = battery;
+    const prompts = promptsOf(suite);
+    const promptIndices = selectIndices(prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
+    const open = async (arm: SpeculativeArm, context: SutContext) => {
+      const { modelPath, speculating } = await armCommands(arm);
+      const server = await startServerCommand(speculating, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
+      try {
+        return await openHttpSut(server.baseUrl, { label: arm.label, managed: server, command: server.argv, modelPath, modelSha256: await sha256File(modelPath), ...context });
+      } catch (error) {
+        await stopManagedServer(server, context.shutdownGraceS, context.onWarning);
+        throw error;
+      }
+    };
+    await battery.legs(suite, arms, open, (arm, sut, opened, signal) => runSpeculativeArm({
+      suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
+      prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
+      speculating: serverGreedy(opened.baseUrl, signal),
+      async withPlainServer(body) {
+        const { plain: argv } = await armCommands(arm);
+        const progress = (line: string) => void emit({ kind: "progress", message: `${arm.label} (plain): ${line}` });
+        const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress });
+        try {
+          return await body(serverGreedy(plain.baseUrl, signal));
+        } finally {
+          await stopManagedServer(plain, options.shutdownGraceS);
+        }
+      },
+    }));
+  },
+};

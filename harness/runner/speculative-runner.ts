@@ -1,0 +1,117 @@
+import { checkGreedyAnswer } from "../sut/answer-shape.js";
+import type { LlamaServerGreedy } from "../sut/dialects/llama-cpp.js";
+import type { GreedyRequest } from "../sut/types.js";
+import type { GateLevel } from "../suites/parity-suite.js";
+import { firstDivergence, speculationFigures, sumCounts, type PassCounts } from "../speculative/compare.js";
+import { makeCell, runCheck, type ArmScope } from "./check.js";
+
+/** One greedy request to a server, answered with its ids and its `timings` counts. */
+export type ServerGreedy = (request: GreedyRequest) => Promise<LlamaServerGreedy>;
+
+export interface SpeculativeArmContext extends ArmScope {
+  readonly gate: GateLevel;
+  /** The prompts' texts by their index in the parity suite they come from (tokenized by the SUT). */
+  readonly prompts: ReadonlyMap<number, string>;
+  readonly maxTokens: readonly number[];
+  readonly concurrency: number;
+  /** The leg's server, speculating. */
+  readonly speculating: ServerGreedy;
+  /** Starts the same server without speculation, runs `body` against it, and stops it. */
+  withPlainServer<T>(body: (plain: ServerGreedy) => Promise<T>): Promise<T>;
+}
+
+interface Case {
+  readonly prompt: number;
+  readonly request: GreedyRequest;
+}
+
+const counts = (answer: LlamaServerGreedy): PassCounts => ({ generated: answer.predictedN, generatingMs: answer.predictedMs, drafted: answer.draftN, accepted: answer.draftAccepted });
+
+/**
+ * Asks every (prompt, length) case of the plain server one at a time (started for it, stopped
+ * after, so it never shares the CPU with the timed passes), then of the speculating
+ * server one at a time and `concurrency` at a time, and holds each speculative answer to the plain
+ * one token for token: one cell per case and pass, failing at the first divergent position. The
+ * figures (drafted, accepted, rate, tokens per target step, speed-up) come from the one-at-a-time
+ * passes, whose generation times do not overlap. Nothing drafted and nothing divergent is SKIPPED:
+ * the server did not speculate, so identity proved nothing about speculation.
+ */
+export async function runSpeculativeArm(context: SpeculativeArmContext): Promise<{ summaryLine: string | undefined }> {
+  let line: string | undefined;
+  await runCheck(context, "speculative_greedy", context.gate, ["tokenize"], async (gate) => {
+    const indices = [...context.prompts.keys()];
+    const ids = await context.sut.tokenize!([...context.prompts.values()]);
+    const cases: Case[] = indices.flatMap((prompt, i) => context.maxTokens.map((maxTokens) => ({ prompt, request: { promptIds: ids[i], maxTokens } })));
+    const plain = await context.withPlainServer(async (server) => {
+      const answers: LlamaServerGreedy[] = [];
+      for (const c of cases) answers.push(await server(c.request));
+      return answers;
+    });
+    for (const [i, answer] of plain.entries()) {
+      const checked = checkGreedyAnswer(cases[i].request, answer.ids);
+      // The plain server is the reference: an answer of the wrong shape leaves nothing to compare with.
+      if (!checked.ok) throw new Error(`the plain server's answer to prompt ${cases[i].prompt} (T=${cases[i].request.maxTokens}) is malformed: ${checked.reason}`);
+    }
+    const single: LlamaServerGreedy[] = [];
+    for (const c of cases) single.push(await context.speculating(c.request));
+    const concurrent: LlamaServerGreedy[] = [];
+    for (let start = 0; start < cases.length; start += context.concurrency) {
+      concurrent.push(...await Promise.all(cases.slice(start, start + context.concurrency).map((c) => context.speculating(c.request))));
+    }
+    let divergent = 0;
+    let rejected = 0;
+    let firstBad: string | undefined;
+    const passes = [{ mode: "single", answers: single }, { mode: `B=${context.concurrency}`, answers: concurrent }];
+    for (const { mode, answers } of passes) {
+      await context.emit({ kind: "cells", cells: answers.map((answer, i) => {
+        const { prompt, request } = cases[i];
+        const where = `prompt ${prompt} (${mode}, T=${request.maxTokens})`;
+        const fields = { prompt, prompt_class: `${mode} T=${request.maxTokens}` };
+        const selector = ` --prompt ${prompt}`;
+        const checked = checkGreedyAnswer(request, answer.ids);
+        if (!checked.ok) {
+          rejected++;
+          const detail = `${where}: the speculating server's answer is malformed: ${checked.reason}`;
+          firstBad ??= detail;
+          return makeCell(context, "speculative_greedy", gate, { ...fields, status: "fail", detail }, selector);
+        }
+        const divergence = firstDivergence(plain[i].ids, answer.ids);
+        if (divergence === undefined) {
+          return makeCell(context, "speculative_greedy", gate, { ...fields, status: "pass", detail: `${where}: ${answer.ids.length} ids identical to plain greedy; drafted ${answer.draftN}, accepted ${answer.draftAccepted}` }, selector);
+        }
+        divergent++;
+        const detail = `${where}: speculation changed greedy output at position ${divergence.position}: plain ${divergence.expected ?? "(ended)"}, speculative ${divergence.observed ?? "(ended)"}; `
+          + `this request drafted ${answer.draftN} and accepted ${answer.draftAccepted} (the server does not say which positions came from accepted drafts)`;
+        firstBad ??= detail;
+        return makeCell(context, "speculative_greedy", gate, {
+          ...fields, status: "fail", position: divergence.position, expected_id: divergence.expected, observed_id: divergence.observed, detail,
+        }, selector);
+      }) });
+    }
+    const figures = speculationFigures(sumCounts(single.map(counts)), sumCounts(plain.map(counts)));
+    const together = sumCounts(concurrent.map(counts));
+    const answersCount = single.length + concurrent.length;
+    const percent = (x: number | null) => (x === null ? "n/a" : `${(100 * x).toFixed(1)}%`);
+    const fixed = (x: number | null, digits: number) => (x === null ? "n/a" : x.toFixed(digits));
+    const figuresLine = `drafted ${figures.drafted}, accepted ${figures.accepted} (${percent(figures.acceptance_rate)}), ${fixed(figures.tokens_per_target_step, 2)} tokens per target step, `
+      + `speed-up ${fixed(figures.speedup, 2)}× one at a time; at B=${context.concurrency} drafted ${together.drafted}, accepted ${together.accepted}`;
+    const bad = divergent + rejected;
+    line = `${context.arm.label} speculative greedy: ${answersCount - bad}/${answersCount} answers identical to plain greedy; ${figuresLine}`;
+    if (bad === 0 && figures.drafted + together.drafted === 0) {
+      const reason = `the server drafted no token in ${answersCount} answers: speculation was not exercised, so identity proves nothing about it`;
+      await context.emit({ kind: "cells", cells: [makeCell(context, "speculative_greedy", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
+    return {
+      status: bad === 0 ? "pass" : "fail",
+      // A failure leads with its first case, so the position is in the line a reader sees first.
+      summary: bad === 0 ? `${answersCount}/${answersCount} answers identical to plain greedy; ${figuresLine}`
+        : `FAIL: ${divergent} of ${answersCount} answers diverge from plain greedy, ${rejected} malformed; first: ${firstBad}; ${figuresLine}`,
+      metrics: {
+        answers: answersCount, divergent, rejected, ...figures,
+        concurrent_drafted: together.drafted, concurrent_accepted: together.accepted,
+      },
+    };
+  });
+  return { summaryLine: line };
+}
