@@ -1,0 +1,32 @@
+import type { KernelCheckName } from "../../results/types.js";
+import { batchInvarianceCheck } from "./parity/batch-invariance.js";
+import { captureParityCheck } from "./parity/capture-parity.js";
+import { determinismCheck } from "./parity/determinism.js";
+import { distributionCheck } from "./parity/distribution.js";
+import { greedyParityCheck } from "./parity/greedy-parity.js";
+import { identityCheck } from "./parity/identity.js";
+import { teacherForcedCheck } from "./parity/teacher-forced.js";
+import { tokenizerCheck } from "./parity/tokenizer.js";
+
+/**
+ * Each suite kind's checks as modules (./check-module.ts), in the order an arm runs them. Adding a
+ * check is one module and one line here; its name joins CheckName by itself.
+ */
+export const CHECKS_BY_KIND = {
+  // identity first: every other verdict of the arm is about the artifact it names. greedy_parity
+  // before determinism, batch_invariance and capture_parity, which reuse its answers alone.
+  parity: [identityCheck, tokenizerCheck, greedyParityCheck, teacherForcedCheck, distributionCheck, determinismCheck, batchInvarianceCheck, captureParityCheck],
+} as const;
+
+/** The checks a suite kind's arm runs as modules. */
+export type ModuleCheckName = (typeof CHECKS_BY_KIND)[keyof typeof CHECKS_BY_KIND][number]["name"];
+
+/**
+ * Checks that are no module of a kind's list: one per arm of the needle and conformance kinds
+ * (their runners), the battery's own (trace_demand after every leg, arm for a leg that could not
+ * run), and bench load's.
+ */
+type RunnerCheckName = "capture_stable" | "niah" | "conformance" | "trace_demand" | "arm" | "load" | "parity_under_load";
+
+/** Every name a cell's or a verdict's `check` column can hold. */
+export type CheckName = ModuleCheckName | RunnerCheckName | KernelCheckName;
