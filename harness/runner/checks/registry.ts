@@ -1,6 +1,7 @@
 import type { KernelCheckName } from "../../results/types.js";
 import { batchInvarianceCheck } from "./parity/batch-invariance.js";
 import { captureParityCheck } from "./parity/capture-parity.js";
+import { captureStableCheck } from "./parity/capture-stable.js";
 import { determinismCheck } from "./parity/determinism.js";
 import { distributionCheck } from "./parity/distribution.js";
 import { greedyParityCheck } from "./parity/greedy-parity.js";
@@ -15,7 +16,7 @@ import { tokenizerCheck } from "./parity/tokenizer.js";
 export const CHECKS_BY_KIND = {
   // identity first: every other verdict of the arm is about the artifact it names. greedy_parity
   // before determinism, batch_invariance and capture_parity, which reuse its answers alone.
-  parity: [identityCheck, tokenizerCheck, greedyParityCheck, teacherForcedCheck, distributionCheck, determinismCheck, batchInvarianceCheck, captureParityCheck],
+  parity: [identityCheck, tokenizerCheck, greedyParityCheck, teacherForcedCheck, distributionCheck, determinismCheck, batchInvarianceCheck, captureParityCheck, captureStableCheck],
 } as const;
 
 /** The checks a suite kind's arm runs as modules. */
@@ -26,7 +27,7 @@ export type ModuleCheckName = (typeof CHECKS_BY_KIND)[keyof typeof CHECKS_BY_KIN
  * (their runners), the battery's own (trace_demand after every leg, arm for a leg that could not
  * run), and bench load's.
  */
-type RunnerCheckName = "capture_stable" | "niah" | "conformance" | "trace_demand" | "arm" | "load" | "parity_under_load";
+type RunnerCheckName = "niah" | "conformance" | "trace_demand" | "arm" | "load" | "parity_under_load";
 
 /** Every name a cell's or a verdict's `check` column can hold. */
 export type CheckName = ModuleCheckName | RunnerCheckName | KernelCheckName;
