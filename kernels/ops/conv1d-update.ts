@@ -8,7 +8,7 @@ import { boundedDots } from "./dot-products.js";
  * state ++ x): window_c = state_in[c] ++ x[c]; y[c] = Σ_k window_c[k]·w[c, k]; state_out[c] is the
  * window's last W − 1 values (bit-exact: a shift, no arithmetic).
  */
-export const conv1dUpdate: KernelOp = {
+export const conv1dUpdate: KernelOp<"conv1d_update"> = {
   name: "conv1d_update",
   encodings: ["F32:F32"],
   params: {

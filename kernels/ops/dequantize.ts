@@ -3,7 +3,7 @@ import { decodeValues, encodeValues, sentinelFilled } from "./tensor.js";
 import { inputTensor, movedBytes, type KernelOp } from "./op.js";
 
 /** Decode `values` values of a block type to float32, bit-exact to ggml's dequantize_row_*. */
-export const dequantize: KernelOp = {
+export const dequantize: KernelOp<"dequantize"> = {
   name: "dequantize",
   encodings: ["Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { values: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },

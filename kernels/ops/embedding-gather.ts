@@ -3,7 +3,7 @@ import { decodeValues, encodeValues, int32Tensor, sentinelFilled, tensorBytes } 
 import { inputIds, inputTensor, type KernelOp } from "./op.js";
 
 /** y[t] = decode(table[ids[t]]): ggml get_rows from a float or block-quantized table, bit-exact. */
-export const embeddingGather: KernelOp = {
+export const embeddingGather: KernelOp<"embedding_gather"> = {
   name: "embedding_gather",
   encodings: ["F32:F32", "F16:F32", "BF16:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: {

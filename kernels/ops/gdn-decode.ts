@@ -19,7 +19,7 @@ function unitRows(random: SeededRandom, rows: number, width: number): Float32Arr
  * with q/k head h mod Hk and the state stored transposed (state[h, j, i] = S[i][j]):
  * S ← e^g·S; δ_j = (v_j − Σ_i S[i][j]·k_i)·β; S[i][j] += k_i·δ_j; o_j = (1/√S)·Σ_i S[i][j]·q_i.
  */
-export const gdnDecode: KernelOp = {
+export const gdnDecode: KernelOp<"gdn_decode"> = {
   name: "gdn_decode",
   encodings: ["F32:F32"],
   params: {

@@ -5,7 +5,7 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x / max(√Σx², eps) per row (llama.cpp l2_norm, as gated delta nets normalize q and k). */
-export const l2Norm: KernelOp = {
+export const l2Norm: KernelOp<"l2_norm"> = {
   name: "l2_norm",
   encodings: ["F32:F32"],
   params: ROW_PARAMS,

@@ -4,7 +4,7 @@ import { inputTensor, inputValues, movedBytes, type KernelOp } from "./op.js";
 import { boundedDots } from "./dot-products.js";
 
 /** y[r] = Σ_k w[r,k]·x[k]: W rows × cols of a ggml type (decoded exactly), x float32. */
-export const matvec: KernelOp = {
+export const matvec: KernelOp<"matvec"> = {
   name: "matvec",
   encodings: ["F32:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { rows: { type: "integer", minimum: 1 }, cols: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },

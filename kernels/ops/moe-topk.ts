@@ -14,7 +14,7 @@ export function rankExperts(logits: ArrayLike<number>): number[] {
  * of largest p, in descending order; their p as weights, divided by their sum when `norm`, times
  * `scale`.
  */
-export const moeTopk: KernelOp = {
+export const moeTopk: KernelOp<"moe_topk"> = {
   name: "moe_topk",
   encodings: ["F32:F32"],
   params: {

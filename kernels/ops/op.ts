@@ -50,8 +50,9 @@ export interface OpCounts {
   readonly flops: number;
 }
 
-export interface KernelOp {
-  readonly name: string;
+export interface KernelOp<Name extends string = string> {
+  /** The op's name: a kernel suite's `op`, and the `check` column of its cells (results' CheckName derives from the registry's names). */
+  readonly name: Name;
   /** Encodings the registry can generate and check. */
   readonly encodings: readonly string[];
   /** JSON Schema properties of the op's parameters (besides op, encoding and seed); all are required. */

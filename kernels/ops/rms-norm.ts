@@ -5,7 +5,7 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x · (1/√(mean(x²) + eps)) · w per row: llama.cpp's rms_norm fused with the weight multiply. */
-export const rmsNorm: KernelOp = {
+export const rmsNorm: KernelOp<"rms_norm"> = {
   name: "rms_norm",
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,

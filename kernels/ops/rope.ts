@@ -8,7 +8,7 @@ import { inputIds, inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "
  * θ_i = pos · freq_scale · freq_base^(−2i/n_dims); "normal" rotates (x[2i], x[2i+1]), "neox"
  * rotates (x[i], x[i + n_dims/2]); dims from n_dims on are copied.
  */
-export const rope: KernelOp = {
+export const rope: KernelOp<"rope"> = {
   name: "rope",
   encodings: ["F32:F32"],
   params: {

@@ -22,7 +22,7 @@ function shapes(problem: KernelProblem) {
  * One decode step of scaled-dot-product attention over a KV cache: o_h = Σ_j p_j v_j with
  * p = softmax(scale · q_h·k_j) over the attended slots; head h reads kv head ⌊h/(H/Hkv)⌋.
  */
-export const sdpaDecode: KernelOp = {
+export const sdpaDecode: KernelOp<"sdpa_decode"> = {
   name: "sdpa_decode",
   encodings: ["F32:F32", "F32:BF16", "F16:F32"],
   params: {

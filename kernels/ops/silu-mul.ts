@@ -5,7 +5,7 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp } from "./op.js";
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = silu(gate) · up = gate / (1 + e^(−gate)) · up (ggml swiglu, the SwiGLU FFN's middle). */
-export const siluMul: KernelOp = {
+export const siluMul: KernelOp<"silu_mul"> = {
   name: "silu_mul",
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,

@@ -5,7 +5,7 @@ import { ROW_PARAMS, rowShape } from "./rows.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
 /** y = softmax(scale · x) per row, max-subtracted (llama.cpp soft_max without mask). */
-export const softmax: KernelOp = {
+export const softmax: KernelOp<"softmax"> = {
   name: "softmax",
   encodings: ["F32:F32"],
   params: ROW_PARAMS,
