@@ -16,6 +16,7 @@ export const conv1dUpdate: KernelOp<"conv1d_update"> = {
     W: { type: "integer", minimum: 2, description: "kernel width (the state holds W − 1 steps)" },
   },
   bound: "dot(W)",
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [C, W] = ["C", "W"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

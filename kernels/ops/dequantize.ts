@@ -8,6 +8,7 @@ export const dequantize: KernelOp<"dequantize"> = {
   encodings: ["Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { values: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
   bound: "bit-exact",
+  native: "quantized.c",
   build(params, encoding, seed) {
     const values = params.values as number;
     const x = encodeValues(encoding.input, new SeededRandom(seed).normalArray(values, 1));

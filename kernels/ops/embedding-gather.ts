@@ -12,6 +12,7 @@ export const embeddingGather: KernelOp<"embedding_gather"> = {
     T: { type: "integer", minimum: 1, description: "ids gathered" },
   },
   bound: "bit-exact",
+  native: "gather.c",
   build(params, encoding, seed) {
     const [V, D, T] = ["V", "D", "T"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -29,6 +29,7 @@ export const gdnDecode: KernelOp<"gdn_decode"> = {
   },
   check: (params) => ((params.H as number) % (params.Hk as number) !== 0 ? "H must be a multiple of Hk" : undefined),
   bound: "gdn",
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [H, Hk, S] = ["H", "Hk", "S"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -11,6 +11,7 @@ export const l2Norm: KernelOp<"l2_norm"> = {
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "l2_norm",
+  native: "norms.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {

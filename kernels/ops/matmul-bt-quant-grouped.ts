@@ -33,6 +33,7 @@ export const matmulBtQuantGrouped: KernelOp<"matmul_bt_quant_grouped"> = {
     return undefined;
   },
   bound: "dot(K)",
+  native: "matmul.c",
   build(params, encoding, seed) {
     const [E, P, Pa, N, K] = ["E", "P", "Pa", "N", "K"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -9,6 +9,7 @@ export const matvec: KernelOp<"matvec"> = {
   encodings: ["F32:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { rows: { type: "integer", minimum: 1 }, cols: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
   bound: "dot(K)",
+  native: "quantized.c",
   build(params, encoding, seed) {
     const rows = params.rows as number;
     const cols = params.cols as number;

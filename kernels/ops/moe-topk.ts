@@ -27,6 +27,7 @@ export const moeTopk: KernelOp<"moe_topk"> = {
   optional: { scale: 1 },
   check: (params) => ((params.k as number) >= (params.E as number) ? "k must be below E" : undefined),
   bound: "moe",
+  native: "moe.c",
   build(params, encoding, seed) {
     const [T, E, k] = ["T", "E", "k"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

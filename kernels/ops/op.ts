@@ -3,8 +3,10 @@ import { decodeValues, type Dtype, type KernelTensor, type OutputDtype } from ".
 /**
  * One kernel op of the registry (docs/kernel-ops.md): its parameter schema, a seeded case
  * generator, a float64 reference with an error bound per output element (docs/kernel-bounds.md),
- * and its byte and flop counts. Adding an op is adding one file under kernels/ops/ and one line
- * to kernels/ops/registry.ts; the plugin ABI and the runner protocol carry it unchanged.
+ * its byte and flop counts, and where its C reference kernel lives. Adding an op is one file
+ * under kernels/ops/ and one line in kernels/ops/registry.ts, plus its C kernel, its rows in the
+ * two docs pages and its cases in kernels/owned-kernels.json (test/ops-complete.test.ts names
+ * what is missing); the plugin ABI and the runner protocol carry it unchanged.
  */
 export type ParamValue = number | string | boolean;
 export type OpParams = Readonly<Record<string, ParamValue>>;
@@ -63,6 +65,8 @@ export interface KernelOp<Name extends string = string> {
   readonly check?: (params: OpParams, encoding: Encoding) => string | undefined;
   /** The bound's name in docs/kernel-bounds.md, shown in every line. */
   readonly bound: string;
+  /** The file of native/reference-plugin/ that holds its C reference kernel, `op_<name>` (registered in plugin.c for every encoding). */
+  readonly native: string;
   build(params: OpParams, encoding: Encoding, seed: number): KernelProblem;
   reference(problem: KernelProblem, precision: Precision): readonly ExpectedOutput[];
   counts(problem: KernelProblem): OpCounts;

@@ -11,6 +11,7 @@ export const rmsNorm: KernelOp<"rms_norm"> = {
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "rms_norm",
+  native: "norms.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

@@ -22,6 +22,7 @@ export const rope: KernelOp<"rope"> = {
   optional: { freq_base: 10000, freq_scale: 1 },
   check: (params) => ((params.n_dims as number) % 2 !== 0 || (params.n_dims as number) > (params.D as number) ? "n_dims must be even and at most D" : undefined),
   bound: "rope",
+  native: "rope.c",
   build(params, encoding, seed) {
     const [T, H, D] = ["T", "H", "D"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -37,6 +37,7 @@ export const sdpaDecode: KernelOp<"sdpa_decode"> = {
   optional: { scale: 0 },
   check: (params) => ((params.H as number) % (params.Hkv as number) !== 0 ? "H must be a multiple of Hkv" : (params.pos as number) >= (params.L as number) ? "pos must be below L" : undefined),
   bound: "sdpa",
+  native: "attention.c",
   build(params, encoding, seed) {
     const [H, Hkv, L, Dk, Dv] = ["H", "Hkv", "L", "Dk", "Dv"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

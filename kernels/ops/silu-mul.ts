@@ -10,6 +10,7 @@ export const siluMul: KernelOp<"silu_mul"> = {
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,
   bound: "silu_mul",
+  native: "activations.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

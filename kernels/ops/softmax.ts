@@ -11,6 +11,7 @@ export const softmax: KernelOp<"softmax"> = {
   params: ROW_PARAMS,
   optional: { scale: 1 },
   bound: "softmax",
+  native: "activations.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {

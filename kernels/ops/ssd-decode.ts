@@ -19,6 +19,7 @@ export const ssdDecode: KernelOp<"ssd_decode"> = {
   },
   check: (params) => ((params.H as number) % (params.G as number) !== 0 ? "H must be a multiple of G" : undefined),
   bound: "ssd",
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [H, P, N, G] = ["H", "P", "N", "G"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);
