@@ -43,7 +43,7 @@ test("every family's first fixture has committed goldens and a required F32 arm 
   for (const family of MODEL_FAMILIES) {
     const model = `${family.fixtures[0].name}:F32`;
     const suite = loadParitySuite(family.suite);
-    assert.ok(existsSync(goldensDir(`${family.fixtures[0].name}.F32`, suite.name)), `${family.architecture}: no goldens/${family.fixtures[0].name}.F32/${suite.name}/ (bench goldens --suite ${suite.name})`);
+    assert.ok(existsSync(goldensDir(`${family.fixtures[0].name}.F32`, suite.name)), `${family.architecture}: no goldens/${family.fixtures[0].name}.F32/${suite.name}/ (bench goldens make --suite ${suite.name} --model ${model})`);
     const arms = suite.arms.filter((arm) => arm.model === model && arm.gate === "required");
     assert.ok(arms.length > 0, `${family.architecture}: suites/${family.suite}.json has no required arm on ${model}`);
   }
