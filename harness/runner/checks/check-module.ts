@@ -1,6 +1,7 @@
+import type { CheckName, GateVerdict } from "../../results/types.js";
 import type { GateLevel } from "../../suites/parity-suite.js";
 import type { Capability } from "../../sut/types.js";
-import type { CheckOutcome } from "../check.js";
+import { runCheck, type ArmScope, type CheckOutcome } from "../check.js";
 
 /**
  * One check as a plug-in of its suite kind (listed in ./registry.ts): its name, which is the
@@ -13,4 +14,9 @@ export interface CheckModule<Name extends string, State> {
   readonly needs: readonly Capability[];
   level(state: State): GateLevel | undefined;
   run(state: State, gate: GateLevel): Promise<CheckOutcome>;
+}
+
+/** Runs one check module on an arm through runCheck: SKIPPED without its capabilities, an error verdict when it throws. */
+export function runCheckModule<Name extends CheckName, State>(scope: ArmScope, check: CheckModule<Name, State>, state: State): Promise<GateVerdict | undefined> {
+  return runCheck(scope, check.name, check.level(state), check.needs, (gate) => check.run(state, gate));
 }
