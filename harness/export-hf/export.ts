@@ -1,25 +1,16 @@
 import { join } from "node:path";
 import { BenchError } from "../errors.js";
 import { writeDirectoryAtomic } from "../io/atomic-write.js";
+import { MODEL_FAMILIES } from "../families/registry.js";
 import { writeFile } from "node:fs/promises";
 import { HARNESS_VERSION } from "../version.js";
-import { exportGemma4 } from "./families/gemma4.js";
-import { exportLlama } from "./families/llama.js";
-import { exportNemotronH } from "./families/nemotron-h.js";
-import { exportQwen35 } from "./families/qwen35.js";
 import { GgufModel } from "./gguf-model.js";
 import { configJsonText } from "./config-json.js";
 import type { HfModel } from "./hf-model.js";
 import { encodeSafetensors } from "./safetensors.js";
 
-/** One exporter per llama.cpp architecture: GGUF tensors and keys to transformers' names and config. */
-const EXPORTERS: ReadonlyMap<string, (model: GgufModel) => HfModel> = new Map([
-  ["llama", exportLlama],
-  ["qwen35", exportQwen35],
-  ["qwen35moe", exportQwen35],
-  ["gemma4", exportGemma4],
-  ["nemotron_h_moe", exportNemotronH],
-]);
+/** One exporter per llama.cpp architecture (its family's, harness/families/registry.ts): GGUF tensors and keys to transformers' names and config. */
+const EXPORTERS: ReadonlyMap<string, (model: GgufModel) => HfModel> = new Map(MODEL_FAMILIES.map((family) => [family.architecture, family.exportHf]));
 
 export const EXPORTABLE_ARCHITECTURES: readonly string[] = [...EXPORTERS.keys()];
 

@@ -3,7 +3,7 @@ import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
-import { isKernelCheck } from "../results/types.js";
+import { isKernelCheck } from "../results/kernel-checks.js";
 
 /** Which way a perf metric improves: throughput is better higher, latency lower. */
 export type Better = "higher" | "lower";

@@ -1,7 +1,8 @@
 import { DEFAULT_PERF_TOLERANCE, type Better } from "../gates/baseline.js";
 import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
-import { isKernelCheck, type GateVerdict } from "../results/types.js";
+import { isKernelCheck } from "../results/kernel-checks.js";
+import type { GateVerdict } from "../results/types.js";
 
 /**
  * The kinds of quantity a history tracks, one trend chart each. `tolerance` is the relative band

@@ -1,5 +1,6 @@
 import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
-import { isKernelCheck, type GateVerdict } from "../results/types.js";
+import { isKernelCheck } from "../results/kernel-checks.js";
+import type { GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
 import { legLines } from "../results/legs.js";
 import { conformanceMatrix, dialectRows, type ConformanceMatrix, type DialectRow } from "./servers.js";

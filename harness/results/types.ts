@@ -1,3 +1,5 @@
+import type { KernelOpName } from "../../kernels/ops/registry.js";
+import type { CheckName } from "../runner/checks/registry.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 
 /** One row of cells.arrow: one assertion. Columns that do not apply to a check are null. */
@@ -35,16 +37,14 @@ export interface CellRecord {
   readonly reproduce: string;
 }
 
-export type CheckName = "identity" | "tokenizer" | "greedy_parity" | "teacher_forced" | "distribution" | "determinism" | "batch_invariance" | "capture_parity" | "capture_stable" | "niah" | "conformance" | "load" | "parity_under_load" | "speculative_greedy" | "trace_demand" | "reuse" | "reuse_efficacy" | "reuse_prefill" | "arm" | KernelCheckName;
+/**
+ * Check names come from the check registry (harness/runner/checks/registry.ts). A type-only import:
+ * tsc erases it, so results/ holds no run-time dependency on runner code.
+ */
+export type { CheckName } from "../runner/checks/registry.js";
 
-/** Kernel suites: one check per op of the registry (kernels/ops/registry.ts), and the timing pass. */
-export type KernelCheckName = "dequantize" | "matvec" | "matmul_bt_quant_grouped" | "embedding_gather" | "rms_norm" | "l2_norm" | "silu_mul" | "softmax" | "rope" | "sdpa_decode" | "gdn_decode" | "conv1d_update" | "ssd_decode" | "moe_topk" | "kernel_time";
-
-export const KERNEL_CHECKS: readonly KernelCheckName[] = ["dequantize", "matvec", "matmul_bt_quant_grouped", "embedding_gather", "rms_norm", "l2_norm", "silu_mul", "softmax", "rope", "sdpa_decode", "gdn_decode", "conv1d_update", "ssd_decode", "moe_topk", "kernel_time"];
-
-export function isKernelCheck(check: string): check is KernelCheckName {
-  return (KERNEL_CHECKS as readonly string[]).includes(check);
-}
+/** Kernel suites: one check per op of the registry (kernels/ops/registry.ts, whose names a type-only import brings), and the timing pass. */
+export type KernelCheckName = KernelOpName | "kernel_time";
 
 /**
  * A gate's outcome, discriminated on status: only states that ran carry metrics, and a skipped

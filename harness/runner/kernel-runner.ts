@@ -1,7 +1,7 @@
-import { buildCase, caseEncoding, caseName, kernelOp, type KernelCaseSpec } from "../../kernels/ops/registry.js";
+import { buildCase, caseEncoding, caseName, kernelOp, type KernelCaseSpec, type KernelOpName } from "../../kernels/ops/registry.js";
 import { measureCopyBandwidth, type CopyBandwidth } from "../kernels/copy-bandwidth.js";
 import { scoreKernelCase, type KernelOutcome } from "../kernels/score.js";
-import type { CellRecord, KernelCheckName } from "../results/types.js";
+import type { CellRecord } from "../results/types.js";
 import { distribution } from "../stats/distribution.js";
 import { checkKernelAnswer } from "../sut/answer-shape.js";
 import { ACCUMULATION_UNIT_ROUNDOFF, type KernelTimingPlan } from "../sut/types.js";
@@ -45,10 +45,11 @@ const perSecond = (count: number, microseconds: number) => count / (microseconds
 export async function runKernelArm(context: KernelArmContext): Promise<{ summaryLine: string | undefined }> {
   const results: { index: number; result: CaseResult }[] = [];
   const bandwidth = context.timing === undefined ? undefined : measureCopyBandwidth();
-  const ops = [...new Set(context.cases.map((c) => c.spec.op))];
+  // A case's op was validated against the registry when its suite loaded (validateKernelCase).
+  const ops = [...new Set(context.cases.map((c) => c.spec.op as KernelOpName))];
   for (const op of ops) {
     const cases = context.cases.filter((c) => c.spec.op === op);
-    await runCheck(context, op as KernelCheckName, "required", ["kernel"], async (gate) => {
+    await runCheck(context, op, "required", ["kernel"], async (gate) => {
       const mine: CaseResult[] = [];
       let sutGone = false;
       for (const { index, spec } of cases) {
@@ -63,7 +64,7 @@ export async function runKernelArm(context: KernelArmContext): Promise<{ summary
         }
         mine.push(result);
         results.push({ index, result });
-        await context.emit({ kind: "cells", cells: [makeCell(context, op as KernelCheckName, gate, { status: result.status, detail: result.line, kernel_ratio: result.ratio, ...result.timing }, ` --case ${index}`)] });
+        await context.emit({ kind: "cells", cells: [makeCell(context, op, gate, { status: result.status, detail: result.line, kernel_ratio: result.ratio, ...result.timing }, ` --case ${index}`)] });
         if (sutGone) break;
       }
       const errors = mine.filter((r) => r.status === "error");

@@ -1,22 +1,8 @@
-import { performance } from "node:perf_hooks";
-import { renderNeedleGrid, type GridCase } from "../niah/grid.js";
-import { assertNeedleRepresentable, buildHaystack } from "../niah/haystack.js";
-import { needleFromSeed, needleSeed } from "../niah/needle.js";
-import { scoreNeedle } from "../niah/score.js";
 import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
-import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
-import { identityOutcome, type ExpectedModel } from "./identity.js";
-import { BenchError } from "../errors.js";
-import type { CellRecord } from "../results/types.js";
-import { askGreedy } from "../sut/answer-shape.js";
-import { endsTheSut } from "../sut/with-timeout.js";
-
-/** One needle case; `L:depth:trial` is also how `--niah-case` selects it. */
-export interface NeedleCase {
-  readonly length: number;
-  readonly depth: number;
-  readonly trial: number;
-}
+import { renderNeedleGrid } from "../niah/grid.js";
+import { runCheckModule } from "./checks/check-module.js";
+import { gridLabel, type NeedleCase, type NiahArmContext, type NiahArmState } from "./checks/niah/niah-arm-state.js";
+import { CHECKS_BY_KIND } from "./checks/registry.js";
 
 export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): NeedleCase[] {
   const all = spec.suite.lengths.flatMap((length) => spec.suite.depths.flatMap((depth) =>
@@ -24,90 +10,9 @@ export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): 
   return only === undefined ? all : all.filter((c) => only.includes(`${c.length}:${c.depth}:${c.trial}`));
 }
 
-export interface NiahArmContext extends ArmScope {
-  readonly spec: ResolvedNiahSuite;
-  readonly cases: readonly NeedleCase[];
-  /** The model file the arm names: the SUT must say it runs this one (no goldens: the arm's model is what its grid is about). */
-  readonly expectedModel: ExpectedModel;
-}
-
-/** An informational arm's grid says so: "0/6 Y" above an exit-0 line must not read like a contradiction. */
-function gridLabel(context: NiahArmContext): string {
-  return context.arm.gate === "informational" ? `${context.arm.label} (informational)` : context.arm.label;
-}
-
-/** Runs every needle case of one arm: build the haystack with the SUT's tokenizer, decode greedily, score Y/P/N. */
+/** Runs every needle check of one arm (checks/registry.ts), in order; the grid they fill is the arm's summary. */
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
-  const { spec, sut } = context;
-  const grid: GridCase[] = [];
-  // Always asked, and first: the grid is about the artifact this one names.
-  await runCheck(context, "identity", "required", [], (gate) => identityOutcome(context, gate, context.expectedModel, "the model the arm names"));
-  await runCheck(context, "niah", "required", ["tokenize", "detokenize", "inspectTokens", "greedy"], async (gate): Promise<CheckOutcome> => {
-    if (context.cases.length === 0) {
-      const reason = `no needle case to run in ${spec.suite.name}: an empty grid cannot fail`;
-      await context.emit({ kind: "cells", cells: [makeCell(context, "niah", gate, { status: "skip", detail: reason })] });
-      return { status: "skip", reason };
-    }
-    const started = performance.now();
-    let errored = 0;
-    let stoppedBy: string | undefined;
-    for (const { length, depth, trial } of context.cases) {
-      if (context.signal.aborted) break;
-      await context.emit({ kind: "progress", message: `${spec.suite.name} · ${context.arm.label} · L=${length} depth=${depth} trial=${trial}` });
-      const seed = needleSeed(trial, depth, length);
-      const needle = needleFromSeed(seed, spec.needleAlphabet, spec.needleLength);
-      const caseCell = (fields: Pick<CellRecord, "status" | "detail"> & Partial<CellRecord>) => makeCell(context, "niah", gate, {
-        niah_length: length, niah_depth: depth, niah_trial: trial, niah_seed: seed, ...fields,
-      }, ` --niah-case ${length}:${depth}:${trial}`);
-      try {
-        // Inside the case: a runner that times out here is replaced and the next case still runs; bad input (a BenchError naming the suite) still ends the run.
-        await assertNeedleRepresentable(sut, needle, spec.suite.path);
-        const haystack = await buildHaystack(sut, spec, needle, length, depth);
-        const caseStarted = performance.now();
-        const [answer] = await askGreedy(sut, "greedy", [{ promptIds: haystack.promptIds, maxTokens: spec.maxTokens }]);
-        const caseMs = performance.now() - caseStarted;
-        if (!answer.ok) {
-          grid.push({ length, depth, score: "N" });
-          await context.emit({ kind: "cells", cells: [caseCell({ status: "fail", prompt_class: "N", detail: `greedy answer rejected: ${answer.reason}` })] });
-          continue;
-        }
-        const [output] = await sut.detokenize!([answer.value]);
-        const score = scoreNeedle(output, needle);
-        grid.push({ length, depth, score });
-        await context.emit({
-          kind: "cells",
-          cells: [caseCell({
-            status: score === "Y" ? "pass" : "fail", prompt_class: score,
-            detail: `${score}: needle ${needle} (seed ${seed}) at token ${haystack.needleOffset}/${haystack.tokens}; output ${JSON.stringify(output)}; ${caseMs.toFixed(0)} ms`,
-          })],
-        });
-      } catch (error) {
-        if (error instanceof BenchError && error.file !== undefined) throw error;
-        // The error belongs to this case (L, depth, trial, seed kept); the others still run unless the SUT is gone or stopped answering (a runner that stopped answering was replaced: they run).
-        errored++;
-        const reason = error instanceof Error ? error.message : String(error);
-        await context.emit({ kind: "cells", cells: [caseCell({ status: "error", detail: reason })] });
-        if (endsTheSut(error)) {
-          stoppedBy = reason;
-          break;
-        }
-      }
-    }
-    if (errored > 0) {
-      throw new ErrorsInCells(`${errored} needle case(s) errored${stoppedBy === undefined ? "" : `; the others did not run: ${stoppedBy}`} (see their cells)`);
-    }
-    // Stopped before its first case: nothing was scored, so nothing passed or failed.
-    if (grid.length === 0) return { status: "skip", reason: "the run was stopped before the first needle case" };
-    const count = (s: string) => grid.filter((c) => c.score === s).length;
-    return {
-      status: count("Y") === grid.length ? "pass" : "fail",
-      summary: renderNeedleGrid(gridLabel(context), grid).split("\n")[0],
-      metrics: {
-        cases: grid.length, y: count("Y"), p: count("P"), n: count("N"),
-        grid: JSON.stringify(grid.map((c) => [c.length, c.depth, c.score])),
-        wall_ms: Math.round(performance.now() - started),
-      },
-    };
-  });
-  return { summaryLine: grid.length > 0 ? renderNeedleGrid(gridLabel(context), grid) : undefined };
+  const state: NiahArmState = { context, grid: [] };
+  for (const check of CHECKS_BY_KIND.niah) await runCheckModule(context, check, state);
+  return { summaryLine: state.grid.length > 0 ? renderNeedleGrid(gridLabel(context), state.grid) : undefined };
 }

@@ -11,7 +11,7 @@ import { boundedDots } from "./dot-products.js";
  * through SiLU in the kernel, as Mamba and Qwen3-Next's conv layers do (vLLM's causal_conv1d_update
  * with activation "silu").
  */
-export const conv1dUpdate: KernelOp = {
+export const conv1dUpdate: KernelOp<"conv1d_update"> = {
   name: "conv1d_update",
   encodings: ["F32:F32"],
   params: {
@@ -21,6 +21,7 @@ export const conv1dUpdate: KernelOp = {
   optional: { silu: false },
   bound: "dot(W)",
   edges: () => ({ base: { C: 64, W: 4 }, axes: { C: valueEdges("C", [1, 33, 4096]), W: valueEdges("W", [2, 3, 8]), silu: [edge("fused SiLU", { silu: true }), edge("fused SiLU, W=2", { silu: true, W: 2 })] } }),
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [C, W] = ["C", "W"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

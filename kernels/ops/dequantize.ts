@@ -3,7 +3,7 @@ import { DTYPES, decodeValues, encodeValues, sentinelFilled } from "./tensor.js"
 import { inputTensor, movedBytes, type KernelOp, valueEdges } from "./op.js";
 
 /** Decode `values` values of a block type to float32, bit-exact to ggml's dequantize_row_*. */
-export const dequantize: KernelOp = {
+export const dequantize: KernelOp<"dequantize"> = {
   name: "dequantize",
   encodings: ["Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { values: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
@@ -12,6 +12,7 @@ export const dequantize: KernelOp = {
     const block = DTYPES[encoding.input].blockElements;
     return { base: { values: 4 * block }, axes: { values: valueEdges("values", [block, 2 * block, 64 * block]) } };
   },
+  native: "quantized.c",
   build(params, encoding, seed) {
     const values = params.values as number;
     const x = encodeValues(encoding.input, new SeededRandom(seed).normalArray(values, 1));

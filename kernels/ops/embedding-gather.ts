@@ -3,7 +3,7 @@ import { DTYPES, decodeValues, encodeValues, int32Tensor, sentinelFilled, tensor
 import { inputIds, inputTensor, type KernelOp, valueEdges } from "./op.js";
 
 /** y[t] = decode(table[ids[t]]): ggml get_rows from a float or block-quantized table, bit-exact. */
-export const embeddingGather: KernelOp = {
+export const embeddingGather: KernelOp<"embedding_gather"> = {
   name: "embedding_gather",
   encodings: ["F32:F32", "F16:F32", "BF16:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: {
@@ -16,6 +16,7 @@ export const embeddingGather: KernelOp = {
     const block = DTYPES[encoding.input].blockElements;
     return { base: { V: 64, D: 2 * block, T: 8 }, axes: { D: valueEdges("D", [...new Set([block, 3 * block])]), V: valueEdges("V", [1, 2]), T: valueEdges("T", [1, 300]) } };
   },
+  native: "gather.c",
   build(params, encoding, seed) {
     const [V, D, T] = ["V", "D", "T"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -86,7 +86,7 @@ function shapes(problem: KernelProblem) {
  * state stored transposed (state[h, j, i] = S[i][j], i < Dk, j < Dv):
  * S ← e^g·S; δ_j = (v_j − Σ_i S[i][j]·k_i)·β; S[i][j] += k_i·δ_j; o_j = scale·Σ_i S[i][j]·q_i.
  */
-export const gdnDecode: KernelOp = {
+export const gdnDecode: KernelOp<"gdn_decode"> = {
   name: "gdn_decode",
   encodings: ["F32:F32"],
   params: {
@@ -120,6 +120,7 @@ export const gdnDecode: KernelOp = {
       ],
     },
   }),
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [H, Hk, Dk] = ["H", "Hk", "S"].map((name) => params[name] as number);
     const Dv = (params.Dv as number | undefined) || Dk;

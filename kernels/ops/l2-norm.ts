@@ -5,13 +5,14 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x / max(√Σx², eps) per row (llama.cpp l2_norm, as gated delta nets normalize q and k). */
-export const l2Norm: KernelOp = {
+export const l2Norm: KernelOp<"l2_norm"> = {
   name: "l2_norm",
   encodings: ["F32:F32"],
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "l2_norm",
   edges: () => ({ base: { R: 4, N: 128 }, axes: { N: valueEdges("N", [1, 16, 17, 4096]), R: valueEdges("R", [1, 33]), eps: valueEdges("eps", [1e-2]) } }),
+  native: "norms.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {

@@ -16,7 +16,7 @@ function usedExperts(problem: KernelProblem): number[] {
  * one expert, and either one broadcast activation row or one per output row (llama.cpp
  * mul_mat_id). E = 1 is a dense quantized matmul.
  */
-export const matmulBtQuantGrouped: KernelOp = {
+export const matmulBtQuantGrouped: KernelOp<"matmul_bt_quant_grouped"> = {
   name: "matmul_bt_quant_grouped",
   encodings: TYPES.flatMap((t) => [`${t}:F32`, `${t}:BF16`]),
   params: {
@@ -45,6 +45,7 @@ export const matmulBtQuantGrouped: KernelOp = {
       },
     };
   },
+  native: "matmul.c",
   build(params, encoding, seed) {
     const [E, P, Pa, N, K] = ["E", "P", "Pa", "N", "K"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -4,7 +4,7 @@ import { inputTensor, inputValues, movedBytes, type KernelOp, valueEdges } from 
 import { boundedDots } from "./dot-products.js";
 
 /** y[r] = Σ_k w[r,k]·x[k]: W rows × cols of a ggml type (decoded exactly), x float32. */
-export const matvec: KernelOp = {
+export const matvec: KernelOp<"matvec"> = {
   name: "matvec",
   encodings: ["F32:F32", "Q8_0:F32", "Q4_K:F32", "Q5_K:F32", "Q6_K:F32"],
   params: { rows: { type: "integer", minimum: 1 }, cols: { type: "integer", minimum: 1, description: "a whole number of the type's blocks" } },
@@ -15,6 +15,7 @@ export const matvec: KernelOp = {
     const cols = [...new Set([block, 2 * block, 3 * block, ...[64, 128, 256, 512].filter((k) => k % block === 0 && k > 3 * block), 4096])];
     return { base: { rows: 16, cols: 4 * block }, axes: { cols: valueEdges("cols", cols), rows: valueEdges("rows", [1, 7, 33, 256]) } };
   },
+  native: "quantized.c",
   build(params, encoding, seed) {
     const rows = params.rows as number;
     const cols = params.cols as number;

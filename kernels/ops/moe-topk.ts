@@ -14,7 +14,7 @@ export function rankExperts(logits: ArrayLike<number>): number[] {
  * of largest p, in descending order; their p as weights, divided by their sum when `norm`, times
  * `scale`.
  */
-export const moeTopk: KernelOp = {
+export const moeTopk: KernelOp<"moe_topk"> = {
   name: "moe_topk",
   encodings: ["F32:F32"],
   params: {
@@ -38,6 +38,7 @@ export const moeTopk: KernelOp = {
       logit_scale: valueEdges("logit_scale", [30]),
     },
   }),
+  native: "moe.c",
   build(params, encoding, seed) {
     const [T, E, k] = ["T", "E", "k"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

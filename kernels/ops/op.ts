@@ -3,8 +3,10 @@ import { decodeValues, type Dtype, type KernelTensor, type OutputDtype } from ".
 /**
  * One kernel op of the registry (docs/kernel-ops.md): its parameter schema, a seeded case
  * generator, a float64 reference with an error bound per output element (docs/kernel-bounds.md),
- * and its byte and flop counts. Adding an op is adding one file under kernels/ops/ and one line
- * to kernels/ops/registry.ts; the plugin ABI and the runner protocol carry it unchanged.
+ * its byte and flop counts, and where its C reference kernel lives. Adding an op is one file
+ * under kernels/ops/ and one line in kernels/ops/registry.ts, plus its C kernel, its rows in the
+ * two docs pages and its cases in kernels/owned-kernels.json (test/ops-complete.test.ts names
+ * what is missing); the plugin ABI and the runner protocol carry it unchanged.
  */
 export type ParamValue = number | string | boolean;
 export type OpParams = Readonly<Record<string, ParamValue>>;
@@ -74,8 +76,9 @@ export function valueEdges(param: string, values: readonly ParamValue[]): Edge[]
   return values.map((value) => edge(`${param}=${String(value)}`, { [param]: value }));
 }
 
-export interface KernelOp {
-  readonly name: string;
+export interface KernelOp<Name extends string = string> {
+  /** The op's name: a kernel suite's `op`, and the `check` column of its cells (results' CheckName derives from the registry's names). */
+  readonly name: Name;
   /** Encodings the registry can generate and check. */
   readonly encodings: readonly string[];
   /** JSON Schema properties of the op's parameters (besides op, encoding and seed); all are required. */
@@ -88,6 +91,8 @@ export interface KernelOp {
   readonly bound: string;
   /** The base case and edges the suite generator covers for `encoding`. */
   edges(encoding: Encoding): OpEdges;
+  /** The file of native/reference-plugin/ that holds its C reference kernel, `op_<name>` (registered in plugin.c for every encoding). */
+  readonly native: string;
   build(params: OpParams, encoding: Encoding, seed: number): KernelProblem;
   reference(problem: KernelProblem, precision: Precision): readonly ExpectedOutput[];
   counts(problem: KernelProblem): OpCounts;

@@ -16,10 +16,14 @@ import { siluMul } from "./silu-mul.js";
 import { softmax } from "./softmax.js";
 import { ssdDecode } from "./ssd-decode.js";
 
-/** Every op the kernel suites know (docs/kernel-ops.md), by name. */
-export const KERNEL_OPS: ReadonlyMap<string, KernelOp> = new Map([
-  dequantize, matvec, matmulBtQuantGrouped, embeddingGather, rmsNorm, l2Norm, siluMul, softmax, rope, sdpaDecode, gdnDecode, conv1dUpdate, ssdDecode, moeTopk,
-].map((op) => [op.name, op]));
+/** Every op the kernel suites know (docs/kernel-ops.md): adding an op is one file under kernels/ops/ and one entry here. */
+const OPS = [dequantize, matvec, matmulBtQuantGrouped, embeddingGather, rmsNorm, l2Norm, siluMul, softmax, rope, sdpaDecode, gdnDecode, conv1dUpdate, ssdDecode, moeTopk] as const;
+
+/** An op's name: one check of a kernel suite. */
+export type KernelOpName = (typeof OPS)[number]["name"];
+
+/** Every op the kernel suites know, by name. */
+export const KERNEL_OPS: ReadonlyMap<string, KernelOp> = new Map(OPS.map((op) => [op.name, op]));
 
 /**
  * One case of a kernel suite: the op, its encoding, its parameters and the seed its inputs are

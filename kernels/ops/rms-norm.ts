@@ -5,13 +5,14 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = x · (1/√(mean(x²) + eps)) · w per row: llama.cpp's rms_norm fused with the weight multiply. */
-export const rmsNorm: KernelOp = {
+export const rmsNorm: KernelOp<"rms_norm"> = {
   name: "rms_norm",
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,
   optional: { eps: 1e-6 },
   bound: "rms_norm",
   edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 16, 17, 4096]), R: valueEdges("R", [1, 33]), eps: valueEdges("eps", [1e-2, 0]) } }),
+  native: "norms.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

@@ -8,7 +8,7 @@ import { inputIds, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEd
  * θ_i = pos · freq_scale · freq_base^(−2i/n_dims); "normal" rotates (x[2i], x[2i+1]), "neox"
  * rotates (x[i], x[i + n_dims/2]); dims from n_dims on are copied.
  */
-export const rope: KernelOp = {
+export const rope: KernelOp<"rope"> = {
   name: "rope",
   encodings: ["F32:F32"],
   params: {
@@ -32,6 +32,7 @@ export const rope: KernelOp = {
       T: valueEdges("T", [1, 33]),
     },
   }),
+  native: "rope.c",
   build(params, encoding, seed) {
     const [T, H, D] = ["T", "H", "D"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

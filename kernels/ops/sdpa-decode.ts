@@ -42,7 +42,7 @@ function rmsNormRows(x: ArrayLike<number>, D: number, w: ArrayLike<number>, oneP
  * Optional conventions (docs/kernel-ops.md, "sdpa_decode conventions"): q and every k row
  * RMS-normalised in the kernel (`qk_norm`), and an output gate o·σ(gate) (`output_gate`).
  */
-export const sdpaDecode: KernelOp = {
+export const sdpaDecode: KernelOp<"sdpa_decode"> = {
   name: "sdpa_decode",
   encodings: ["F32:F32", "F32:BF16", "F16:F32"],
   params: {
@@ -73,6 +73,7 @@ export const sdpaDecode: KernelOp = {
       ],
     },
   }),
+  native: "attention.c",
   build(params, encoding, seed) {
     const [H, Hkv, L, Dk, Dv] = ["H", "Hkv", "L", "Dk", "Dv"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

@@ -5,12 +5,13 @@ import { inputValues, movedBytes, SECOND_ORDER, type KernelOp, valueEdges } from
 import { ROW_PARAMS, rowShape } from "./rows.js";
 
 /** y = silu(gate) · up = gate / (1 + e^(−gate)) · up (ggml swiglu, the SwiGLU FFN's middle). */
-export const siluMul: KernelOp = {
+export const siluMul: KernelOp<"silu_mul"> = {
   name: "silu_mul",
   encodings: ["F32:F32", "F32:BF16"],
   params: ROW_PARAMS,
   bound: "silu_mul",
   edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 17, 4096]), R: valueEdges("R", [1, 33]) } }),
+  native: "activations.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     const random = new SeededRandom(seed);

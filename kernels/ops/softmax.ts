@@ -6,7 +6,7 @@ import { ROW_PARAMS, rowShape } from "./rows.js";
 import { boundedSoftmax } from "./softmax-bound.js";
 
 /** y = softmax(scale · x) per row, max-subtracted (llama.cpp soft_max without mask). */
-export const softmax: KernelOp = {
+export const softmax: KernelOp<"softmax"> = {
   name: "softmax",
   encodings: ["F32:F32"],
   params: ROW_PARAMS,
@@ -14,6 +14,7 @@ export const softmax: KernelOp = {
   bound: "softmax",
   // Logit scale 40 drives exponents to −10³: underflow everywhere, and overflow for a kernel that skips the max.
   edges: () => ({ base: { R: 4, N: 256 }, axes: { N: valueEdges("N", [1, 2, 17, 4096]), R: valueEdges("R", [1, 33]), scale: valueEdges("scale", [40, 6, 1e-3, -8]) } }),
+  native: "activations.c",
   build(params, encoding, seed) {
     const [R, N] = rowShape(params);
     return {

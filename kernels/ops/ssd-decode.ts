@@ -8,7 +8,7 @@ import { inputTensor, inputValues, movedBytes, SECOND_ORDER, type KernelOp, valu
  * head): head h reads group ⌊h/(H/G)⌋; dt⁺ = softplus(dt) (dt itself above 20);
  * state_out[h,p,n] = state_in[h,p,n]·e^(dt⁺·A_h) + B[g,n]·(x[h,p]·dt⁺); y[h,p] = Σ_n state_out[h,p,n]·C[g,n].
  */
-export const ssdDecode: KernelOp = {
+export const ssdDecode: KernelOp<"ssd_decode"> = {
   name: "ssd_decode",
   encodings: ["F32:F32"],
   params: {
@@ -30,6 +30,7 @@ export const ssdDecode: KernelOp = {
       dt_std: valueEdges("dt_std", [40]),
     },
   }),
+  native: "recurrent.c",
   build(params, encoding, seed) {
     const [H, P, N, G] = ["H", "P", "N", "G"].map((name) => params[name] as number);
     const random = new SeededRandom(seed);

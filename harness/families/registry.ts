@@ -1,0 +1,119 @@
+import { exportGemma4 } from "../export-hf/families/gemma4.js";
+import { exportLlama } from "../export-hf/families/llama.js";
+import { exportNemotronH } from "../export-hf/families/nemotron-h.js";
+import { exportQwen35 } from "../export-hf/families/qwen35.js";
+import type { GgufModel } from "../export-hf/gguf-model.js";
+import type { HfModel } from "../export-hf/hf-model.js";
+import type { FixtureModel } from "../fixtures/architecture.js";
+import { buildCopyModel } from "../fixtures/copy-model.js";
+import { buildGemma4 } from "../fixtures/families/gemma4.js";
+import { buildNemotronHMoe } from "../fixtures/families/nemotron-h-moe.js";
+import { buildQwen35Tiny } from "../fixtures/families/qwen35.js";
+import { buildQwen35MoeTiny } from "../fixtures/families/qwen35moe.js";
+import { buildTinyRandom } from "../fixtures/tiny-random.js";
+import { buildTinyRandomDraft } from "../fixtures/tiny-random-draft.js";
+import { buildQwen35MoeTinyMtp, buildQwen35TinyMtp } from "../fixtures/families/qwen35-mtp.js";
+import { QUANT_NAMES, type QuantName } from "../quant/registry.js";
+
+/** One fixture model of a family: built by the harness, cached under its name. */
+export interface FamilyFixture {
+  readonly name: string;
+  readonly build: () => FixtureModel;
+  /** Encodings the fixture comes in (K-quants need rows that are whole 256-value blocks). */
+  readonly quants: readonly QuantName[];
+  /** The fault planted in it on purpose (the gates must catch it); none for a clean model. */
+  readonly fault?: string;
+}
+
+/**
+ * A model family: everything the harness holds for one llama.cpp architecture, found from this
+ * entry. test/families.test.ts fails when a family lacks a part (a clean fixture of its
+ * architecture, goldens and required arms in its suite, an exporter, a float64 reference, a
+ * planted fault) or when a part belongs to no family.
+ */
+export interface ModelFamily {
+  /** llama.cpp's `general.architecture`: the key the exporter and the float64 reference look a model up by. */
+  readonly architecture: string;
+  /** Its fixtures (harness/fixtures/): the clean models, and those with a planted fault. */
+  readonly fixtures: readonly FamilyFixture[];
+  /** The parity suite (suites/<name>.json) whose required arms hold its first clean fixture to llama.cpp's goldens. */
+  readonly suite: string;
+  /** Its GGUF in transformers' layout and config (harness/export-hf/families/): what the transformers oracle loads. */
+  readonly exportHf: (model: GgufModel) => HfModel;
+  /**
+   * The float64 reference's module (scripts/runners/reference/), as reference_forward.py's FAMILIES
+   * maps the architecture; its `faults_for` names the runner FAULTs planted in that forward.
+   */
+  readonly reference: string;
+}
+
+const F32_ONLY: readonly QuantName[] = ["F32"];
+
+export const MODEL_FAMILIES: readonly ModelFamily[] = [
+  {
+    architecture: "llama",
+    fixtures: [
+      { name: "tiny-random", build: () => buildTinyRandom("none"), quants: QUANT_NAMES },
+      { name: "tiny-random-perturbed-layer", build: () => buildTinyRandom("perturbed-layer"), quants: QUANT_NAMES, fault: "perturbed-layer" },
+      { name: "tiny-random-rope-base", build: () => buildTinyRandom("rope-base"), quants: QUANT_NAMES, fault: "rope-base" },
+      { name: "tiny-random-swapped-vocab", build: () => buildTinyRandom("swapped-vocab"), quants: QUANT_NAMES, fault: "swapped-vocab" },
+      // A draft model for speculative decoding: tiny-random's weights with deterministic noise, its vocabulary.
+      { name: "tiny-random-draft", build: buildTinyRandomDraft, quants: F32_ONLY },
+      { name: "copy-4k", build: () => buildCopyModel("none"), quants: F32_ONLY },
+      { name: "copy-4k-rope-base", build: () => buildCopyModel("rope-base"), quants: F32_ONLY, fault: "rope-base" },
+    ],
+    suite: "parity16",
+    exportHf: exportLlama,
+    reference: "llama.py",
+  },
+  {
+    architecture: "qwen35",
+    fixtures: [
+      { name: "qwen35-tiny", build: () => buildQwen35Tiny("none"), quants: QUANT_NAMES },
+      { name: "qwen35-tiny-gate-sign", build: () => buildQwen35Tiny("gate-sign"), quants: F32_ONLY, fault: "gate-sign" },
+      { name: "qwen35-tiny-decay-twice", build: () => buildQwen35Tiny("decay-twice"), quants: F32_ONLY, fault: "decay-twice" },
+      // qwen35-tiny's trunk and one MTP (next-N) block after it, for speculative decoding.
+      { name: "qwen35-tiny-mtp", build: () => buildQwen35TinyMtp("none"), quants: F32_ONLY },
+      { name: "qwen35-tiny-mtp-in-trunk", build: () => buildQwen35TinyMtp("mtp-in-trunk"), quants: F32_ONLY, fault: "mtp-in-trunk" },
+    ],
+    suite: "zoo",
+    exportHf: exportQwen35,
+    reference: "qwen35.py",
+  },
+  {
+    architecture: "qwen35moe",
+    fixtures: [
+      { name: "qwen35moe-tiny", build: () => buildQwen35MoeTiny("none"), quants: QUANT_NAMES },
+      { name: "qwen35moe-tiny-topk-minus-one", build: () => buildQwen35MoeTiny("topk-minus-one"), quants: F32_ONLY, fault: "topk-minus-one" },
+      { name: "qwen35moe-tiny-topk-plus-one", build: () => buildQwen35MoeTiny("topk-plus-one"), quants: F32_ONLY, fault: "topk-plus-one" },
+      { name: "qwen35moe-tiny-mtp", build: buildQwen35MoeTinyMtp, quants: F32_ONLY },
+    ],
+    suite: "zoo",
+    exportHf: exportQwen35,
+    reference: "qwen35.py",
+  },
+  {
+    architecture: "gemma4",
+    fixtures: [
+      { name: "gemma4-tiny", build: () => buildGemma4("none"), quants: QUANT_NAMES },
+      { name: "gemma4-tiny-window-plus-one", build: () => buildGemma4("window-plus-one"), quants: F32_ONLY, fault: "window-plus-one" },
+      { name: "gemma4-tiny-window-minus-one", build: () => buildGemma4("window-minus-one"), quants: F32_ONLY, fault: "window-minus-one" },
+    ],
+    suite: "zoo",
+    exportHf: exportGemma4,
+    reference: "gemma4.py",
+  },
+  {
+    architecture: "nemotron_h_moe",
+    // No fixture with a planted fault: its faults (slot poisoning, a conv window never shifted, MoE routing) are the float64 reference's.
+    fixtures: [{ name: "nemotron-h-moe-tiny", build: () => buildNemotronHMoe(), quants: QUANT_NAMES }],
+    suite: "zoo",
+    exportHf: exportNemotronH,
+    reference: "nemotron_h.py",
+  },
+];
+
+/** The family of a llama.cpp architecture, if the harness holds one. */
+export function familyOf(architecture: string): ModelFamily | undefined {
+  return MODEL_FAMILIES.find((family) => family.architecture === architecture);
+}

@@ -1,0 +1,38 @@
+import { describeBound, holdToBounds } from "../../../accuracy/distribution-bounds.js";
+import type { DistributionBounds, ParitySuite, SuiteArm } from "../../../suites/parity-suite.js";
+import type { CheckOutcome } from "../../check.js";
+import { goldensLackLogprobs, logprobCheckLevel, rejectedClause, type ParityCheck } from "./parity-arm-state.js";
+
+/** The arm's distribution bounds: the suite's, each replaced by the arm's own where it sets one. */
+function armDistributionBounds(suite: ParitySuite, arm: Pick<SuiteArm, "distribution">): DistributionBounds {
+  const { gate: _level, ...suiteBounds } = suite.checks.distribution ?? { gate: "informational" };
+  return { ...suiteBounds, ...arm.distribution };
+}
+
+/** The teacher-forced pass held to the arm's distribution bounds (KLD, top-1, Δp): one cell per bound. */
+export const distributionCheck: ParityCheck<"distribution"> = {
+  name: "distribution",
+  needs: ["teacherForcedTopK"],
+  level: ({ context }) => logprobCheckLevel(context.goldens, context.suite.checks.distribution?.gate),
+  async run(state, gate): Promise<CheckOutcome> {
+    const { suite, arm, goldens, prompts } = state.context;
+    const bounds = armDistributionBounds(suite, arm);
+    const cannot = goldensLackLogprobs(goldens) ?? (Object.keys(bounds).length === 0 ? "no distribution bound is set for this arm (checks.distribution in the suite, or the arm's distribution)" : undefined);
+    if (cannot !== undefined) return state.skip("distribution", gate, cannot);
+    const { scored, accuracy, broken } = await state.scoreTeacherForcedOnce();
+    const results = holdToBounds(accuracy, bounds);
+    await state.record([
+      ...results.map((r) => state.cell("distribution", gate, { status: r.ok ? "pass" : "fail", detail: describeBound(r) })),
+      ...state.brokenCells("distribution", gate, "teacher-forced top-k", broken),
+    ]);
+    const failed = results.filter((r) => !r.ok);
+    return {
+      status: failed.length === 0 && broken.length === 0 && scored.length > 0 ? "pass" : "fail",
+      summary: `${arm.label} distribution over ${accuracy.positions} teacher-forced positions: ${results.map(describeBound).join("; ")}${rejectedClause(broken, prompts.length)}`,
+      metrics: {
+        positions: accuracy.positions, failed_bounds: failed.length, rejected: broken.length,
+        ...Object.fromEntries(results.flatMap((r) => [[r.bound, r.limit], [`${r.bound}_measured`, r.value]])),
+      },
+    };
+  },
+};
