@@ -103,20 +103,30 @@ test("the needle grid may not lose a Y", () => {
   assert.match(lost.stdout, /^FAIL {2}niah\/copy-4k: needle grid lost Y at 4000:0\.25:0$/m);
 });
 
-test("perf bands are two-sided: below fails, far above warns 'update the target'", () => {
+test("speed is gated as a ratio to the reference arm of the same run: below fails, far above warns 'update the target'; the reference's own speed only warns", () => {
   const original = readFileSync(baseline, "utf8");
   const data = JSON.parse(original);
-  const key = "parity16/F32/tokens_per_second";
-  data.perf[key].target *= 10;
+  const key = "parity16/Q8_0/tokens_per_second";
+  const reference = "parity16/F32/tokens_per_second";
+  assert.is(data.speed_ratios[key].reference, reference);
+  const escaped = (k: string) => k.replace(/\//g, "\\/");
+  data.speed_ratios[key].target *= 10;
   writeFileSync(baseline, JSON.stringify(data));
   const slow = gate(["good"]);
   assert.is(slow.status, 1);
-  assert.match(slow.stdout, new RegExp(`^FAIL {2}${key.replace(/\//g, "\\/")}: [\\d.]+ is below the band`, "m"));
-  data.perf[key].target /= 100;
+  assert.match(slow.stdout, new RegExp(`^FAIL {2}${escaped(key)}: × ${escaped(reference)} in this run: [\\d.]+ is below the band: target [\\d.]+ − 50% = [\\d.]+ \\(absolute [\\d.]+, not gated\\)$`, "m"));
+  data.speed_ratios[key].target /= 100;
   writeFileSync(baseline, JSON.stringify(data));
   const fast = gate(["good"]);
   assert.is(fast.status, 0);
-  assert.match(fast.stdout, /^WARN {2}parity16\/F32\/tokens_per_second: [\d.]+ is far above the target [\d.]+ \(hint: update the target/m);
+  assert.match(fast.stdout, new RegExp(`^WARN {2}${escaped(key)}: × ${escaped(reference)} in this run: [\\d.]+ is far above the target [\\d.]+ .*\\(hint: update the target`, "m"));
+  // The reference ran 10× slower than its band (a busy machine): reported, the ratios still gated.
+  const busy = JSON.parse(original);
+  busy.perf[reference].target *= 10;
+  writeFileSync(baseline, JSON.stringify(busy));
+  const loaded = gate(["good"]);
+  assert.is(loaded.status, 0, loaded.stdout);
+  assert.match(loaded.stdout, new RegExp(`^WARN {2}${escaped(reference)}: reference speed [\\d.]+ is below the band: .*the machine was busier than when the baseline was taken`, "m"));
   writeFileSync(baseline, original);
 });
 
