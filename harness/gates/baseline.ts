@@ -112,8 +112,8 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
   const metrics: GatedMetrics = {
     parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), speedRatios: new Map(), trace: new Map(),
     machine: machineFingerprint(summary.machine),
-    // Runs from before selections were recorded ran what their suites list.
-    scope: { suites: summary.selection?.suites ?? summary.suites.map((s) => s.name), arms: summary.selection?.arms ?? [] },
+    // The suites by the names the baseline keys them with (a selection may name a suite by its file).
+    scope: { suites: summary.suites.map((s) => s.name), arms: summary.selection?.arms ?? [] },
   };
   for (const v of run.summary.verdicts) {
     if (v.status !== "pass" && v.status !== "fail") continue;

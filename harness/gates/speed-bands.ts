@@ -1,5 +1,6 @@
 import { machineFingerprint } from "../results/machine.js";
 import type { StoredRun } from "../results/read-run.js";
+import { percentile } from "../stats/distribution.js";
 import { DEFAULT_PERF_TOLERANCE, type Better, type GatedMetrics } from "./baseline.js";
 
 /**
@@ -23,9 +24,7 @@ export interface LearnedBand {
 }
 
 export function learnBand(values: readonly number[]): LearnedBand {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const median = percentile([...values].sort((a, b) => a - b), 50);
   // Four significant digits: sub-millisecond latencies must not round to 0.
   const target = Number(median.toPrecision(4));
   if (values.length < MIN_RUNS_TO_LEARN) return { target, tolerance: DEFAULT_PERF_TOLERANCE, learned_from: values.length };
