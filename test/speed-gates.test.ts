@@ -20,8 +20,8 @@ function speeds(reference: number, sut: number, machine = HERE, suites = ["parit
 
 const baseline: Baseline = {
   schema_version: 1, name: "speed", from_run: "quiet-1", machine: HERE, parity: {}, needles: {}, trace: {},
-  perf: { [REFERENCE]: { target: 1000, tolerance: 0.2, learned_from: 3 }, [SUT]: { target: 500, tolerance: 0.2, learned_from: 3 } },
-  speed_ratios: { [SUT]: { reference: REFERENCE, target: 0.5, tolerance: 0.2, learned_from: 3 } },
+  perf: { [REFERENCE]: { target: 1000, tolerance: 0.2, learned_from: 3, spread: 0.05 }, [SUT]: { target: 500, tolerance: 0.2, learned_from: 3, spread: 0.05 } },
+  speed_ratios: { [SUT]: { reference: REFERENCE, target: 0.5, tolerance: 0.2, learned_from: 3, spread: 0.05 } },
 };
 
 const byLevel = (metrics: GatedMetrics, b: Baseline = baseline) => {
@@ -30,9 +30,9 @@ const byLevel = (metrics: GatedMetrics, b: Baseline = baseline) => {
 };
 
 test("a band is learned from the spread of repeated runs: 3 × the largest distance from the median, within [10%, 90%]", () => {
-  assert.equal(learnBand([100, 110, 90]), { target: 100, tolerance: 0.3, learned_from: 3 });
-  assert.equal(learnBand([100, 101, 99, 100]), { target: 100, tolerance: 0.1, learned_from: 4 }, "a quiet machine still gets 10%");
-  assert.equal(learnBand([100, 400, 50]), { target: 100, tolerance: 0.9, learned_from: 3 });
+  assert.equal(learnBand([100, 110, 90]), { target: 100, tolerance: 0.3, learned_from: 3, spread: 0.1 });
+  assert.equal(learnBand([100, 101, 99, 100]), { target: 100, tolerance: 0.1, learned_from: 4, spread: 0.01 }, "a quiet machine still gets 10%");
+  assert.equal(learnBand([100, 400, 50]), { target: 100, tolerance: 0.9, learned_from: 3, spread: 3 });
   assert.equal(learnBand([100, 120]), { target: 110, tolerance: 0.5, learned_from: 2 }, "two runs: no spread worth learning, the default");
 });
 
@@ -47,6 +47,19 @@ test("the SUT alone 40% slower under the same load fails, as a ratio", () => {
   const { fails, findings } = byLevel(speeds(1000, 300));
   assert.equal(fails, [SUT]);
   assert.match(findings.find((f) => f.key === SUT)!.message, /0\.3 is below the band: target 0\.5 − 20% = 0\.4/);
+});
+
+test("runs that scattered by more than ±30% learn no band: that speed is reported, not gated, and one warning says why", () => {
+  const noisy: Baseline = {
+    ...baseline,
+    perf: { ...baseline.perf, [REFERENCE]: { ...baseline.perf[REFERENCE], tolerance: 0.9, spread: 0.8 } },
+    speed_ratios: { [SUT]: { ...baseline.speed_ratios![SUT], tolerance: 0.9, spread: 2.2 } },
+  };
+  const { fails, warns, findings } = byLevel(speeds(50, 400), noisy);
+  assert.equal(fails, []);
+  assert.equal(warns, ["speed"]);
+  assert.is(findings.find((f) => f.key === "speed")!.message, "2 of 2 speeds reported, not gated: the runs their bands were learned from spread by more than ±30% around the median on this machine");
+  assert.match(findings.find((f) => f.key === SUT)!.message, /^× parity16\/F32\/tokens_per_second in this run: 8 \(target 0\.5; its runs spread ±220%\): reported, not gated$/);
 });
 
 test("another machine: speed reported, never gated, in one warning", () => {

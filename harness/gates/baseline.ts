@@ -22,6 +22,8 @@ export interface PerfBand {
   readonly better?: Better;
   /** How many runs on the baseline's machine the band was learned from (absent or 1: the default tolerance). */
   readonly learned_from?: number;
+  /** Their largest relative distance from the median; above MAX_LEARNED_TOLERANCE / SPREAD_MULTIPLIER the speed is reported, not gated. */
+  readonly spread?: number;
 }
 
 /** A speed held as a fraction of its suite's reference speed measured in the same run (gates/speed-bands.ts). */
@@ -158,7 +160,10 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
     const band = learnBand([value, ...others.flatMap((g) => { const t = pick(g); return t === undefined ? [] : [number(t)]; })]);
     // A tolerance set by hand in the baseline survives a plain --update; learning replaces it.
     const tolerance = band.learned_from < MIN_RUNS_TO_LEARN && old !== undefined ? old.tolerance : band.tolerance;
-    return { target: band.target, tolerance, ...(old?.update_beyond === undefined ? {} : { update_beyond: old.update_beyond }), learned_from: band.learned_from };
+    return {
+      target: band.target, tolerance, ...(old?.update_beyond === undefined ? {} : { update_beyond: old.update_beyond }),
+      learned_from: band.learned_from, ...(band.spread === undefined ? {} : { spread: band.spread }),
+    };
   };
   return {
     schema_version: 1,

@@ -1,5 +1,6 @@
 import { KERNEL_RATIO_FLOOR, type Baseline, type Better, type GatedMetrics, type PerfBand } from "./baseline.js";
 import { perfBandEdges } from "./perf-band.js";
+import { MAX_LEARNED_TOLERANCE, SPREAD_MULTIPLIER, tooNoisyToGate } from "./speed-bands.js";
 
 /** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
 export type GateFinding =
@@ -127,6 +128,7 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
  * that ratio — the reference ran under the same load, so a busy machine cancels out — and its
  * absolute value is reported beside it; a reference's own speed says how busy the machine was and
  * is reported (a warning when outside its band); any other speed is gated on its absolute band.
+ * A band learned from runs that scattered too widely (tooNoisyToGate) is reported, not gated.
  */
 function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key: string, what: string) => GateFinding): GateFinding[] {
   const findings: GateFinding[] = [];
@@ -141,6 +143,7 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
     });
   }
   const references = new Set(Object.values(baseline.speed_ratios ?? {}).map((r) => r.reference));
+  const noisy: string[] = [];
   for (const [key, { value, better }] of metrics.perf) {
     const band = baseline.perf[key];
     if (band === undefined) {
@@ -154,8 +157,18 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
     const ratioBand = baseline.speed_ratios?.[key];
     const ratio = metrics.speedRatios.get(key);
     if (ratioBand !== undefined && ratio !== undefined && ratio.reference === ratioBand.reference) {
+      if (tooNoisyToGate(ratioBand)) {
+        noisy.push(key);
+        findings.push({ level: "ok", key, message: `× ${ratioBand.reference} in this run: ${shown(ratio.ratio)} (target ${ratioBand.target}; its runs spread ±${percentOf(ratioBand.spread!)}): reported, not gated` });
+        continue;
+      }
       const finding = perfFinding(key, ratio.ratio, better, ratioBand);
       findings.push({ ...finding, message: `× ${ratioBand.reference} in this run: ${finding.message} (absolute ${shown(value)}, not gated)` });
+      continue;
+    }
+    if (tooNoisyToGate(band)) {
+      noisy.push(key);
+      findings.push({ level: "ok", key, message: `${shown(value)} (target ${band.target}; its runs spread ±${percentOf(band.spread!)}): reported, not gated` });
       continue;
     }
     const finding = perfFinding(key, value, better, band);
@@ -165,8 +178,17 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
       findings.push(finding);
     }
   }
+  if (noisy.length > 0) {
+    findings.push({
+      level: "warn", key: "speed", strictFails: false,
+      message: `${noisy.length} of ${metrics.perf.size} speeds reported, not gated: the runs their bands were learned from spread by more than ±${percentOf(MAX_LEARNED_TOLERANCE / SPREAD_MULTIPLIER)} around the median on this machine`,
+      hint: "learn the bands from runs on a quieter machine (bench gate --update RUN RUN RUN)",
+    });
+  }
   return findings;
 }
+
+const percentOf = (fraction: number) => `${Math.round(fraction * 100)}%`;
 
 function perfFinding(key: string, value: number, better: Better, band: PerfBand): GateFinding {
   const { worst, best } = perfBandEdges(band, better);

@@ -21,6 +21,17 @@ export interface LearnedBand {
   readonly tolerance: number;
   /** How many runs gave a value (1: the default tolerance, nothing learned). */
   readonly learned_from: number;
+  /** The largest relative distance of a run from the median (absent: fewer than MIN_RUNS_TO_LEARN runs). */
+  readonly spread?: number;
+}
+
+/**
+ * Whether runs on this machine scatter too widely for any band to tell a regression from noise:
+ * the learned tolerance would exceed MAX_LEARNED_TOLERANCE. Such a speed is reported, not gated —
+ * a band capped below the spread would fail passing runs, one wide enough would never fail.
+ */
+export function tooNoisyToGate(band: { readonly spread?: number }): boolean {
+  return band.spread !== undefined && SPREAD_MULTIPLIER * band.spread > MAX_LEARNED_TOLERANCE;
 }
 
 export function learnBand(values: readonly number[]): LearnedBand {
@@ -30,7 +41,7 @@ export function learnBand(values: readonly number[]): LearnedBand {
   if (values.length < MIN_RUNS_TO_LEARN) return { target, tolerance: DEFAULT_PERF_TOLERANCE, learned_from: values.length };
   const spread = Math.max(...values.map((v) => Math.abs(v - median) / median));
   const tolerance = Math.min(MAX_LEARNED_TOLERANCE, Math.max(MIN_LEARNED_TOLERANCE, SPREAD_MULTIPLIER * spread));
-  return { target, tolerance: Number(tolerance.toPrecision(2)), learned_from: values.length };
+  return { target, tolerance: Number(tolerance.toPrecision(2)), learned_from: values.length, spread: Number(spread.toPrecision(2)) };
 }
 
 /**
