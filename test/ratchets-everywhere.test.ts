@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeCellsArrow } from "../harness/results/cells-arrow.js";
+import { machineFingerprint } from "../harness/results/machine.js";
 import { readRun } from "../harness/results/read-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
@@ -19,7 +20,7 @@ test("real runs: two parity prompts on F32, and the reference kernel plugin on a
   assert.is(kernels.status, 0, kernels.stdout + kernels.stderr);
 });
 
-test("a baseline entry the run lacks (parity arm, needle grid, kernel check, perf band, trace capture) warns, and fails under --strict", () => {
+test("a baseline entry the run lacks warns (one line for all those outside its selection), and fails under --strict", () => {
   const baseline = join(work.path, "lacks.json");
   assert.is(gate("parity", baseline, "--update").status, 0);
   const data = JSON.parse(readFileSync(baseline, "utf8"));
@@ -29,15 +30,53 @@ test("a baseline entry the run lacks (parity arm, needle grid, kernel check, per
   data.kernel_ratios = { [Q8_0_MATVEC]: { worst_ratio: 3e-4, tolerance: 9 } };
   data.perf["parity16/Q8_0/tokens_per_second"] = { target: 500, tolerance: 0.5 };
   data.trace["parity16/F32/decode"] = { demand_bytes: 7340032, tolerance: 0 };
+  data.parity["parity16/F32 flash-attn"] = { strict: 16, forward_divergent: 0 };
   writeFileSync(baseline, JSON.stringify(data));
   const lenient = gate("parity", baseline);
   assert.is(lenient.status, 0, lenient.stdout + lenient.stderr);
-  for (const [key, what] of [["parity16/Q8_0", "a parity arm"], ["niah/copy-4k", "a needle grid"], ["quant-kernels/reference plugin/matvec", "a kernel check"], [Q8_0_MATVEC, "a kernel case's ratio"], ["parity16/Q8_0/tokens_per_second", "a perf band"], ["parity16/F32/decode", "a trace capture"]]) {
-    assert.ok(lenient.stdout.includes(`WARN  ${key}: the baseline has ${what}, the run does not`), `${key}\n${lenient.stdout}`);
-  }
+  // The run selected parity16's F32 arm: entries of that arm it lacks are warned one by one...
+  assert.ok(lenient.stdout.includes("WARN  parity16/F32/decode: the baseline has a trace capture, the run does not"), lenient.stdout);
+  // ...and the rest of the baseline, outside its selection, is named in one line.
+  const scope = lenient.stdout.split("\n").filter((line) => line.startsWith("WARN  scope: "));
+  assert.is(scope.length, 1, lenient.stdout);
+  assert.match(scope[0], /^WARN {2}scope: 6 baseline entries outside this run's selection \(suites parity16; arms F32\), not compared: parity16\/Q8_0, parity16\/F32 flash-attn, niah\/copy-4k, quant-kernels\/reference plugin\/matvec, quant-kernels\/reference plugin\/matvec\/MATVEC\(type=Q8_0,rows=64,cols=1024,seed=11\), parity16\/Q8_0\/tokens_per_second \(hint: /);
+  assert.is(lenient.stdout.match(/^WARN /gm)?.length, 2, lenient.stdout);
   const strict = gate("parity", baseline, "--strict");
   assert.is(strict.status, 1, strict.stdout);
-  assert.is(strict.stdout.match(/^FAIL {2}.*the run does not/gm)?.length, 6, strict.stdout);
+  assert.equal(strict.stdout.match(/^FAIL {2}[^:]+/gm), ["FAIL  parity16/F32/decode", "FAIL  scope"], strict.stdout);
+});
+
+test("speed bands are learned from repeats of one battery on one machine; a repeat from another machine is refused", () => {
+  for (const id of ["parity-2", "parity-3"]) {
+    const again = bench(["run", "--suite", "parity16", "--arm", "F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", id]);
+    assert.is(again.status, 0, again.stdout + again.stderr);
+  }
+  const baseline = join(work.path, "learned.json");
+  const update = gate("parity", baseline, "--update", "parity-2", "parity-3");
+  assert.is(update.status, 0, update.stdout + update.stderr);
+  const data = JSON.parse(readFileSync(baseline, "utf8"));
+  const speeds = ["parity", "parity-2", "parity-3"].map((id) => readRun(join(runs, id)).summary.verdicts.find((v) => v.check === "greedy_parity")!)
+    .map((v) => (v.status === "pass" ? Number(v.metrics.tokens_per_second) : NaN)).sort((a, b) => a - b);
+  const band = data.perf["parity16/F32/tokens_per_second"];
+  assert.is(band.learned_from, 3);
+  assert.is(band.target, Number(speeds[1].toPrecision(4)), "the median of the three");
+  const spread = Math.max(...speeds.map((v) => Math.abs(v - speeds[1]) / speeds[1]));
+  assert.is(band.tolerance, Number(Math.min(0.9, Math.max(0.1, 3 * spread)).toPrecision(2)), JSON.stringify({ speeds, band }));
+  assert.is(data.machine, machineFingerprint(readRun(join(runs, "parity")).summary.machine));
+  assert.is(gate("parity", baseline).status, 0);
+  // FAKE: a copy of a real run, recorded as made on another machine.
+  const elsewhere = join(runs, "elsewhere");
+  cpSync(join(runs, "parity-3"), elsewhere, { recursive: true });
+  const summary = JSON.parse(readFileSync(join(elsewhere, "summary.json"), "utf8"));
+  summary.run_id = "elsewhere";
+  summary.machine = { ...summary.machine, cpus: 64, cpu_model: "Another CPU" };
+  writeFileSync(join(elsewhere, "summary.json"), JSON.stringify(summary));
+  const mixed = gate("parity", baseline, "--update", "parity-2", "elsewhere");
+  assert.is(mixed.status, 2, mixed.stdout + mixed.stderr);
+  assert.match(mixed.stderr, /ran on 64 × Another CPU, .* speed bands are learned on one machine/);
+  const reported = gate("elsewhere", baseline);
+  assert.is(reported.status, 0, reported.stdout);
+  assert.match(reported.stdout, /^ok {4}parity16\/F32\/tokens_per_second: [\d.]+ \(baseline [\d.]+ on another machine\): reported, not gated$/m);
 });
 
 test("each kernel case's worst ratio to its bound is in the baseline; a ratio grown beyond its band fails the ratchet", () => {

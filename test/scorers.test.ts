@@ -5,6 +5,7 @@ import * as assert from "uvu/assert";
 import { cellGap } from "../harness/parity/gap.js";
 import { classifyPrompt, paritySummaryLine, tallyParity } from "../harness/parity/classify.js";
 import { teacherForcedAccuracy } from "../harness/accuracy/teacher-forced.js";
+import { kldOnOracleSupport } from "../harness/accuracy/kld.js";
 import { distribution, percentile, proportion } from "../harness/stats/distribution.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
 import type { GateVerdict } from "../harness/results/types.js";
@@ -64,6 +65,25 @@ test("teacher-forced accuracy: top-1/top-5 as tt-metal defines them, KLD and Δp
   assert.ok(Math.abs(accuracy.deltaP!.mean - (0.5 - 0.6) / 2) < 1e-12);
   assert.ok(Math.abs(accuracy.rmsDeltaP - Math.sqrt(0.01 / 2)) < 1e-12);
   assert.is(accuracy.kldFlooredTerms, 0);
+});
+
+test("KLD on the oracle's support never goes negative, stays below the full-vocabulary KLD, and sees mass moved off the support", () => {
+  const ln = Math.log;
+  const klOf = (p: number[], q: number[]) => p.reduce((s, pi, i) => s + pi * ln(pi / q[i]), 0);
+  // The oracle keeps 0.9 of its mass on {1, 2}; the SUT puts 0.99 there. The bare sum over the
+  // support, 0.6 ln(0.6/0.65) + 0.3 ln(0.3/0.34), is -0.0856: the sign the old formula reported.
+  const oracle = row([1, 2], [ln(0.6), ln(0.3)]);
+  const crowded = kldOnOracleSupport(oracle, row([1, 2], [ln(0.65), ln(0.34)]));
+  assert.ok(Math.abs(crowded.kld - (klOf([0.6, 0.3], [0.65, 0.34]) + 0.99 - 0.9)) < 1e-12, String(crowded.kld));
+  assert.ok(crowded.kld > 0 && crowded.kld <= klOf([0.6, 0.3, 0.1], [0.65, 0.34, 0.01]));
+  // Mass moved to a token outside the support: renormalised over the support the two are equal (0); here they are not.
+  const leaked = kldOnOracleSupport(oracle, row([7, 1, 2], [ln(0.55), ln(0.3), ln(0.15)]));
+  assert.ok(Math.abs(leaked.kld - (0.9 * ln(2) - 0.45)) < 1e-12, String(leaked.kld));
+  // Log-probs a rounding apart: a tiny non-negative number, not a negative one.
+  const close = kldOnOracleSupport(oracle, row([1, 2], [ln(0.6) + 1e-9, ln(0.3) - 3e-9]));
+  assert.ok(close.kld >= 0 && close.kld < 1e-17, String(close.kld));
+  // A token of the support the SUT left out takes the SUT's K-th log-prob, and is counted.
+  assert.is(kldOnOracleSupport(oracle, row([1, 3], [ln(0.6), ln(0.2)])).floored, 1);
 });
 
 test("distribution: llama-perplexity stderr, linear-interpolated percentiles, undefined spread for one sample", () => {

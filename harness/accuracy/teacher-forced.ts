@@ -1,12 +1,14 @@
 import { distribution, proportion, type Distribution } from "../stats/distribution.js";
 import type { TokenId, TopK } from "../sut/types.js";
+import { kldOnOracleSupport } from "./kld.js";
 
 /**
  * Teacher-forced accuracy of a SUT fed the oracle's greedy ids (docs/metrics.md).
  * top-1: SUT argmax equals the reference top-1; top-5: SUT argmax is in the reference top-5
  * (tt-metal's definitions). KLD, Δp and same-top follow llama-perplexity, except that KLD is
- * computed on the oracle's top-K support only (not the full vocabulary): tokens the SUT left out
- * of its own top-K take the SUT's K-th log-prob, which makes their terms lower bounds.
+ * computed on the oracle's top-K support with the rest of the vocabulary bounded (kldOnOracleSupport):
+ * never negative, never above the full-vocabulary KLD. Tokens the SUT left out of its own top-K
+ * take the SUT's K-th log-prob.
  */
 export interface TeacherForcedAccuracy {
   readonly positions: number;
@@ -14,7 +16,7 @@ export interface TeacherForcedAccuracy {
   readonly top5: { readonly p: number; readonly stderr: number | undefined };
   readonly sameTop: { readonly p: number; readonly stderr: number | undefined };
   readonly kldTopK: Distribution | undefined;
-  /** KLD terms whose token was outside the SUT's top-K (each a lower bound). */
+  /** KLD terms whose token was outside the SUT's top-K (its log-prob taken at the SUT's K-th). */
   readonly kldFlooredTerms: number;
   readonly deltaP: Distribution | undefined;
   readonly rmsDeltaP: number;
@@ -49,13 +51,9 @@ export function teacherForcedAccuracy(
         const index = observed.ids.indexOf(id);
         return index >= 0 ? observed.logprobs[index] : sutFloor;
       };
-      let kld = 0;
-      reference.ids.forEach((id, i) => {
-        if (!observed.ids.includes(id)) floored++;
-        const logBase = reference.logprobs[i];
-        kld += Math.exp(logBase) * (logBase - sutLogprob(id));
-      });
-      klds.push(kld);
+      const position = kldOnOracleSupport(reference, observed);
+      floored += position.floored;
+      klds.push(position.kld);
       const next = nextIds[p][t];
       const baseIndex = reference.ids.indexOf(next);
       if (baseIndex >= 0) deltaPs.push(Math.exp(sutLogprob(next)) - Math.exp(reference.logprobs[baseIndex]));

@@ -4,6 +4,8 @@ import { PACKAGE_ROOT } from "../paths.js";
 import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
 import { isKernelCheck } from "../results/kernel-checks.js";
+import { machineFingerprint } from "../results/machine.js";
+import { learnBand, MIN_RUNS_TO_LEARN, speedRatios, speedReferences } from "./speed-bands.js";
 
 /** Which way a perf metric improves: throughput is better higher, latency lower. */
 export type Better = "higher" | "lower";
@@ -18,6 +20,16 @@ export interface PerfBand {
   readonly update_beyond?: number;
   /** Absent: higher. */
   readonly better?: Better;
+  /** How many runs on the baseline's machine the band was learned from (absent or 1: the default tolerance). */
+  readonly learned_from?: number;
+  /** Their largest relative distance from the median; above MAX_LEARNED_TOLERANCE / SPREAD_MULTIPLIER the speed is reported, not gated. */
+  readonly spread?: number;
+}
+
+/** A speed held as a fraction of its suite's reference speed measured in the same run (gates/speed-bands.ts). */
+export interface RatioBand extends PerfBand {
+  /** The perf key of the reference: `<suite>/<arm>/tokens_per_second`. */
+  readonly reference: string;
 }
 
 /**
@@ -52,6 +64,14 @@ export interface Baseline {
   /** Per suite/arm/check/case: the case's worst ratio to its bound (absent in older baselines). */
   readonly kernel_ratios?: Readonly<Record<string, KernelRatioBand>>;
   readonly perf: Readonly<Record<string, PerfBand>>;
+  /**
+   * The machine fingerprint (results/machine.ts) the perf and ratio bands were measured on. Speed
+   * is gated only for runs on this machine; elsewhere it is reported. Absent in older baselines:
+   * their speed is reported, not gated, until re-taken.
+   */
+  readonly machine?: string;
+  /** Per suite/arm/tokens_per_second: the speed as a ratio to the suite's reference arm in the same run. */
+  readonly speed_ratios?: Readonly<Record<string, RatioBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
 }
 
@@ -73,7 +93,13 @@ export interface GatedMetrics {
   /** Passing bounded kernel cases' worst ratio to their bound, per suite/arm/check/case. */
   readonly kernelRatios: Map<string, number>;
   readonly perf: Map<string, { readonly value: number; readonly better: Better }>;
+  /** Batch-1 speeds as a fraction of their suite's reference arm in the same run. */
+  readonly speedRatios: Map<string, { readonly reference: string; readonly ratio: number; readonly better: Better }>;
   readonly trace: Map<string, number>;
+  /** The fingerprint of the machine the run ran on. */
+  readonly machine: string;
+  /** What the run selected: baseline entries of suites (or arms) it did not select are out of its scope. */
+  readonly scope: { readonly suites: readonly string[]; readonly arms: readonly string[] };
 }
 
 /** The load-point numbers a baseline holds: throughput, and the tails users feel. */
@@ -84,7 +110,13 @@ const LOAD_GATED: readonly (readonly [string, Better])[] = [
 ];
 
 export function gatedMetrics(run: StoredRun): GatedMetrics {
-  const metrics: GatedMetrics = { parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), trace: new Map() };
+  const summary = run.summary;
+  const metrics: GatedMetrics = {
+    parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), speedRatios: new Map(), trace: new Map(),
+    machine: machineFingerprint(summary.machine),
+    // The suites by the names the baseline keys them with (a selection may name a suite by its file).
+    scope: { suites: summary.suites.map((s) => s.name), arms: summary.selection?.arms ?? [] },
+  };
   for (const v of run.summary.verdicts) {
     if (v.status !== "pass" && v.status !== "fail") continue;
     const key = `${v.suite}/${v.arm}`;
@@ -111,15 +143,28 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
     }
   }
   for (const t of run.summary.trace ?? []) metrics.trace.set(`${t.suite}/${t.arm}/${t.capture}`, t.demand_bytes);
+  for (const [key, ratio] of speedRatios(metrics.perf, speedReferences(run))) metrics.speedRatios.set(key, ratio);
   return metrics;
 }
 
 /**
  * A baseline taken from a run, keeping the tolerances of `previous` where it had them. Callers
  * check baselineRefusal first; `acceptedFailing` records why a run that did not pass was taken anyway.
+ * `repeats`: more runs of the same battery on the same machine (callers check sharedFingerprint);
+ * each speed's target is the median over all of them and its tolerance is learned from their spread.
  */
-export function baselineFromRun(name: string, run: StoredRun, previous?: Baseline, acceptedFailing?: string): Baseline {
+export function baselineFromRun(name: string, run: StoredRun, previous?: Baseline, acceptedFailing?: string, repeats: readonly StoredRun[] = []): Baseline {
   const m = gatedMetrics(run);
+  const others = repeats.map(gatedMetrics);
+  const learned = <T>(value: number, pick: (g: GatedMetrics) => T | undefined, number: (t: T) => number, old: PerfBand | undefined) => {
+    const band = learnBand([value, ...others.flatMap((g) => { const t = pick(g); return t === undefined ? [] : [number(t)]; })]);
+    // A tolerance set by hand in the baseline survives a plain --update; learning replaces it.
+    const tolerance = band.learned_from < MIN_RUNS_TO_LEARN && old !== undefined ? old.tolerance : band.tolerance;
+    return {
+      target: band.target, tolerance, ...(old?.update_beyond === undefined ? {} : { update_beyond: old.update_beyond }),
+      learned_from: band.learned_from, ...(band.spread === undefined ? {} : { spread: band.spread }),
+    };
+  };
   return {
     schema_version: 1,
     name,
@@ -131,15 +176,13 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
     kernel_ratios: Object.fromEntries([...m.kernelRatios].map(([key, ratio]) => [key, {
       worst_ratio: Number(ratio.toPrecision(3)), tolerance: previous?.kernel_ratios?.[key]?.tolerance ?? DEFAULT_KERNEL_RATIO_TOLERANCE,
     }])),
+    machine: m.machine,
     perf: Object.fromEntries([...m.perf].map(([key, { value, better }]) => {
-      const old = previous?.perf[key];
-      const band: PerfBand = {
-        // Four significant digits: sub-millisecond latencies must not round to 0.
-        target: Number(value.toPrecision(4)),
-        tolerance: old?.tolerance ?? DEFAULT_PERF_TOLERANCE,
-        ...(old?.update_beyond === undefined ? {} : { update_beyond: old.update_beyond }),
-        ...(better === "lower" ? { better } : {}),
-      };
+      const band: PerfBand = { ...learned(value, (g) => g.perf.get(key), (p) => p.value, previous?.perf[key]), ...(better === "lower" ? { better } : {}) };
+      return [key, band];
+    })),
+    speed_ratios: Object.fromEntries([...m.speedRatios].map(([key, { reference, ratio, better }]) => {
+      const band: RatioBand = { reference, ...learned(ratio, (g) => g.speedRatios.get(key), (r) => r.ratio, previous?.speed_ratios?.[key]), ...(better === "lower" ? { better } : {}) };
       return [key, band];
     })),
     trace: Object.fromEntries([...m.trace].map(([key, bytes]) => [key, { demand_bytes: bytes, tolerance: previous?.trace[key]?.tolerance ?? 0 }])),

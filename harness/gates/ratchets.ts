@@ -1,5 +1,6 @@
 import { KERNEL_RATIO_FLOOR, type Baseline, type Better, type GatedMetrics, type PerfBand } from "./baseline.js";
 import { perfBandEdges } from "./perf-band.js";
+import { MAX_LEARNED_TOLERANCE, SPREAD_MULTIPLIER, tooNoisyToGate } from "./speed-bands.js";
 
 /** One finding of the gate: failures fail it; warnings carry a hint and fail only under --strict when `strictFails`. */
 export type GateFinding =
@@ -11,15 +12,16 @@ export type GateFinding =
  * Compares a run's gated metrics with a baseline. Pure: the same inputs give the same findings.
  * - parity: FORWARD-DIVERGENT must be 0 on required arms and may not rise on any; STRICT may not drop;
  * - needles: no Y of the baseline may be lost; kernels: no case that passed may fail;
- * - perf: worse than the target by more than the tolerance fails (below target × (1 − tolerance) when
- *   higher is better, above target × (1 + tolerance) when lower is); better by more than
- *   update_beyond (default 2 × tolerance) warns "update the target";
+ * - speed (speedFindings): gated only on the baseline's machine; a batch-1 speed with a ratio band
+ *   is gated as a ratio to its suite's reference arm in the same run; otherwise worse than the
+ *   target by more than the tolerance fails; better by more than update_beyond warns "update the target";
  * - kernel ratios: a passing case's worst ratio to its bound above max(baseline × (1 + tolerance), 1%) fails;
  * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
  * - a baseline taken with --accept-failing warns (fails under --strict);
  * - a gated metric with no baseline entry warns (fails under --strict);
  * - a baseline entry the run does not have warns (fails under --strict): a run that leaves out an
- *   arm, a needle grid, a kernel check, a perf band or a trace capture cannot pass by omission.
+ *   arm, a needle grid, a kernel check, a perf band or a trace capture cannot pass by omission;
+ *   entries of suites or arms the run did not select are named in one line instead.
  */
 export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFinding[] {
   const findings: GateFinding[] = [];
@@ -77,14 +79,7 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `worst ratio ${shown(ratio)} of its bound (baseline ${shown(base.worst_ratio)}, limit ${shown(limit)})` });
   }
 
-  for (const [key, { value, better }] of metrics.perf) {
-    const band = baseline.perf[key];
-    if (band === undefined) {
-      findings.push(missing(key, "this perf metric"));
-      continue;
-    }
-    findings.push(perfFinding(key, value, better, band));
-  }
+  findings.push(...speedFindings(metrics, baseline, missing));
 
   for (const [key, bytes] of metrics.trace) {
     const base = baseline.trace[key];
@@ -97,9 +92,17 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `demand ${bytes} B (baseline ${base.demand_bytes} B)` });
   }
 
+  // Entries of suites (or arms) the run did not select are out of its scope: named in one warning
+  // (a failure under --strict, so a subset still cannot pass by omission), not one line each.
+  const outOfScope: string[] = [];
+  const inScope = (key: string) => {
+    const [suite, arm] = key.split("/");
+    return metrics.scope.suites.includes(suite) && (metrics.scope.arms.length === 0 || metrics.scope.arms.includes(arm));
+  };
   const absent = (what: string, keys: readonly string[], present: ReadonlyMap<string, unknown>) => {
     for (const key of keys.filter((k) => !present.has(k))) {
-      findings.push({ level: "warn", key, message: `the baseline has ${what}, the run does not`, hint: "run what the baseline holds, or drop the entry with `bench gate --update`", strictFails: true });
+      if (!inScope(key)) outOfScope.push(key);
+      else findings.push({ level: "warn", key, message: `the baseline has ${what}, the run does not`, hint: "run what the baseline holds, or drop the entry with `bench gate --update`", strictFails: true });
     }
   };
   absent("a parity arm", Object.keys(baseline.parity), metrics.parity);
@@ -107,9 +110,85 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
   absent("a kernel check", Object.keys(baseline.kernels ?? {}), metrics.kernels);
   absent("a kernel case's ratio", Object.keys(baseline.kernel_ratios ?? {}), metrics.kernelRatios);
   absent("a perf band", Object.keys(baseline.perf), metrics.perf);
+  absent("a speed ratio", Object.keys(baseline.speed_ratios ?? {}), metrics.speedRatios);
   absent("a trace capture", Object.keys(baseline.trace), metrics.trace);
+  if (outOfScope.length > 0) {
+    findings.push({
+      level: "warn", key: "scope", strictFails: true, hint: "gate a run of the whole battery to compare them",
+      message: `${outOfScope.length} baseline entr${outOfScope.length === 1 ? "y" : "ies"} outside this run's selection (suites ${metrics.scope.suites.join(", ")}${metrics.scope.arms.length === 0 ? "" : `; arms ${metrics.scope.arms.join(", ")}`}), not compared: ${outOfScope.join(", ")}`,
+    });
+  }
   return findings;
 }
+
+/**
+ * The speed findings (docs/speed-gates.md). Speed belongs to a machine: a run on another machine
+ * (or against a baseline that does not say which) has its speeds reported, never gated. On the
+ * baseline's machine, a speed with a ratio band whose reference the run also measured is gated as
+ * that ratio — the reference ran under the same load, so a busy machine cancels out — and its
+ * absolute value is reported beside it; a reference's own speed says how busy the machine was and
+ * is reported (a warning when outside its band); any other speed is gated on its absolute band.
+ * A band learned from runs that scattered too widely (tooNoisyToGate) is reported, not gated.
+ */
+function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key: string, what: string) => GateFinding): GateFinding[] {
+  const findings: GateFinding[] = [];
+  const shown = (x: number) => Number(x.toPrecision(4)).toString();
+  const sameMachine = baseline.machine === metrics.machine;
+  if (!sameMachine && metrics.perf.size > 0) {
+    findings.push({
+      level: "warn", key: "speed", strictFails: false,
+      message: baseline.machine === undefined ? "the baseline does not say which machine its speeds were measured on: speed reported, not gated"
+        : `the baseline's speeds were measured on ${baseline.machine}, this run on ${metrics.machine}: speed reported, not gated`,
+      hint: "take a baseline on this machine from repeated runs: bench gate --update RUN RUN RUN",
+    });
+  }
+  const references = new Set(Object.values(baseline.speed_ratios ?? {}).map((r) => r.reference));
+  const noisy: string[] = [];
+  for (const [key, { value, better }] of metrics.perf) {
+    const band = baseline.perf[key];
+    if (band === undefined) {
+      findings.push(missing(key, "this perf metric"));
+      continue;
+    }
+    if (!sameMachine) {
+      findings.push({ level: "ok", key, message: `${shown(value)} (baseline ${band.target} on another machine): reported, not gated` });
+      continue;
+    }
+    const ratioBand = baseline.speed_ratios?.[key];
+    const ratio = metrics.speedRatios.get(key);
+    if (ratioBand !== undefined && ratio !== undefined && ratio.reference === ratioBand.reference) {
+      if (tooNoisyToGate(ratioBand)) {
+        noisy.push(key);
+        findings.push({ level: "ok", key, message: `× ${ratioBand.reference} in this run: ${shown(ratio.ratio)} (target ${ratioBand.target}; its runs spread ±${percentOf(ratioBand.spread!)}): reported, not gated` });
+        continue;
+      }
+      const finding = perfFinding(key, ratio.ratio, better, ratioBand);
+      findings.push({ ...finding, message: `× ${ratioBand.reference} in this run: ${finding.message} (absolute ${shown(value)}, not gated)` });
+      continue;
+    }
+    if (tooNoisyToGate(band)) {
+      noisy.push(key);
+      findings.push({ level: "ok", key, message: `${shown(value)} (target ${band.target}; its runs spread ±${percentOf(band.spread!)}): reported, not gated` });
+      continue;
+    }
+    const finding = perfFinding(key, value, better, band);
+    if (references.has(key) && finding.level === "fail") {
+      findings.push({ level: "warn", key, message: `reference speed ${finding.message}: the machine was busier than when the baseline was taken`, hint: "the ratios to it are what is gated", strictFails: false });
+    } else {
+      findings.push(finding);
+    }
+  }
+  if (noisy.length > 0) {
+    findings.push({
+      level: "warn", key: "speed", strictFails: false,
+      message: `${noisy.length} of ${metrics.perf.size} speeds reported, not gated: the runs their bands were learned from spread by more than ±${percentOf(MAX_LEARNED_TOLERANCE / SPREAD_MULTIPLIER)} around the median on this machine`,
+      hint: "learn the bands from runs on a quieter machine (bench gate --update RUN RUN RUN)",
+    });
+  }
+  return findings;
+}
+
+const percentOf = (fraction: number) => `${Math.round(fraction * 100)}%`;
 
 function perfFinding(key: string, value: number, better: Better, band: PerfBand): GateFinding {
   const { worst, best } = perfBandEdges(band, better);

@@ -49,9 +49,18 @@ export function baselineBand(kind: QuantityKind, subject: string, baseline: Base
   return better === "higher" ? { low: worst, high: best, source: "baseline" } : { low: best, high: worst, source: "baseline" };
 }
 
-/** The kind's default band around a reference value (the first run on a machine), with the same edges as a perf band. */
+/**
+ * The kind's default band around a reference value (the first run on a machine), with the same
+ * edges as a perf band, ordered (a negative reference must not turn the band inside out) and at
+ * least the kind's resolution wide on each side, so a value that differs from the reference by
+ * rounding alone stays within it.
+ */
 export function defaultBand(kind: QuantityKind, reference: number, referenceRun: string): Band {
-  const { better, tolerance } = QUANTITY_KINDS[kind];
+  const { better, tolerance, resolution } = QUANTITY_KINDS[kind];
   const { worst, best } = perfBandEdges({ target: reference, tolerance }, better);
-  return better === "higher" ? { low: worst, high: best, source: referenceRun } : { low: best, high: worst, source: referenceRun };
+  return {
+    low: Math.min(worst, best, reference - resolution),
+    high: Math.max(worst, best, reference + resolution),
+    source: referenceRun,
+  };
 }

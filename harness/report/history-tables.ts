@@ -69,7 +69,10 @@ export function seriesByKind(history: History): { kind: QuantityKind; series: Tr
     .filter((group) => group.series.length > 0);
 }
 
-/** The verdict the report opens with, as a headline and lists that each say so when they are empty. */
+/**
+ * The verdict the report opens with, as a headline and lists that each say so when they are empty.
+ * The headline names the latest run and, beside it, every earlier run of the window that did not pass.
+ */
 export function verdictText(history: History): { headline: string; lists: { title: string; items: string[]; none: string }[] } {
   const v = history.verdict;
   const fingerprint = history.trends.machines.find((m) => m.id === v.machine)?.fingerprint ?? "";
@@ -83,14 +86,20 @@ export function verdictText(history: History): { headline: string; lists: { titl
         items: v.moved.map((c) => `${c.key}: ${c.direction}${c.direction === "back within band" ? "" : ` (${c.state} band)`}, ${c.before === null ? "–" : shownValue(c.before, c.kind)} → ${shownValue(c.after, c.kind)} ${QUANTITY_KINDS[c.kind].unit}`),
         none: "Nothing moved beyond its band.",
       };
+  const earlier = v.earlierNotPassed.map((e) => `run ${e.runId} ${e.word}${e.gates.length === 0 ? "" : `: ${e.gates.join(", ")}`}`);
   return {
-    headline: `${v.word} (exit ${v.exitCode ?? "–"}) — run ${v.runId} on ${v.machine} (${fingerprint})`,
+    headline: `${v.word} (exit ${v.exitCode ?? "–"}) — run ${v.runId} on ${v.machine} (${fingerprint})${earlier.length === 0 ? "" : `; earlier in this window, not passed: ${earlier.join("; ")}`}`,
     lists: [
       {
         title: "Did not pass",
         items: v.notPassed.map((n) => `${n.gate} ${n.status === "skip" ? "SKIPPED — NOT A PASS" : n.status.toUpperCase()} ${n.what}: ${n.why}`),
         none: v.exitCode === null ? `No gate has failed or been skipped so far; the run has no exit code (${v.status}).`
           : noVerdicts ? "No gate of this run failed or was skipped, yet it did not exit 0: it recorded no required verdict." : "Every gate of this run passed.",
+      },
+      {
+        title: `Earlier runs of this window that did not pass (${v.earlierNotPassed.length} of ${history.trends.runs.length - 1})`,
+        items: earlier,
+        none: history.trends.runs.length === 1 ? "This is the only run in the window." : "Every earlier run of this window passed.",
       },
       since,
     ],

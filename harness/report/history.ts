@@ -30,7 +30,7 @@ export function historyOfRuns(runs: readonly StoredRun[], baseline: { file: stri
   })), baseline?.baseline);
   return {
     trends,
-    verdict: latestVerdict(runs[runs.length - 1].summary, trends),
+    verdict: latestVerdict(runs.map((r) => r.summary), trends),
     baseline: baseline === undefined ? null : { file: baseline.file, name: baseline.baseline.name, fromRun: baseline.baseline.from_run },
     unreadable,
   };
@@ -53,6 +53,7 @@ export function historyDocument(history: History): object {
     verdict: {
       run_id: verdict.runId, verdict: verdict.word, exit_code: verdict.exitCode, status: verdict.status, machine: verdict.machine,
       not_passed: verdict.notPassed,
+      earlier_not_passed: verdict.earlierNotPassed.map((e) => ({ run_id: e.runId, verdict: e.word, exit_code: e.exitCode, gates: e.gates })),
       previous: verdict.previous === null ? null : { run_id: verdict.previous.runId, machine: verdict.previous.machine, same_machine: verdict.previous.sameMachine },
       moved: verdict.moved.map(changeJson),
     },

@@ -1,5 +1,5 @@
 import type { History } from "./history.js";
-import { changesTable, runsTable, seriesByKind, shownBand, verdictText, type Table } from "./history-tables.js";
+import { changesTable, runsTable, seriesByKind, shownBand, trendTable, verdictText, type Table } from "./history-tables.js";
 import { QUANTITY_KINDS } from "./quantities.js";
 import { kernelTable, loadTable, type RunView } from "./view.js";
 import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
@@ -15,21 +15,26 @@ function htmlTable(header: readonly string[], rows: readonly (readonly string[])
 
 interface TrendChart {
   readonly title: string;
+  /** No series has three points: a line says nothing a small table does not, so the page shows the table. */
+  readonly asTable: boolean;
   readonly unit: string;
   readonly runs: string[];
   /** Indices of runs whose machine differs from the run before (a dashed line is drawn there). */
   readonly machineChanges: { index: number; machine: string }[];
-  readonly datasets: { label: string; colour: number; dashed: boolean; data: (number | null)[]; outside: boolean[]; band: { low: number | null; high: number | null; from: number; to: number } }[];
+  readonly datasets: { label: string; dashed: boolean; data: (number | null)[]; outside: boolean[]; band: { low: number | null; high: number | null; from: number; to: number } }[];
 }
+
+/** A trend of one or two runs is a dot or a segment: shown as a table instead. */
+const MIN_POINTS_FOR_A_CHART = 3;
 
 function trendCharts(history: History): TrendChart[] {
   const runs = history.trends.runs;
   const machineChanges = runs.flatMap((r, i) => (i > 0 && runs[i - 1].machine !== r.machine ? [{ index: i, machine: r.machine }] : []));
   const severalMachines = history.trends.machines.length > 1;
   return seriesByKind(history).map(({ kind, series }) => {
-    const subjects = [...new Set(series.map((s) => s.subject))];
     return {
       title: QUANTITY_KINDS[kind].title, unit: QUANTITY_KINDS[kind].unit, runs: runs.map((r) => r.runId), machineChanges,
+      asTable: series.every((s) => s.points.length < MIN_POINTS_FOR_A_CHART),
       datasets: series.map((s) => {
         const data = runs.map((): number | null => null);
         const outside = runs.map(() => false);
@@ -38,7 +43,7 @@ function trendCharts(history: History): TrendChart[] {
           outside[p.run] = p.state !== "within";
         }
         return {
-          label: severalMachines ? `${s.subject} (${s.machine})` : s.subject, colour: subjects.indexOf(s.subject), dashed: s.machine !== history.trends.machines[0].id,
+          label: severalMachines ? `${s.subject} (${s.machine})` : s.subject, dashed: s.machine !== history.trends.machines[0].id,
           data, outside, band: { low: s.band.low, high: s.band.high, from: s.points[0].run, to: s.points[s.points.length - 1].run },
         };
       }),
@@ -158,21 +163,27 @@ if (data.load && data.load.cdf.some((c) => c.length > 0)) {
     options: { animation: false, parsing: false, scales: { x: { type: "linear", title: { display: true, text: "TTFT (ms)" } }, y: { min: 0, max: 1, title: { display: true, text: "fraction of requests" } } } },
   }));
 }
-/** Shades each series' band over the runs it spans; a missing edge reaches the chart's edge. */
+/**
+ * Shades the band of the selected series only (the <select> above the chart; eight bands at once
+ * are one muddy block), over the runs it spans; a missing edge reaches the chart's edge. Records
+ * which bands it drew on the chart (chart.$bandsDrawn) so the browser test can check it.
+ */
 const bandShading = {
   id: "bandShading",
   beforeDatasetsDraw(chart) {
     const { ctx, chartArea, scales } = chart;
     const half = (scales.x.getPixelForValue(1) - scales.x.getPixelForValue(0)) / 2 || 10;
-    chart.data.datasets.forEach((dataset) => {
+    chart.$bandsDrawn = [];
+    chart.data.datasets.forEach((dataset, index) => {
       const band = dataset.band;
-      if (!band || (band.low === null && band.high === null)) return;
+      if (index !== (chart.$bandFor ?? 0) || !chart.isDatasetVisible(index) || !band || (band.low === null && band.high === null)) return;
       const left = scales.x.getPixelForValue(band.from) - half, right = scales.x.getPixelForValue(band.to) + half;
       const top = band.high === null ? chartArea.top : Math.max(chartArea.top, scales.y.getPixelForValue(band.high));
       const bottom = band.low === null ? chartArea.bottom : Math.min(chartArea.bottom, scales.y.getPixelForValue(band.low));
-      ctx.save(); ctx.globalAlpha = 0.12; ctx.fillStyle = dataset.borderColor;
+      ctx.save(); ctx.globalAlpha = 0.15; ctx.fillStyle = dataset.borderColor;
       ctx.fillRect(Math.max(left, chartArea.left), top, Math.min(right, chartArea.right) - Math.max(left, chartArea.left), Math.max(bottom - top, 1));
       ctx.restore();
+      chart.$bandsDrawn.push(index);
     });
   },
   afterDraw(chart, args, options) {
@@ -186,23 +197,58 @@ const bandShading = {
     }
   },
 };
+/**
+ * Names each visible series at its last point, so equal or crossing lines stay told apart: labels
+ * that would land on one another are stacked one line apart. Records them (chart.$directLabels).
+ */
+const directLabels = {
+  id: "directLabels",
+  afterDatasetsDraw(chart) {
+    const { ctx, chartArea } = chart;
+    const placed = [];
+    chart.$directLabels = [];
+    chart.data.datasets.forEach((dataset, index) => {
+      if (!chart.isDatasetVisible(index)) return;
+      const points = chart.getDatasetMeta(index).data.filter((p, i) => dataset.data[i] !== null && dataset.data[i] !== undefined);
+      const last = points[points.length - 1];
+      if (!last) return;
+      let y = last.y;
+      while (placed.some((other) => Math.abs(other.y - y) < 12 && Math.abs(other.x - last.x) < 80)) y += 12;
+      placed.push({ x: last.x, y });
+      ctx.save(); ctx.fillStyle = dataset.borderColor; ctx.font = "11px sans-serif"; ctx.textBaseline = "middle";
+      const width = ctx.measureText(dataset.label).width;
+      const x = last.x + 6 + width > chartArea.right ? last.x - 6 - width : last.x + 6;
+      ctx.fillText(dataset.label, x, Math.min(Math.max(y, chartArea.top + 6), chartArea.bottom - 6));
+      ctx.restore();
+      chart.$directLabels.push(dataset.label);
+    });
+  },
+};
+/** Ten colours told apart, one per series of a chart (series of one subject on two machines differ by dash too). */
+const trendColours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 /** The y range takes in the bands' edges, so a shaded band is never cut off by the data's own range. */
 const edge = (trend, side, pick) => {
   const edges = trend.datasets.map((d) => d.band[side]).filter((v) => v !== null);
   return edges.length === 0 ? undefined : pick(...edges);
 };
 data.trends.forEach((trend, i) => {
-  charts.push(new Chart(document.getElementById("chart-trend-" + i), {
+  if (trend.asTable) return;
+  const chart = new Chart(document.getElementById("chart-trend-" + i), {
     type: "line",
-    data: { labels: trend.runs, datasets: trend.datasets.map((d) => ({
-      label: d.label, data: d.data, band: d.band, spanGaps: false, borderColor: colours[d.colour % colours.length], backgroundColor: colours[d.colour % colours.length],
+    data: { labels: trend.runs, datasets: trend.datasets.map((d, k) => ({
+      label: d.label, data: d.data, band: d.band, spanGaps: false, borderColor: trendColours[k % trendColours.length], backgroundColor: trendColours[k % trendColours.length],
       borderDash: d.dashed ? [6, 3] : [], pointRadius: d.outside.map((o) => (o ? 6 : 3)), pointStyle: d.outside.map((o) => (o ? "triangle" : "circle")),
     })) },
-    options: { animation: false, maintainAspectRatio: false, plugins: { bandShading: { machineChanges: trend.machineChanges } },
+    // The legend toggles a series (Chart.js's own click); the right padding leaves room for the direct labels.
+    options: { animation: false, maintainAspectRatio: false, layout: { padding: { right: 8 } },
+      plugins: { legend: { display: true }, bandShading: { machineChanges: trend.machineChanges } },
       scales: { x: { title: { display: true, text: "run (oldest → newest, by start time)" } },
         y: { suggestedMin: edge(trend, "low", Math.min), suggestedMax: edge(trend, "high", Math.max), title: { display: true, text: trend.unit } } } },
-    plugins: [bandShading],
-  }));
+    plugins: [bandShading, directLabels],
+  });
+  const select = document.getElementById("band-for-" + i);
+  select.addEventListener("change", () => { chart.$bandFor = Number(select.value); chart.update(); });
+  charts.push(chart);
 });
 if (data.roofline) {
   charts.push(new Chart(document.getElementById("chart-roofline"), {
@@ -235,14 +281,15 @@ function historyHtml(history: History, data: ChartData): string {
     : history.trends.changes.length === 0 ? `<p>No tracked quantity left its band in these ${runs.length} runs.</p>` : tableHtml(changesTable(history.trends.changes));
   const groups = seriesByKind(history);
   return [
-    `<section class="verdict ${pass ? "pass" : "fail"}"><h2>Verdict: ${escape(verdict.headline)}</h2>${verdict.lists.map(listHtml).join("")}</section>`,
+    `<section class="verdict ${!pass ? "fail" : history.verdict.earlierNotPassed.length > 0 ? "mixed" : "pass"}"><h2>Verdict: ${escape(verdict.headline)}</h2>${verdict.lists.map(listHtml).join("")}</section>`,
     `<h2>Runs (${runs.length}, by start time)</h2>${tableHtml(runsTable(history))}`,
     history.trends.machines.length > 1 ? `<ul>${history.trends.machines.map((m) => `<li>${escape(m.id)}: ${escape(m.fingerprint)}</li>`).join("")}</ul><p>Series are kept apart per machine: a line never joins runs on different machines (dashed: a later machine).</p>` : "",
     history.unreadable.length === 0 ? "" : `<p>Left out (could not be read):</p><ul>${history.unreadable.map((u) => `<li><code>${escape(u.directory)}</code>: ${escape(u.reason)}</li>`).join("")}</ul>`,
     `<h2>Changes beyond the band</h2><p>Bands: ${escape(bands)}. Each change is attributed to the first run where it appeared.</p>${changes}`,
     `<h2>Trends</h2>${groups.length === 0 ? "<p>These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand).</p>"
-      : groups.map(({ kind, series }, i) => `<h3>${escape(data.trends[i].title)} (${escape(QUANTITY_KINDS[kind].unit)}, ${QUANTITY_KINDS[kind].better} is better)</h3><p class="bands">Bands (shaded): ${escape(
-        [...new Set(series.map((s) => `${s.subject}${history.trends.machines.length > 1 ? ` (${s.machine})` : ""} ${shownBand(s.band, kind)}`))].join("; "))}. Points outside their band are triangles.</p><div class="chart"><canvas id="chart-trend-${i}"></canvas></div>`).join("")}`,
+      : groups.map(({ kind, series }, i) => `<h3>${escape(data.trends[i].title)} (${escape(QUANTITY_KINDS[kind].unit)}, ${QUANTITY_KINDS[kind].better} is better)</h3>${data.trends[i].asTable
+        ? `<p class="bands">Fewer than ${MIN_POINTS_FOR_A_CHART} runs per series: a table, not a chart.</p>${tableHtml(trendTable(series, history))}`
+        : `<p class="bands">Bands: ${escape([...new Set(series.map((s) => `${s.subject}${history.trends.machines.length > 1 ? ` (${s.machine})` : ""} ${shownBand(s.band, kind)}`))].join("; "))}. Points outside their band are triangles; click a legend entry to hide or show its series.</p><label class="bands">Band shaded for: <select id="band-for-${i}">${data.trends[i].datasets.map((d, k) => `<option value="${k}">${escape(d.label)}</option>`).join("")}</select></label><div class="chart"><canvas id="chart-trend-${i}"></canvas></div>`}`).join("")}`,
   ].join("\n");
 }
 
@@ -277,8 +324,8 @@ export function renderHtmlReport(history: History, latest: RunView, chartJsSourc
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>bringup-bench report ${escape(latest.runId)}</title>
 <style>body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
-pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}.chart{position:relative;height:320px}.chart.small{height:260px;max-width:520px}
-.verdict{border-left:6px solid;padding:.25rem 1rem;margin-bottom:1rem}.verdict.pass{border-color:#2ca02c}.verdict.fail{border-color:#d62728}.bands{font-size:.85rem;color:#555}</style>
+pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}.chart{position:relative;height:320px}.chart.small{height:260px;max-width:520px}
+.verdict{border-left:6px solid;padding:.25rem 1rem;margin-bottom:1rem}.verdict.pass{border-color:#2ca02c}.verdict.fail{border-color:#d62728}.verdict.mixed{border-color:#ff9f00}.bands{font-size:.85rem;color:#555}</style>
 <script>${chartJsSource.replace(/<\/script/gi, "<\\/script")}</script></head>
 <body>${sections.join("\n")}
 <script type="application/json" id="bench-data">${json}</script>

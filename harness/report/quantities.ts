@@ -1,29 +1,39 @@
+import { KLD_RESOLUTION_NATS } from "../accuracy/kld.js";
 import { DEFAULT_PERF_TOLERANCE, type Better } from "../gates/baseline.js";
 import { caseNameOfLine } from "../kernels/score.js";
 import type { StoredRun } from "../results/read-run.js";
 import { isKernelCheck } from "../results/kernel-checks.js";
 import type { GateVerdict } from "../results/types.js";
 
+/** Parity gaps are whole milli-nats (docs/metrics.md): a smaller one is no gap. */
+const GAP_RESOLUTION_NATS = 1e-3;
+
 /**
  * The kinds of quantity a history tracks, one trend chart each. `tolerance` is the relative band
  * around the first run on a machine when no baseline gives one (0: any change is a change — counts
- * and bytes are exact).
+ * and bytes are exact). `resolution`: a value smaller than this in magnitude is zero, and a band is
+ * never narrower than it — below it a change is rounding, not a change (0: every digit counts).
  */
 export const QUANTITY_KINDS = {
-  batch1_tokens_per_second: { title: "Batch-1 speed per SUT arm", unit: "tok/s", better: "higher", tolerance: DEFAULT_PERF_TOLERANCE },
-  load_output_tokens_per_second: { title: "Load points: output throughput", unit: "tok/s", better: "higher", tolerance: DEFAULT_PERF_TOLERANCE },
-  load_ttft_p99_ms: { title: "Load points: TTFT p99", unit: "ms", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  load_tpot_p99_ms: { title: "Load points: TPOT p99", unit: "ms", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  parity_strict: { title: "Parity: STRICT prompts per arm", unit: "prompts", better: "higher", tolerance: 0 },
-  parity_max_gap_nats: { title: "Parity: max gap per arm", unit: "nats", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  teacher_forced_kld_mean: { title: "Teacher-forced KLD on the oracle's top-K support, mean per position", unit: "nats", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  needle_y: { title: "Needle grid: Y cells", unit: "cells", better: "higher", tolerance: 0 },
-  kernel_worst_ratio: { title: "Kernels: worst error as a fraction of its bound, per op", unit: "ratio to bound", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  kernel_us_per_call: { title: "Kernels: median time per call", unit: "µs/call", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE },
-  trace_demand_bytes: { title: "Trace-region demand per capture", unit: "bytes", better: "lower", tolerance: 0 },
-} as const satisfies Record<string, { title: string; unit: string; better: Better; tolerance: number }>;
+  batch1_tokens_per_second: { title: "Batch-1 speed per SUT arm", unit: "tok/s", better: "higher", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  load_output_tokens_per_second: { title: "Load points: output throughput", unit: "tok/s", better: "higher", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  load_ttft_p99_ms: { title: "Load points: TTFT p99", unit: "ms", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  load_tpot_p99_ms: { title: "Load points: TPOT p99", unit: "ms", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  parity_strict: { title: "Parity: STRICT prompts per arm", unit: "prompts", better: "higher", tolerance: 0, resolution: 0 },
+  parity_max_gap_nats: { title: "Parity: max gap per arm", unit: "nats", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: GAP_RESOLUTION_NATS },
+  teacher_forced_kld_mean: { title: "Teacher-forced KLD (oracle's top-K support, tail bounded), mean per position", unit: "nats", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: KLD_RESOLUTION_NATS },
+  needle_y: { title: "Needle grid: Y cells", unit: "cells", better: "higher", tolerance: 0, resolution: 0 },
+  kernel_worst_ratio: { title: "Kernels: worst error as a fraction of its bound, per op", unit: "ratio to bound", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  kernel_us_per_call: { title: "Kernels: median time per call", unit: "µs/call", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
+  trace_demand_bytes: { title: "Trace-region demand per capture", unit: "bytes", better: "lower", tolerance: 0, resolution: 0 },
+} as const satisfies Record<string, { title: string; unit: string; better: Better; tolerance: number; resolution: number }>;
 
 export type QuantityKind = keyof typeof QUANTITY_KINDS;
+
+/** A value as the report compares it: one below its kind's resolution is zero. */
+export function resolvedValue(kind: QuantityKind, value: number): number {
+  return Math.abs(value) < QUANTITY_KINDS[kind].resolution ? 0 : value;
+}
 
 /** One number a run offers to a trend. `subject` is what it is about (suite/arm, a load point, a kernel case, a capture). */
 export interface TrackedQuantity {
@@ -51,12 +61,13 @@ function metric(v: GateVerdict, name: string): number | undefined {
 
 /**
  * Every tracked quantity of one run, read defensively from summary.json and cells.arrow: a field
- * that is absent, null or not a finite number is left out (the trend shows a gap), never zero.
+ * that is absent, null or not a finite number is left out (the trend shows a gap), never zero; one
+ * below its kind's resolution is zero.
  */
 export function quantitiesOfRun(run: StoredRun): TrackedQuantity[] {
   const out: TrackedQuantity[] = [];
   const add = (kind: QuantityKind, subject: string, value: number | undefined) => {
-    if (value !== undefined && Number.isFinite(value)) out.push({ kind, subject, value });
+    if (value !== undefined && Number.isFinite(value)) out.push({ kind, subject, value: resolvedValue(kind, value) });
   };
   for (const v of run.summary.verdicts) {
     const subject = `${v.suite}/${v.arm}`;

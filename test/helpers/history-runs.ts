@@ -13,7 +13,7 @@ function cell(fields: Partial<CellRecord> & Pick<CellRecord, "suite" | "arm" | "
   };
 }
 
-const pass = (suite: string, arm: string, check: CheckName, metrics: Record<string, number | string | null>, gate: "required" | "informational" = "required"): GateVerdict =>
+export const pass = (suite: string, arm: string, check: CheckName, metrics: Record<string, number | string | null>, gate: "required" | "informational" = "required"): GateVerdict =>
   ({ suite, arm, check, gate, status: "pass", summary: `${arm} ${check}: known test values`, metrics });
 
 /** The known values of run `i` (1-based) of the ten-run history. */
@@ -78,4 +78,14 @@ export async function writeTenRuns(runsDir: string): Promise<void> {
     // Start times are recorded to the millisecond: keep consecutive runs apart.
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/** Writes one run through the real results writer with the given verdicts; its exit code is theirs. */
+export async function writeRun(runsDir: string, id: string, verdicts: readonly GateVerdict[]): Promise<void> {
+  const run = new RunDirectory(id, runsDir, ["bench", "run", "(test window)"]);
+  await run.open();
+  for (const verdict of verdicts) await run.record({ kind: "verdict", verdict });
+  await run.flush("complete", exitCodeFor(verdicts));
+  // Start times are recorded to the millisecond: keep consecutive runs apart.
+  await new Promise((resolve) => setTimeout(resolve, 5));
 }

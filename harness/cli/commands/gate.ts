@@ -5,6 +5,8 @@ import { BenchError } from "../../errors.js";
 import { baselineFromRun, gatedMetrics, readBaseline, type Baseline } from "../../gates/baseline.js";
 import { baselineRefusal } from "../../gates/baseline-source.js";
 import { applyRatchets, baselineDiff } from "../../gates/ratchets.js";
+import { sharedFingerprint } from "../../gates/speed-bands.js";
+import { machineFingerprint } from "../../results/machine.js";
 import { writeFileAtomic } from "../../io/atomic-write.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT, type ExitCode } from "../../results/exit-code.js";
@@ -26,7 +28,7 @@ export function registerGate(program: Command): void {
   program
     .command("gate")
     .description("hold a run to a baseline: parity and needle ratchets, two-sided perf bands, trace-region demand")
-    .argument("[run]", "run id under --runs-dir or a run directory (default: the latest run)")
+    .argument("[runs...]", "run id under --runs-dir or a run directory (default: the latest run); with --update, more runs of the same battery on the same machine: speed bands are learned from their spread")
     .requiredOption("--baseline <file>", "reports/baselines/<name>.json")
     .option("--runs-dir <dir>", "where run directories are", RUNS_DIR)
     .option("--strict", "a gated metric missing from the baseline fails instead of warning")
@@ -34,8 +36,12 @@ export function registerGate(program: Command): void {
     .option("--accept-failing", "with --update: take the baseline from a run that did not pass anyway; the baseline records why, and every gate against it warns (fails under --strict)")
     .option("--create-if-missing", "first run: when the baseline file does not exist, create it from this run if the run passed (exit 0), else write nothing; exit with the run's code")
     .addHelpText("after", "\nExit codes: 0 pass, 1 a ratchet or band failed (or the run itself failed), 2 error, 77 the run skipped a required gate.")
-    .action(async (runArg: string | undefined, options: GateOptions) => {
-      const run = readRun(runArg ?? latestRunDirectory(options.runsDir), options.runsDir);
+    .action(async (runArgs: string[], options: GateOptions) => {
+      if (runArgs.length > 1 && options.update !== true) {
+        throw new BenchError(`${runArgs.length} runs given: bench gate holds one run to the baseline`, { field: "[runs...]", fix: "name one run, or add --update to learn the baseline's speed bands from several" });
+      }
+      const run = readRun(runArgs[0] ?? latestRunDirectory(options.runsDir), options.runsDir);
+      const repeats = runArgs.slice(1).map((arg) => readRun(arg, options.runsDir));
       const previous: Baseline | undefined = existsSync(options.baseline) ? readBaseline(options.baseline) : undefined;
       if (options.acceptFailing === true && options.update !== true) {
         throw new BenchError("--accept-failing only applies to --update", { field: "--accept-failing", fix: "add --update, or drop --accept-failing" });
@@ -48,7 +54,8 @@ export function registerGate(program: Command): void {
           });
         }
         if (refusal !== undefined) warn(`${options.baseline} taken from a run that did not pass: ${refusal.reason}`, "recorded as accepted_failing; every gate against it warns, and fails under --strict, until a passing run replaces it");
-        const next = baselineFromRun(previous?.name ?? basename(options.baseline, ".json"), run, previous, refusal?.reason);
+        checkRepeats(run, repeats);
+        const next = baselineFromRun(previous?.name ?? basename(options.baseline, ".json"), run, previous, refusal?.reason, repeats);
         const before = previous === undefined ? "" : `${JSON.stringify(previous, null, 2)}\n`;
         const after = `${JSON.stringify(next, null, 2)}\n`;
         await writeFileAtomic(options.baseline, after);
@@ -100,6 +107,33 @@ export function registerGate(program: Command): void {
       appendStepSummary([`### bench gate: ${run.summary.run_id} against \`${options.baseline}\` — exit ${code}`, "", "```", ...[...lines, ...runLines].map((l) => l.replace(/\u001b\[[0-9;]*m/g, "")), "```"].join("\n"));
       setExitCode(code);
     });
+}
+
+/**
+ * Speed bands are learned only from distinct passing runs of the same selection on the machine the
+ * baseline's run ran on: a band that mixes machines or batteries, or a failed run's speed, says
+ * nothing about the next run here.
+ */
+function checkRepeats(run: StoredRun, repeats: readonly StoredRun[]): void {
+  const selection = (r: StoredRun) => JSON.stringify(r.summary.selection ?? null);
+  for (const repeat of repeats) {
+    const refusal = baselineRefusal(repeat);
+    if (refusal !== undefined) throw new BenchError(`cannot learn speed bands from it: ${refusal.reason}`, { file: repeat.directory, fix: "leave that run out of the runs given to --update" });
+    if (selection(repeat) !== selection(run)) {
+      throw new BenchError(`run ${repeat.summary.run_id} selected ${selection(repeat)}, run ${run.summary.run_id} ${selection(run)}: speed bands are learned from repeats of one battery`, {
+        file: repeat.directory, field: "selection", fix: "give --update runs made with the same bench run options",
+      });
+    }
+    if (repeat.summary.run_id === run.summary.run_id || repeats.filter((r) => r.summary.run_id === repeat.summary.run_id).length > 1) {
+      throw new BenchError(`run ${repeat.summary.run_id} given twice: a spread needs distinct runs`, { file: repeat.directory, fix: "name each run once" });
+    }
+  }
+  if (repeats.length > 0 && sharedFingerprint([run, ...repeats]) === undefined) {
+    const other = repeats.find((r) => machineFingerprint(r.summary.machine) !== machineFingerprint(run.summary.machine))!;
+    throw new BenchError(`ran on ${machineFingerprint(other.summary.machine)}, run ${run.summary.run_id} on ${machineFingerprint(run.summary.machine)}: speed bands are learned on one machine`, {
+      file: other.directory, field: "machine", fix: "give --update runs from one machine only",
+    });
+  }
 }
 
 /**
