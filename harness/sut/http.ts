@@ -61,6 +61,10 @@ export interface ManagedServerOptions {
   /** `bench serve`'s defaults (F16, 512) when absent: what a production server runs. */
   readonly kvCacheType?: "F32" | "F16";
   readonly batchSize?: number;
+  /** On when absent, as `bench serve` runs it. */
+  readonly promptCache?: boolean;
+  /** Prompt tokens per llama_decode; the batch size when absent. */
+  readonly prefillChunk?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -73,7 +77,8 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   const args = [join(PACKAGE_ROOT, "bin", "bench.js"), "serve", "--model", options.modelPath, "--port", "0", "--unvalidated",
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
-    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []), "--exit-with-stdin"];
+    "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []),
+    ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]), "--exit-with-stdin"];
   // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.
   const child = trackChild(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   options.onProcess?.(child, "bench serve");
