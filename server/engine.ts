@@ -11,7 +11,7 @@ import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
-import { chooseSlot, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
+import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -402,7 +402,11 @@ export class BatchEngine {
       inRound.forEach((e, i) => {
         e.slot.cache.tokens.push(...e.piece);
         next.set(e.slot, decoded[i]);
-        if (e.stop.checkpointAs !== undefined) e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: native.saveCheckpoint(e.slot.sequenceId) });
+        if (e.stop.checkpointAs !== undefined) {
+          const data = native.saveCheckpoint(e.slot.sequenceId);
+          const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
+          e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
+        }
         // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
         if (this.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
       });

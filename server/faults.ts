@@ -15,8 +15,9 @@ import { BenchError } from "../harness/errors.js";
  * (recurrent and sliding-window families; attention-only models have no checkpoints).
  * `restore-other-slot`: a prefix hit resumes from another slot's state: its checkpoint of the same
  * length, or (attention-only models) its first cells copied in.
- * `swa-past-window`: a sliding-window cache cut back to the shared prefix is reused even when the
- * cells the window needs are gone (gemma4).
+ * `swa-past-window`: a sliding-window cache cut back to the shared prefix is reused without a
+ * checkpoint whenever its first position is early enough (llama_memory_seq_pos_min), although
+ * cells inside the window may have been overwritten (gemma4).
  * `chunk-drops-conv`: at every prefill chunk edge the sequence is cleared, so the next chunk starts
  * as a new sequence: an emulation of a chunked prefill that drops the conv state, since llama.cpp
  * offers no way to zero the conv state alone (it drops the SSM state and earlier cells too).

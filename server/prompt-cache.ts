@@ -18,8 +18,10 @@ export interface Checkpoint {
 
 /**
  * How a model's state can be cut back to a shorter prefix: attention KV by removing cells;
- * a sliding window only while the cells the window needs are still there; recurrent state
- * (alone or beside attention) never, only restored from a checkpoint.
+ * recurrent state (alone or beside attention) never, only restored from a checkpoint; a sliding
+ * window only from a checkpoint too. llama.cpp reuses any cell that left a sequence's window for
+ * new tokens, not only the oldest, so a window cut back to an earlier position can have holes
+ * that llama_memory_seq_pos_min does not show (measured: docs/server-cache.md).
  */
 export type StateKind = "attention" | "sliding-window" | "recurrent";
 
@@ -110,6 +112,25 @@ export function prefillStops(from: number, to: number, chunk: number, checkpoint
   return ends.map((end) => ({ end, checkpointAs: taken.get(end), chunkEdge: chunkEdges.has(end) }));
 }
 
+/**
+ * FAULT restore-one-early: a recurrent checkpoint taken one token early gets the position of the
+ * stop it is filed under, so llama.cpp resumes from it there (the state lacks one token). The
+ * recurrent part of a sequence's state holds its one cell as a count (u32 1) and the cell's last
+ * position (i32), after a short header (src/llama-memory-recurrent.cpp, state_write): the first
+ * such pair near the start, with the position the early state has, is relabelled.
+ */
+export function misfiledCheckpoint(data: Uint8Array, filedAs: number): Uint8Array {
+  const copy = data.slice();
+  const view = new DataView(copy.buffer);
+  for (let offset = 0; offset + 8 <= Math.min(copy.byteLength, 64); offset += 4) {
+    if (view.getUint32(offset, true) === 1 && view.getInt32(offset + 4, true) === filedAs - 2) {
+      view.setInt32(offset + 4, filedAs - 1, true);
+      return copy;
+    }
+  }
+  throw new Error("FAULT restore-one-early: the recurrent state's layout is not the one this fault knows");
+}
+
 type ReachedNative = Extract<NativeContext, { reached: true }>;
 
 /** A slot as the prompt cache sees it: its llama.cpp sequence and what it holds. */
@@ -146,16 +167,18 @@ function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly C
     // FAULT: the hit's cells are taken from another slot's sequence, which holds another prompt.
     const other = others.find((o) => o.cache.tokens.length >= wanted);
     if (other !== undefined) {
+      // llama.cpp copies between per-sequence streams only whole.
       native.clearSequence(sequenceId);
-      native.copySequence(other.sequenceId, sequenceId, 0, wanted);
-      return wanted;
+      native.copySequence(other.sequenceId, sequenceId, -1, -1);
+      return native.removeFrom(sequenceId, wanted) ? wanted : 0;
     }
   }
   // The sequence ends exactly where the prompt goes on (a multi-turn extension): nothing to undo.
   if (wanted === cache.tokens.length) return wanted;
   if (kind === "attention") return native.removeFrom(sequenceId, wanted) ? wanted : 0;
-  if (kind === "sliding-window" && native.removeFrom(sequenceId, wanted)) {
-    if (fault === "swa-past-window" || windowIntact(native.firstPosition(sequenceId), wanted, native.memoryKind.slidingWindow)) return wanted;
+  if (kind === "sliding-window" && fault === "swa-past-window" && native.removeFrom(sequenceId, wanted)) {
+    // FAULT: the window is trusted when its first position is early enough, as if it had no holes.
+    if (windowStartsInTime(native.firstPosition(sequenceId), wanted, native.memoryKind.slidingWindow)) return wanted;
   }
   let checkpoint = [...cache.checkpoints].reverse().find((c) => c.tokens > 0 && c.tokens <= wanted);
   if (checkpoint === undefined) return 0;
@@ -168,10 +191,10 @@ function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly C
 }
 
 /**
- * Whether a sliding-window cache cut back to n tokens still holds every cell the token at position
- * n attends to (positions after n - window), with one cell to spare: llama.cpp drops cells that
- * left the window, and a cut cannot bring them back.
+ * FAULT swa-past-window's test: the first position a sliding-window cache cut back to n tokens
+ * holds is no later than the window of the token at n needs (positions after n - window). It
+ * says nothing of holes after it.
  */
-function windowIntact(firstPosition: number, n: number, window: number): boolean {
+function windowStartsInTime(firstPosition: number, n: number, window: number): boolean {
   return firstPosition >= 0 && firstPosition <= Math.max(0, n - window);
 }
