@@ -121,8 +121,9 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
     try {
       // `_ctx` is node-llama-cpp's native context (private in its typings; the version is pinned exactly).
       // node-llama-cpp gives llama.cpp one more batch slot on sliding-window models without a full-size window cache (its LlamaContext constructor).
-      const internal = context as unknown as { _ctx: object; _swaFullCache: boolean };
-      const swaExtra = (context.model.fileInsights.swaSize ?? 0) > 0 && !internal._swaFullCache ? 1 : 0;
+      // Read defensively: what is passed may not be a node-llama-cpp context at all (open says so then).
+      const internal = context as unknown as { _ctx: object; _swaFullCache?: boolean; model?: { fileInsights?: { swaSize?: number } } };
+      const swaExtra = (internal.model?.fileInsights?.swaSize ?? 0) > 0 && internal._swaFullCache !== true ? 1 : 0;
       const handle = loaded.open(internal._ctx, { ...shape, batchSize: shape.batchSize + swaExtra });
       if (shape.threads > 1) loaded.attachPool(handle, POLL);
       outcome = {
