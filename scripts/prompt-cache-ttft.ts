@@ -25,7 +25,7 @@ const THREADS = Number(process.env.BENCH_THREADS ?? 1);
 const SLOTS = 4;
 const CONTEXT_PER_SLOT = 1024;
 const OUTPUT_TOKENS = 8;
-/** About 450 tokens on the fixtures' character-level vocabulary. */
+/** About 550 tokens on the fixtures' character-level vocabulary. */
 const PREFIX = "You are a careful assistant for a railway timetable office. Answer in one short sentence, name the station and the platform, "
   + "and never guess: if a train is not listed, say so. Trains: the 07:10 to Northgate from platform 2, the 07:45 to Harbour Road from platform 5, "
   + "the 08:05 to Millbrook from platform 1, the 08:30 to Northgate from platform 3, the 09:15 to Eastfield from platform 4, "

@@ -380,9 +380,10 @@ export class BatchEngine {
       return { slot, from, tokens: job.request.promptIds.slice(from), stops: prefillStops(from, job.request.promptIds.length, this.cacheSettings.prefillChunk, checkpointed, this.fault) };
     });
     const next = new Map<Slot, number>();
+    const failed = new Set<Slot>();
     // Round r decodes every entry's r-th stretch together, in one llama_decode (more past the chunk).
-    for (let round = 0; entries.some((e) => e.stops.length > round); round++) {
-      const inRound = entries.filter((e) => e.stops.length > round).map((e) => {
+    for (let round = 0; entries.some((e) => e.stops.length > round && !failed.has(e.slot)); round++) {
+      const inRound = entries.filter((e) => e.stops.length > round && !failed.has(e.slot)).map((e) => {
         const start = round === 0 ? e.from : e.stops[round - 1].end;
         return { slot: e.slot, start, piece: e.tokens.slice(start - e.from, e.stops[round].end - e.from), stop: e.stops[round] };
       });
@@ -402,16 +403,21 @@ export class BatchEngine {
       inRound.forEach((e, i) => {
         e.slot.cache.tokens.push(...e.piece);
         next.set(e.slot, decoded[i]);
-        if (e.stop.checkpointAs !== undefined) {
-          const data = native.saveCheckpoint(e.slot.sequenceId);
-          const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
-          e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
+        try {
+          if (e.stop.checkpointAs !== undefined) {
+            const data = native.saveCheckpoint(e.slot.sequenceId);
+            const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
+            e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
+          }
+        } catch (error) {
+          failed.add(e.slot);
+          this.fail(e.slot, error);
         }
         // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
         if (this.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
       });
     }
-    for (const slot of live) {
+    for (const slot of live.filter((s) => !failed.has(s))) {
       try {
         if (admitted.includes(slot)) slot.job!.renderer = new PieceRenderer(this.model, slot.job!.request.promptIds.slice(-8));
         this.accept(slot, { next: { token: next.get(slot)! as Token } });
