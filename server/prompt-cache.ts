@@ -180,7 +180,7 @@ function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly C
     // FAULT: the window is trusted when its first position is early enough, as if it had no holes.
     if (windowStartsInTime(native.firstPosition(sequenceId), wanted, native.memoryKind.slidingWindow)) return wanted;
   }
-  let checkpoint = [...cache.checkpoints].reverse().find((c) => c.tokens > 0 && c.tokens <= wanted);
+  let checkpoint = cache.checkpoints.filter((c) => c.tokens > 0 && c.tokens <= wanted).reduce<Checkpoint | undefined>((best, c) => (best === undefined || c.tokens > best.tokens ? c : best), undefined);
   if (checkpoint === undefined) return 0;
   if (fault === "restore-other-slot") {
     // FAULT: the checkpoint restored is another slot's, filed under the same length.

@@ -9,6 +9,7 @@ import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer, type ManagedServerOptions } from "../harness/sut/http.js";
 import { SERVER_FAULT_ENV, type ServerFault } from "../server/faults.js";
+import { chooseSlot, prefillStops, SlotCache } from "../server/prompt-cache.js";
 
 const MAX_TOKENS = 16;
 /** Small chunks: checkpoints at every 8 tokens, and chunk edges inside every prompt. */
@@ -54,6 +55,26 @@ const MORE = " Then it ran away into the woods, quietly.";
 const OTHER = "Zebras graze on the open plain while birds circle above them.";
 const LONG = "A long letter about the weather, the harvest, the neighbours and the roads: it rained all week, the barley is late, the mill is closed for repairs, and the bridge to town washed out on Tuesday night.";
 const LONG_OTHER = "Another long letter, about ships and harbours and the price of salt: three boats came in on Monday, the fish market was full, and the lighthouse keeper retired after forty years on the rock.";
+
+const plan = suite("prompt-cache.ts: prefill stops and slot choice");
+
+plan("a prefill stops at every chunk edge from where it starts; checkpointed state also one token before the end and at the end", () => {
+  assert.equal(prefillStops(0, 20, 8, false, undefined).map((s) => s.end), [8, 16, 20]);
+  assert.equal(prefillStops(5, 20, 8, true, undefined).map((s) => [s.end, s.checkpointAs, s.chunkEdge]), [[13, 13, true], [19, 19, false], [20, 20, false]]);
+  // FAULT restore-one-early: every checkpoint taken one token before the stop it is filed under.
+  assert.equal(prefillStops(0, 20, 8, true, "restore-one-early").filter((s) => s.checkpointAs !== undefined).map((s) => [s.end, s.checkpointAs]), [[7, 8], [15, 16], [18, 19], [19, 20]]);
+});
+
+plan("a request goes to the idle slot with the longest shared prefix, ties and short matches to the least recently used", () => {
+  const slot = (tokens: number[], lastUsed: number) => Object.assign(new SlotCache(), { tokens, lastUsed });
+  const slots = [{ cache: slot([1, 2, 3, 4], 1) }, { cache: slot([1, 2, 9], 2) }, { cache: slot([], 0) }];
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], true), slots[0]);
+  // A lone shared first token is under a tenth of the prompt: no match, so the least recently used.
+  assert.is(chooseSlot(slots, [1, ...Array.from({ length: 20 }, () => 7)], true), slots[2]);
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], false), slots[2]);
+});
+
+plan.run();
 
 interface Family {
   readonly model: string;
