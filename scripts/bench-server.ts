@@ -8,6 +8,7 @@
  * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×.
  *
  * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points;
+ * BENCH_PROMPT_CACHE=off starts ours with --no-prompt-cache (on by default, as `bench serve`);
  * BENCH_REQUESTS and BENCH_THREADS override the request count and threads (on an oversubscribed
  * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
@@ -35,6 +36,7 @@ const INPUT_TOKENS = 32;
 const OUTPUT_TOKENS = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,4,16").split(",").map(Number);
+const PROMPT_CACHE = process.env.BENCH_PROMPT_CACHE !== "off";
 const TARGET_TPS_RATIO = 0.9;
 const TARGET_TTFT_P99_RATIO = 1.2;
 
@@ -75,14 +77,14 @@ async function startLlamaServer(port: number): Promise<{ baseUrl: string; stop: 
   };
 }
 
-const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, bootTimeoutS: 120 });
+const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, promptCache: PROMPT_CACHE, bootTimeoutS: 120 });
 const llama = await startLlamaServer(18_000 + Math.floor(Math.random() * 20_000));
 try {
   const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
   const prompts = await randomPrompts(REQUESTS + 2, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
   const sides = [["ours", ours.baseUrl], ["llama-server", llama.baseUrl]] as const;
-  console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; `
+  console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ours with the prompt cache ${PROMPT_CACHE ? "on" : "off"}; ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; `
     + `${REQUESTS} streamed greedy requests of ${INPUT_TOKENS} prompt / ${OUTPUT_TOKENS} output tokens per round, closed loop, sides alternating, ${ROUNDS} rounds; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   let allMet = true;
   for (const clients of CONCURRENCY) {

@@ -11,6 +11,7 @@ import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -63,6 +64,8 @@ export interface GenerationResult {
   /** Positions 1..n-1 of the prompt, when promptLogprobs > 0. */
   readonly promptLogprobs?: readonly PromptLogprob[];
   readonly ttftSeconds: number | undefined;
+  /** Prompt tokens not evaluated because the slot's cache held them (usage.prompt_tokens_details.cached_tokens). */
+  readonly cachedTokens: number;
 }
 
 /** Thrown by submit when the in-flight cap is reached (the HTTP layer answers 429). */
@@ -76,6 +79,8 @@ export interface EngineObserver {
   /** A submitted request the engine failed: with finished, every submitted request is counted once. */
   readonly errored: () => void;
   readonly finished: (reason: FinishReason, ttftSeconds: number | undefined, generated: number) => void;
+  /** A prompt admitted to a slot: its length, the tokens reported cached, and the tokens it will evaluate. */
+  readonly prompt: (tokens: number, cached: number, evaluated: number) => void;
   readonly step: (seconds: number, activeSlots: number, queueDepth: number) => void;
 }
 
@@ -85,8 +90,8 @@ interface Slot {
   readonly sequenceId: number;
   /** Whether node-llama-cpp evaluated tokens in it since it was last cleared (its clearHistory is then needed). */
   throughNode: boolean;
-  /** Where stepGreedily's next token goes: the cells it filled since the slot was last cleared. */
-  nextPosition: number;
+  /** What the sequence holds for stepGreedily (its length is where the next token goes); empty for node-llama-cpp's path. */
+  readonly cache: SlotCache;
   job: Job | undefined;
 }
 
@@ -103,6 +108,8 @@ interface Job {
   stopAt: number | undefined;
   firstTokenAt: number | undefined;
   promptLogprobs: PromptLogprob[] | undefined;
+  /** Reported as usage's cached tokens. */
+  cachedTokens: number;
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
 }
@@ -150,6 +157,9 @@ export class BatchEngine {
   private draining = false;
   private stopped = false;
   private readonly loop: Promise<void>;
+  /** How the model's state can be cut back (undefined without the addon: no prompt cache then). */
+  private readonly stateKind: StateKind | undefined;
+  private admissions = 0;
 
   constructor(
     private readonly model: LlamaModel,
@@ -160,13 +170,15 @@ export class BatchEngine {
     readonly contextSize: number,
     readonly maxQueue: number,
     private readonly observer: EngineObserver,
+    readonly cacheSettings: PromptCacheSettings,
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault?: ServerFault,
   ) {
     orderSampling(context, native);
+    this.stateKind = native.reached ? stateKind(native.memoryKind) : undefined;
     this.slots = Array.from({ length: slotCount }, () => {
       const sequence = context.getSequence();
-      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, nextPosition: 0, job: undefined };
+      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, cache: new SlotCache(), job: undefined };
     });
     this.loop = this.run();
   }
@@ -192,7 +204,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, resolve, reject });
       this.wake?.();
     });
   }
@@ -219,19 +231,19 @@ export class BatchEngine {
       }
       const started = performance.now();
       const admitted: Slot[] = [];
-      for (const slot of this.slots) {
-        if (slot.job === undefined && this.queue.length > 0) {
-          slot.job = this.queue.shift();
-          admitted.push(slot);
-        }
+      for (let idle = this.idleSlots(); idle.length > 0 && this.queue.length > 0; idle = this.idleSlots()) {
+        const job = this.queue.shift()!;
+        const slot = chooseSlot(idle, job.request.promptIds, this.cacheSettings.promptCache);
+        slot.job = job;
+        slot.cache.lastUsed = ++this.admissions;
+        admitted.push(slot);
       }
-      for (const slot of admitted) await this.guard(slot, () => this.clear(slot));
+      for (const slot of admitted) await this.guard(slot, () => (this.decodesNatively(slot.job!.request) ? this.reuse(slot) : this.clear(slot)));
       // Greedy requests without log-probs go to llama.cpp in one batch of our own (stepGreedily);
       // the rest through node-llama-cpp, awaited together so they share one llama_decode (it batches
       // the calls of one tick). One after the other: never two decodes at once.
       const working = this.slots.filter((slot) => slot.job !== undefined);
-      // The FAKE slot-clear fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended.
-      const greedy = this.native.reached && this.fault === undefined ? working.filter((slot) => isPlainGreedy(slot.job!.request)) : [];
+      const greedy = working.filter((slot) => this.decodesNatively(slot.job!.request));
       const throughNode = working.filter((slot) => !greedy.includes(slot));
       for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
@@ -244,13 +256,22 @@ export class BatchEngine {
     }
   }
 
+  private idleSlots(): Slot[] {
+    return this.slots.filter((slot) => slot.job === undefined);
+  }
+
+  /** Plain greedy requests are decoded by stepGreedily, the one path with a prompt cache. The FAKE slot-clear fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended. */
+  private decodesNatively(request: GenerationRequest): boolean {
+    return this.native.reached && this.fault !== "skip-slot-clear" && isPlainGreedy(request);
+  }
+
   private dropCancelledFromQueue(): void {
     for (let i = this.queue.length - 1; i >= 0; i--) {
       const job = this.queue[i];
       if (job.request.signal.aborted) {
         this.queue.splice(i, 1);
         this.observer.finished("cancelled", undefined, 0);
-        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined });
+        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined, cachedTokens: 0 });
       }
     }
   }
@@ -267,18 +288,49 @@ export class BatchEngine {
   private fail(slot: Slot, error: unknown): void {
     const job = slot.job;
     slot.job = undefined;
+    // What the sequence holds after a failed step is unknown: the next request starts cold.
+    slot.cache.forget();
     if (job !== undefined) this.observer.errored();
     job?.reject(error);
   }
 
   /** A reused slot must start from nothing: for hybrid and recurrent models this also resets the recurrent and conv state (node-llama-cpp drops the whole sequence when its first cell goes). */
   private async clear(slot: Slot): Promise<void> {
+    this.observer.prompt(slot.job!.request.promptIds.length, 0, slot.job!.request.promptIds.length);
     if (this.fault === "skip-slot-clear") return;
     // node-llama-cpp erases only the tokens it evaluated itself; stepGreedily's are ours to erase.
     if (slot.throughNode || !this.native.reached) await slot.sequence.clearHistory();
     slot.throughNode = false;
-    slot.nextPosition = 0;
+    slot.cache.forget();
     if (this.native.reached) this.native.clearSequence(slot.sequenceId);
+  }
+
+  /**
+   * A plain greedy request keeps what its slot's sequence holds of the longest prefix it shares
+   * with the prompt (prompt-cache.ts says when that is valid), so stepGreedily prefills only the rest.
+   */
+  private async reuse(slot: Slot): Promise<void> {
+    const job = slot.job!;
+    if (slot.throughNode) {
+      await slot.sequence.clearHistory();
+      slot.throughNode = false;
+    }
+    if (!this.native.reached || this.stateKind === undefined) throw new Error("the prompt cache needs the llama-context addon");
+    let reused = 0;
+    if (this.cacheSettings.promptCache) {
+      reused = reusePrefix(this.native, slot, this.slots.filter((other) => other !== slot), job.request.promptIds, this.stateKind, this.fault);
+    } else {
+      slot.cache.forget();
+      this.native.clearSequence(slot.sequenceId);
+    }
+    job.cachedTokens = this.fault === "reuse-not-reported" ? 0 : reused;
+    if (this.fault === "report-hits-no-reuse") {
+      // FAULT: the hit is reported, and everything is prefilled again anyway.
+      slot.cache.forget();
+      this.native.clearSequence(slot.sequenceId);
+    }
+    // stepGreedily prefills the prompt from where the slot's cache ends.
+    this.observer.prompt(job.request.promptIds.length, job.cachedTokens, job.request.promptIds.length - slot.cache.tokens.length);
   }
 
   private async prefill(slot: Slot): Promise<void> {
@@ -288,7 +340,11 @@ export class BatchEngine {
     const withPromptLogprobs = request.promptLogprobs > 0;
     const last = prompt.length - 1;
     const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
-    const output = await slot.sequence.controlledEvaluate(input) as (NextTokenOutput | undefined)[];
+    // The prompt in prefill chunks, one evaluation each.
+    const output: (NextTokenOutput | undefined)[] = [];
+    for (let start = 0; start < input.length; start += this.cacheSettings.prefillChunk) {
+      output.push(...await slot.sequence.controlledEvaluate(input.slice(start, start + this.cacheSettings.prefillChunk)) as (NextTokenOutput | undefined)[]);
+    }
     if (withPromptLogprobs) {
       job.promptLogprobs = prompt.slice(1).map((id, i) => {
         const probabilities = output[i]!.next.probabilities!;
@@ -312,34 +368,63 @@ export class BatchEngine {
       return false;
     });
     if (live.length === 0 || !this.native.reached) return;
-    // An admitted prompt goes in whole, a decoding slot's last sampled token alone, each where the slot's cells end.
-    const pending = live.map((slot) => {
+    const native = this.native;
+    // Checkpoints only where the state cannot be cut back, and only for a cache that will use them.
+    const checkpointed = this.cacheSettings.promptCache && this.stateKind !== "attention";
+    // Each entry's remaining stops: a decoding slot's last sampled token is one stop; an admitted
+    // prompt's uncached rest is split at its prefill stops (chunk edges, checkpoints).
+    const entries = live.map((slot) => {
       const job = slot.job!;
-      const tokens = admitted.includes(slot) ? job.request.promptIds : [job.ids[job.ids.length - 1]];
-      const start = slot.nextPosition;
-      slot.nextPosition += tokens.length;
-      return { tokens, start };
+      const from = slot.cache.tokens.length;
+      if (!admitted.includes(slot)) return { slot, from, tokens: [job.ids[job.ids.length - 1]], stops: [{ end: from + 1, checkpointAs: undefined, chunkEdge: false }] };
+      return { slot, from, tokens: job.request.promptIds.slice(from), stops: prefillStops(from, job.request.promptIds.length, this.cacheSettings.prefillChunk, checkpointed, this.fault) };
     });
-    let next: Int32Array;
-    try {
-      next = this.native.decodeGreedy(
-        Int32Array.from(live, (slot) => slot.sequenceId),
-        Int32Array.from(pending, (p) => p.tokens.length),
-        Int32Array.from(pending.flatMap((p) => p.tokens)),
-        Int32Array.from(pending, (p) => p.start),
-      );
-    } catch (error) {
-      for (const slot of live) this.fail(slot, error);
-      return;
+    const next = new Map<Slot, number>();
+    const failed = new Set<Slot>();
+    // Round r decodes every entry's r-th stretch together, in one llama_decode (more past the chunk).
+    for (let round = 0; entries.some((e) => e.stops.length > round && !failed.has(e.slot)); round++) {
+      const inRound = entries.filter((e) => e.stops.length > round && !failed.has(e.slot)).map((e) => {
+        const start = round === 0 ? e.from : e.stops[round - 1].end;
+        return { slot: e.slot, start, piece: e.tokens.slice(start - e.from, e.stops[round].end - e.from), stop: e.stops[round] };
+      });
+      let decoded: Int32Array;
+      try {
+        decoded = native.decodeGreedy(
+          Int32Array.from(inRound, (e) => e.slot.sequenceId),
+          Int32Array.from(inRound, (e) => e.piece.length),
+          Int32Array.from(inRound.flatMap((e) => e.piece)),
+          Int32Array.from(inRound, (e) => e.start),
+          this.cacheSettings.prefillChunk,
+        );
+      } catch (error) {
+        for (const slot of live) this.fail(slot, error);
+        return;
+      }
+      inRound.forEach((e, i) => {
+        e.slot.cache.tokens.push(...e.piece);
+        next.set(e.slot, decoded[i]);
+        try {
+          if (e.stop.checkpointAs !== undefined) {
+            const data = native.saveCheckpoint(e.slot.sequenceId);
+            const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
+            e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
+          }
+        } catch (error) {
+          failed.add(e.slot);
+          this.fail(e.slot, error);
+        }
+        // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
+        if (this.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
+      });
     }
-    live.forEach((slot, i) => {
+    for (const slot of live.filter((s) => !failed.has(s))) {
       try {
         if (admitted.includes(slot)) slot.job!.renderer = new PieceRenderer(this.model, slot.job!.request.promptIds.slice(-8));
-        this.accept(slot, { next: { token: next[i] as Token } });
+        this.accept(slot, { next: { token: next.get(slot)! as Token } });
       } catch (error) {
         this.fail(slot, error);
       }
-    });
+    }
   }
 
   private async decode(slot: Slot): Promise<void> {
@@ -387,6 +472,6 @@ export class BatchEngine {
     const text = job.stopAt === undefined ? rendered : rendered.slice(0, job.stopAt);
     const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
     this.observer.finished(reason, ttftSeconds, job.tokens.length);
-    job.resolve({ tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds });
+    job.resolve({ tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds, cachedTokens: job.cachedTokens });
   }
 }

@@ -8,8 +8,23 @@ import { BenchError } from "../harness/errors.js";
  * `skip-slot-clear`: a slot's sequence is not cleared when the slot takes its next request, so
  * the recurrent and conv state (and the KV cells) of the previous request leak into the next one:
  * "slot poisoning" of hybrid and recurrent models.
+ *
+ * The prompt cache's (prompt-cache.ts; they act on plain greedy requests, the cached path):
+ * `restore-one-early`: every checkpoint is taken one token before the position it is filed
+ * under, so a prefix hit that restores one resumes one token late on a state one token short
+ * (recurrent and sliding-window families; attention-only models have no checkpoints).
+ * `restore-other-slot`: a prefix hit resumes from another slot's state: its checkpoint of the same
+ * length, or (attention-only models) its first cells copied in.
+ * `swa-past-window`: a sliding-window cache cut back to the shared prefix is reused without a
+ * checkpoint whenever its first position is early enough (llama_memory_seq_pos_min), although
+ * cells inside the window may have been overwritten (gemma4).
+ * `chunk-drops-conv`: at every prefill chunk edge the sequence is cleared, so the next chunk starts
+ * as a new sequence: an emulation of a chunked prefill that drops the conv state, since llama.cpp
+ * offers no way to zero the conv state alone (it drops the SSM state and earlier cells too).
+ * `report-hits-no-reuse`: usage reports the prefix the cache held, but the prompt is prefilled in full.
+ * `reuse-not-reported`: the prefix is reused, and usage reports 0 cached tokens.
  */
-export const SERVER_FAULTS = ["skip-slot-clear"] as const;
+export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

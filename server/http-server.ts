@@ -7,6 +7,7 @@ import { EngineDrainingError, EngineFullError, type BatchEngine, type Generation
 import type { ServerMetrics } from "./metrics.js";
 import { BadRequest, parseChat, parseCompletion, renderChat, type CommonParams, type PromptInput } from "./requests.js";
 import { tokenPieces, tokenTextInContext } from "./token-text.js";
+import type { PromptCacheSettings } from "./prompt-cache.js";
 
 export interface ServerOptions {
   readonly host: string;
@@ -19,6 +20,8 @@ export interface ServerOptions {
   readonly validation: { readonly validated: boolean; readonly run?: string; readonly note: string };
   /** What the engine computes with, shown in /v1/models so a client records what it measured rather than what it asked for. */
   readonly numerics: ServerNumerics;
+  /** The prompt cache's settings, shown in /v1/models beside the numerics so a run records what it ran. */
+  readonly cache: PromptCacheSettings;
 }
 
 /** The settings that change the engine's numerics, in the suite files' spelling. */
@@ -226,7 +229,7 @@ export class CompletionServer {
         id: this.options.modelId, object: "model", created: 0, owned_by: "bringup-bench",
         validated: validation.validated, validation_run: validation.run ?? null, validation_note: validation.note,
         capabilities: { token_ids: true, prompt_logprobs: true, tokenize: true, max_logprobs: 20 },
-        settings: this.options.numerics,
+        settings: { ...this.options.numerics, ...this.options.cache },
         model_file: this.artifact?.file ?? null, model_sha256: this.artifact?.sha256 ?? null,
       }],
     });
@@ -341,7 +344,8 @@ export class CompletionServer {
     if (results.some((r) => r.finishReason === "cancelled")) return void res.end();
     const promptTokens = prompts.reduce((sum, p) => sum + p.length, 0);
     const completionTokens = results.reduce((sum, r) => sum + r.tokens.length, 0);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const cachedTokens = results.reduce((sum, r) => sum + r.cachedTokens, 0);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: cachedTokens } };
     if (!params.stream) return sendJson(res, 200, { ...out.body(results), usage });
     if (params.includeUsage) sse(res, { ...out.head, choices: [], usage });
     res.end("data: [DONE]\n\n");

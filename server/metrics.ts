@@ -9,6 +9,10 @@ export class ServerMetrics {
   private readonly cancelled = new Counter({ name: "bench_requests_cancelled_total", help: "Requests cancelled (client disconnect)", registers: [this.registry] });
   private readonly errored = new Counter({ name: "bench_requests_errored_total", help: "Requests the engine failed (answered 500 or an error event)", registers: [this.registry] });
   private readonly rejected = new Counter({ name: "bench_requests_rejected_total", help: "Requests rejected with 429 at the in-flight cap", registers: [this.registry] });
+  private readonly promptTokens = new Counter({ name: "bench_prompt_tokens_total", help: "Prompt tokens admitted to a slot (cached or evaluated)", registers: [this.registry] });
+  private readonly promptTokensCached = new Counter({ name: "bench_prompt_tokens_cached_total", help: "Prompt tokens reported cached: not evaluated because the slot's prompt cache held them", registers: [this.registry] });
+  // With the two above: prompt = cached + evaluated on a server whose report is true.
+  private readonly promptTokensEvaluated = new Counter({ name: "bench_prompt_tokens_evaluated_total", help: "Prompt tokens evaluated (prefilled)", registers: [this.registry] });
   private readonly tokens = new Counter({ name: "bench_tokens_generated_total", help: "Tokens generated", registers: [this.registry] });
   private readonly ttft = new Histogram({ name: "bench_ttft_seconds", help: "Time from admission to the first generated token", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
   private readonly stepTime = new Histogram({ name: "bench_step_seconds", help: "Wall time of one engine step (prefill batch + decode batch)", buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry] });
@@ -26,6 +30,11 @@ export class ServerMetrics {
       (reason === "cancelled" ? this.cancelled : this.done).inc();
       this.tokens.inc(generated);
       if (ttftSeconds !== undefined) this.ttft.observe(ttftSeconds);
+    },
+    prompt: (tokens: number, cached: number, evaluated: number) => {
+      this.promptTokens.inc(tokens);
+      this.promptTokensCached.inc(cached);
+      this.promptTokensEvaluated.inc(evaluated);
     },
     step: (seconds: number, activeSlots: number, queueDepth: number) => {
       this.stepTime.observe(seconds);

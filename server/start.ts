@@ -9,8 +9,9 @@ import { BatchEngine } from "./engine.js";
 import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
+import type { PromptCacheSettings } from "./prompt-cache.js";
 
-export interface StartOptions extends Omit<ServerOptions, "numerics"> {
+export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache">, PromptCacheSettings {
   readonly modelPath: string;
   readonly slots: number;
   readonly maxQueue: number;
@@ -45,7 +46,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
     batch_size: options.batchSize, context_size: options.contextSize, slots: options.slots,
   };
-  const server = new CompletionServer({ ...options, numerics }, metrics);
+  const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize) };
+  const server = new CompletionServer({ ...options, numerics, cache }, metrics);
   const port = await server.listen();
   let dispose: (() => Promise<void>) | undefined;
   const ready = (async () => {
@@ -70,7 +72,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheValueType: options.kvCacheType,
     });
     const native = reachNativeContext(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
-    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, options.fault);
+    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault);
     server.attach(engine, model, vocabSize, artifact);
     dispose = async () => {
       await context.dispose();

@@ -61,6 +61,10 @@ export interface ManagedServerOptions {
   /** `bench serve`'s defaults (F16, 512) when absent: what a production server runs. */
   readonly kvCacheType?: "F32" | "F16";
   readonly batchSize?: number;
+  /** On when absent, as `bench serve` runs it. */
+  readonly promptCache?: boolean;
+  /** Prompt tokens per llama_decode; the batch size when absent. */
+  readonly prefillChunk?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   /** false: start it with its prompt cache off (`--no-prompt-cache`); absent: the server's default. */

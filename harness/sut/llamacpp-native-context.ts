@@ -10,8 +10,14 @@ interface ContextAccessAddon {
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
-  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): Int32Array;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
   clearSequence(handle: number, sequence: number): void;
+  removeFrom(handle: number, sequence: number, position: number): boolean;
+  firstPosition(handle: number, sequence: number): number;
+  copySequence(handle: number, source: number, destination: number, p0: number, p1: number): void;
+  memoryKind(handle: number): MemoryKind;
+  saveCheckpoint(handle: number, sequence: number): Uint8Array;
+  restoreCheckpoint(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
 }
 
@@ -22,6 +28,16 @@ export interface ContextShape {
   readonly sequences: number;
   readonly batchSize: number;
   readonly threads: number;
+}
+
+/** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */
+export interface MemoryKind {
+  /** Only recurrent state (Mamba-style): nothing can be truncated. */
+  readonly recurrent: boolean;
+  /** Attention KV plus recurrent state (GatedDeltaNet, Mamba2 hybrids): the recurrent part cannot be truncated. */
+  readonly hybrid: boolean;
+  /** Sliding-window size in tokens (0: none): cells that left the window are gone. */
+  readonly slidingWindow: number;
 }
 
 const ADDON_DIR = join(PACKAGE_ROOT, "native", "llama-context", "build");
@@ -52,10 +68,22 @@ export type NativeContext =
      * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
      * on this thread, outside node-llama-cpp (which then does not know those tokens: the caller
      * tracks positions and clears with clearSequence). Never while node-llama-cpp evaluates.
+     * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
      */
-    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array) => Int32Array;
+    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
+    /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */
+    readonly removeFrom: (sequence: number, position: number) => boolean;
+    /** The smallest position a sequence still holds (on SWA models, the window's start), -1 when empty. */
+    readonly firstPosition: (sequence: number) => number;
+    /** The destination also holds the source's cells in [p0, p1). */
+    readonly copySequence: (source: number, destination: number, p0: number, p1: number) => void;
+    readonly memoryKind: MemoryKind;
+    /** The sequence's state that cannot be truncated (recurrent, sliding window): llama.cpp's partial state. */
+    readonly saveCheckpoint: (sequence: number) => Uint8Array;
+    /** Puts a saved checkpoint back into a sequence; false where llama.cpp refused it. */
+    readonly restoreCheckpoint: (sequence: number, data: Uint8Array) => boolean;
     /** Frees the pool: call after the context is disposed. */
     readonly close: () => void;
   }
@@ -92,15 +120,25 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
     const loaded = addon;
     try {
       // `_ctx` is node-llama-cpp's native context (private in its typings; the version is pinned exactly).
-      const handle = loaded.open((context as unknown as { _ctx: object })._ctx, shape);
+      // node-llama-cpp gives llama.cpp one more batch slot on sliding-window models without a full-size window cache (its LlamaContext constructor).
+      // Read defensively: what is passed may not be a node-llama-cpp context at all (open says so then).
+      const internal = context as unknown as { _ctx: object; _swaFullCache?: boolean; model?: { fileInsights?: { swaSize?: number } } };
+      const swaExtra = (internal.model?.fileInsights?.swaSize ?? 0) > 0 && internal._swaFullCache !== true ? 1 : 0;
+      const handle = loaded.open(internal._ctx, { ...shape, batchSize: shape.batchSize + swaExtra });
       if (shape.threads > 1) loaded.attachPool(handle, POLL);
       outcome = {
         reached: true,
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
-        decodeGreedy: (sequences, counts, tokens, starts) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts),
+        decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
+        removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),
+        firstPosition: (sequence) => loaded.firstPosition(handle, sequence),
+        copySequence: (source, destination, p0, p1) => loaded.copySequence(handle, source, destination, p0, p1),
+        memoryKind: loaded.memoryKind(handle),
+        saveCheckpoint: (sequence) => loaded.saveCheckpoint(handle, sequence),
+        restoreCheckpoint: (sequence, data) => loaded.restoreCheckpoint(handle, sequence, data),
         close: () => loaded.close(handle),
       };
     } catch (error) {

@@ -12,6 +12,10 @@
 // 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
 //    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
+// 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
+//    from a position on, the window's first position, copying a sequence, and saving/restoring a
+//    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
+//    llama-server's tools/server makes them with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY).
 //
 // The llama_context is private to node-llama-cpp's AddonContext; its class definition is read from
 // the exact node-llama-cpp and llama.cpp sources installed (build-native.js extracts the headers),
@@ -49,6 +53,14 @@ struct LlamaSymbols {
   decltype(&llama_decode) decode = nullptr;
   decltype(&llama_get_memory) memory = nullptr;
   decltype(&llama_memory_seq_rm) memorySeqRm = nullptr;
+  decltype(&llama_memory_seq_cp) memorySeqCp = nullptr;
+  decltype(&llama_memory_seq_pos_min) memorySeqPosMin = nullptr;
+  decltype(&llama_model_is_recurrent) modelIsRecurrent = nullptr;
+  decltype(&llama_model_is_hybrid) modelIsHybrid = nullptr;
+  decltype(&llama_model_n_swa) modelSwa = nullptr;
+  decltype(&llama_state_seq_get_size_ext) stateSize = nullptr;
+  decltype(&llama_state_seq_get_data_ext) stateGet = nullptr;
+  decltype(&llama_state_seq_set_data_ext) stateSet = nullptr;
   decltype(&ggml_threadpool_params_default) paramsDefault = nullptr;
   decltype(&ggml_threadpool_new) poolNew = nullptr;
   decltype(&ggml_threadpool_free) poolFree = nullptr;
@@ -98,6 +110,9 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.getLogitsIth, "llama_get_logits_ith")) return "llama_get_logits_ith not found";
   if (!take(out.batchInit, "llama_batch_init") || !take(out.batchFree, "llama_batch_free") || !take(out.decode, "llama_decode")) return "llama.cpp's batch functions not found";
   if (!take(out.memory, "llama_get_memory") || !take(out.memorySeqRm, "llama_memory_seq_rm")) return "llama.cpp's memory functions not found";
+  if (!take(out.memorySeqCp, "llama_memory_seq_cp") || !take(out.memorySeqPosMin, "llama_memory_seq_pos_min")) return "llama.cpp's memory functions not found";
+  if (!take(out.modelIsRecurrent, "llama_model_is_recurrent") || !take(out.modelIsHybrid, "llama_model_is_hybrid") || !take(out.modelSwa, "llama_model_n_swa")) return "llama.cpp's model kind functions not found";
+  if (!take(out.stateSize, "llama_state_seq_get_size_ext") || !take(out.stateGet, "llama_state_seq_get_data_ext") || !take(out.stateSet, "llama_state_seq_set_data_ext")) return "llama.cpp's sequence state functions not found";
   if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens")) return "llama.cpp's vocabulary functions not found";
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
@@ -246,7 +261,7 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
 }
 
 /**
- * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array) -> Int32Array: a step of
+ * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Int32Array: a step of
  * greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a prompt to
  * prefill, or the one token to decode; `tokens` holds them back to back) at positions starts[i]
  * onwards, all in one llama_decode (several when they exceed the batch size), only each sequence's
@@ -276,11 +291,14 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
     Napi::RangeError::New(env, "decodeGreedy: every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  const int32_t capacity = static_cast<int32_t>(symbols.nBatch(handle->ctx));
+  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
   if (!handle->hasBatch) {
-    handle->batch = symbols.batchInit(capacity, 0, 1);
+    handle->batch = symbols.batchInit(batchSize, 0, 1);
     handle->hasBatch = true;
   }
+  // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
+  const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
+  const int32_t capacity = asked > 0 && asked < batchSize ? asked : batchSize;
   llama_batch& batch = handle->batch;
   auto next = Napi::Int32Array::New(env, entries);
   std::vector<std::pair<size_t, int32_t>> outputs;  // (entry, batch index) of the chunk being filled
@@ -331,6 +349,73 @@ Napi::Value ClearSequence(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+/** removeFrom(handle, sequence, position) -> bool: drops the sequence's cells at and after position; false where the memory cannot (recurrent state is not truncatable). */
+Napi::Value RemoveFrom(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return info.Env().Undefined();
+  const bool removed = symbols.memorySeqRm(symbols.memory(handle->ctx), info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value(), -1);
+  return Napi::Boolean::New(info.Env(), removed);
+}
+
+/** firstPosition(handle, sequence) -> the smallest position still held (the sliding window's start on SWA models), -1 when empty. */
+Napi::Value FirstPosition(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), symbols.memorySeqPosMin(symbols.memory(handle->ctx), info[1].As<Napi::Number>().Int32Value()));
+}
+
+/** copySequence(handle, source, destination, p0, p1): destination also holds source's cells in [p0, p1). */
+Napi::Value CopySequence(const Napi::CallbackInfo& info) {
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return info.Env().Undefined();
+  symbols.memorySeqCp(symbols.memory(handle->ctx), info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value(),
+                      info[3].As<Napi::Number>().Int32Value(), info[4].As<Napi::Number>().Int32Value());
+  return info.Env().Undefined();
+}
+
+/** memoryKind(handle) -> {recurrent, hybrid, slidingWindow}: what kind of state the model keeps. */
+Napi::Value MemoryKind(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  const llama_model* model = symbols.getModel(handle->ctx);
+  auto out = Napi::Object::New(env);
+  out.Set("recurrent", Napi::Boolean::New(env, symbols.modelIsRecurrent(model)));
+  out.Set("hybrid", Napi::Boolean::New(env, symbols.modelIsHybrid(model)));
+  out.Set("slidingWindow", Napi::Number::New(env, symbols.modelSwa(model)));
+  return out;
+}
+
+/** saveCheckpoint(handle, sequence) -> Uint8Array: the part of the sequence's state that cannot be truncated (recurrent, sliding window). */
+Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  const int32_t sequence = info[1].As<Napi::Number>().Int32Value();
+  const size_t size = symbols.stateSize(handle->ctx, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  auto data = Napi::Uint8Array::New(env, size);
+  const size_t written = symbols.stateGet(handle->ctx, data.Data(), size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  if (written != size) {
+    Napi::Error::New(env, "llama_state_seq_get_data_ext wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return data;
+}
+
+/** restoreCheckpoint(handle, sequence, data) -> bool: puts a saveCheckpoint's state back into a sequence; false where llama.cpp refused it. */
+Napi::Value RestoreCheckpoint(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  if (info.Length() < 3 || !info[2].IsTypedArray()) {
+    Napi::TypeError::New(env, "restoreCheckpoint(handle, sequence, data)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const auto data = info[2].As<Napi::Uint8Array>();
+  const size_t read = symbols.stateSet(handle->ctx, data.Data(), data.ByteLength(), info[1].As<Napi::Number>().Int32Value(), LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  return Napi::Boolean::New(env, read == data.ByteLength());
+}
+
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
 Napi::Value Close(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
@@ -348,6 +433,12 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
+  exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
+  exports.Set("firstPosition", Napi::Function::New(env, FirstPosition));
+  exports.Set("copySequence", Napi::Function::New(env, CopySequence));
+  exports.Set("memoryKind", Napi::Function::New(env, MemoryKind));
+  exports.Set("saveCheckpoint", Napi::Function::New(env, SaveCheckpoint));
+  exports.Set("restoreCheckpoint", Napi::Function::New(env, RestoreCheckpoint));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }

@@ -24,6 +24,8 @@ interface ServeOptions {
   flashAttention?: boolean;
   kvCacheType: "F32" | "F16";
   batchSize: number;
+  promptCache: boolean;
+  prefillChunk?: number;
   apiKey?: string;
   maxPromptTokens: number;
   maxTokens: number;
@@ -64,6 +66,8 @@ export function registerServe(program: Command): void {
     .option("--flash-attention", "flash attention on")
     .option("--kv-cache-type <type>", "KV cache type (F32 or F16)", kvCacheType, "F16" as const)
     .option("--batch-size <tokens>", "llama.cpp batch size", wholeNumber, 512)
+    .option("--no-prompt-cache", "start every request from a cleared slot (the prompt cache is on by default: docs/server-cache.md)")
+    .option("--prefill-chunk <tokens>", "prompt tokens per llama_decode (default: the batch size)", wholeNumber)
     .option("--api-key <key>", "require Authorization: Bearer <key>")
     .option("--max-prompt-tokens <n>", "longest prompt accepted", wholeNumber, 4096)
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
@@ -89,7 +93,8 @@ export function registerServe(program: Command): void {
         fault,
         modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
         slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
-        flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
+        flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize),
+        promptCache: options.promptCache, prefillChunk: Math.max(1, options.prefillChunk ?? options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
         validation: validation.validated
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }

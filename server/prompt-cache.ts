@@ -1,0 +1,200 @@
+import type { TokenId } from "../harness/sut/types.js";
+import type { MemoryKind, NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import type { ServerFault } from "./faults.js";
+
+/** The prompt cache's settings, as `bench serve` takes them and /v1/models reports them. */
+export interface PromptCacheSettings {
+  /** Whether a slot keeps its state between requests and the next prompt starts where they agree. */
+  readonly promptCache: boolean;
+  /** Tokens of a prompt per llama_decode (the batch size caps it). */
+  readonly prefillChunk: number;
+}
+
+/** The state a slot's sequence held after `tokens` tokens, for the part llama.cpp cannot truncate. */
+export interface Checkpoint {
+  readonly tokens: number;
+  readonly data: Uint8Array;
+}
+
+/**
+ * How a model's state can be cut back to a shorter prefix: attention KV by removing cells;
+ * recurrent state (alone or beside attention) never, only restored from a checkpoint; a sliding
+ * window only from a checkpoint too. llama.cpp reuses any cell that left a sequence's window for
+ * new tokens, not only the oldest, so a window cut back to an earlier position can have holes
+ * that llama_memory_seq_pos_min does not show (measured: docs/server-cache.md).
+ */
+export type StateKind = "attention" | "sliding-window" | "recurrent";
+
+export function stateKind(kind: MemoryKind): StateKind {
+  if (kind.recurrent || kind.hybrid) return "recurrent";
+  return kind.slidingWindow > 0 ? "sliding-window" : "attention";
+}
+
+/** Checkpoints kept per slot (llama-server keeps a bounded list too): the oldest goes first. */
+const MAX_CHECKPOINTS = 16;
+
+/** What a slot's sequence holds in llama.cpp's memory, so that the next prompt can start where they agree. */
+export class SlotCache {
+  /** The tokens whose state the sequence holds, positions 0.. in order. */
+  tokens: TokenId[] = [];
+  checkpoints: Checkpoint[] = [];
+  /** When the slot last took a request (admission count): ties in slot choice go to the least recent. */
+  lastUsed = 0;
+
+  /** The sequence's memory is unknown or gone: nothing in it may be reused. */
+  forget(): void {
+    this.tokens = [];
+    this.checkpoints = [];
+  }
+
+  keep(checkpoint: Checkpoint): void {
+    this.checkpoints = this.checkpoints.filter((c) => c.tokens !== checkpoint.tokens);
+    this.checkpoints.push(checkpoint);
+    if (this.checkpoints.length > MAX_CHECKPOINTS) this.checkpoints.shift();
+  }
+}
+
+export function commonPrefixLength(a: readonly TokenId[], b: readonly TokenId[]): number {
+  const limit = Math.min(a.length, b.length);
+  let n = 0;
+  while (n < limit && a[n] === b[n]) n++;
+  return n;
+}
+
+/**
+ * A shared prefix shorter than this part of the prompt does not steer slot choice (llama-server's
+ * default slot_prompt_similarity): a lone BOS in common would otherwise send every request to the
+ * slot of the last one and evict a cache that a later request could hit.
+ */
+const MIN_MATCH_FRACTION = 0.1;
+
+/**
+ * Slot choice as llama-server makes it: the idle slot whose cached tokens share the longest
+ * prefix with the prompt; ties (and every choice with the cache off) go to the least recently used.
+ */
+export function chooseSlot<S extends { readonly cache: SlotCache }>(idle: readonly S[], prompt: readonly TokenId[], promptCache: boolean): S {
+  let best = idle[0];
+  let bestMatch = -1;
+  for (const slot of idle) {
+    const shared = promptCache ? commonPrefixLength(slot.cache.tokens, prompt) : 0;
+    const match = shared >= MIN_MATCH_FRACTION * prompt.length ? shared : 0;
+    if (match > bestMatch || (match === bestMatch && slot.cache.lastUsed < best.cache.lastUsed)) {
+      best = slot;
+      bestMatch = match;
+    }
+  }
+  return best;
+}
+
+/** Where a prefill of positions [from, to) stops between llama_decodes, and which stops keep a checkpoint. */
+export interface PrefillStop {
+  readonly end: number;
+  /** The checkpoint taken here is filed as holding this many tokens (undefined: none taken). */
+  readonly checkpointAs: number | undefined;
+  /** A prefill chunk ends here (not the prompt's own end). */
+  readonly chunkEdge: boolean;
+}
+
+/**
+ * A prefill split at every chunk edge (counted from where it starts, as llama-server chunks what
+ * it has to process) and, where the state cannot be truncated, also one token before the end:
+ * checkpoints at every stop then let a later prompt that shares a prefix (or repeats this one)
+ * restore instead of re-prefilling. FAULT restore-one-early takes each checkpoint one token
+ * before the stop it is filed under.
+ */
+export function prefillStops(from: number, to: number, chunk: number, checkpointed: boolean, fault: ServerFault | undefined): PrefillStop[] {
+  const chunkEdges = new Set<number>();
+  for (let end = from + chunk; end < to; end += chunk) chunkEdges.add(end);
+  const filed = checkpointed ? [...chunkEdges, to - 1, to].filter((end) => end > from) : [];
+  const early = fault === "restore-one-early";
+  const taken = new Map(filed.map((end) => [early ? end - 1 : end, end]));
+  const ends = [...new Set([...chunkEdges, to, ...[...taken.keys()].filter((end) => end > from)])].sort((a, b) => a - b);
+  return ends.map((end) => ({ end, checkpointAs: taken.get(end), chunkEdge: chunkEdges.has(end) }));
+}
+
+/**
+ * FAULT restore-one-early: a recurrent checkpoint taken one token early gets the position of the
+ * stop it is filed under, so llama.cpp resumes from it there (the state lacks one token). The
+ * recurrent part of a sequence's state holds its one cell as a count (u32 1) and the cell's last
+ * position (i32), after a short header (src/llama-memory-recurrent.cpp, state_write): the first
+ * such pair near the start, with the position the early state has, is relabelled.
+ */
+export function misfiledCheckpoint(data: Uint8Array, filedAs: number): Uint8Array {
+  const copy = data.slice();
+  const view = new DataView(copy.buffer);
+  for (let offset = 0; offset + 8 <= Math.min(copy.byteLength, 64); offset += 4) {
+    if (view.getUint32(offset, true) === 1 && view.getInt32(offset + 4, true) === filedAs - 2) {
+      view.setInt32(offset + 4, filedAs - 1, true);
+      return copy;
+    }
+  }
+  throw new Error("FAULT restore-one-early: the recurrent state's layout is not the one this fault knows");
+}
+
+type ReachedNative = Extract<NativeContext, { reached: true }>;
+
+/** A slot as the prompt cache sees it: its llama.cpp sequence and what it holds. */
+export interface CachedSequence {
+  readonly sequenceId: number;
+  readonly cache: SlotCache;
+}
+
+/**
+ * Cuts a slot's sequence back to the longest prefix it shares with the prompt that it can really
+ * continue from, and returns that prefix's length: the prompt's first n tokens need no prefill. At
+ * least the prompt's last token is always left to evaluate (its logits give the first token).
+ * Where nothing valid is left (no common prefix, or recurrent / sliding-window state with no
+ * checkpoint at or before the split) the sequence is cleared and 0 returned: a full prefill, correct.
+ */
+export function reusePrefix(native: ReachedNative, slot: CachedSequence, others: readonly CachedSequence[], prompt: readonly TokenId[], kind: StateKind, fault: ServerFault | undefined): number {
+  const { cache } = slot;
+  const wanted = Math.min(commonPrefixLength(cache.tokens, prompt), prompt.length - 1);
+  const reused = wanted > 0 ? cutBack(native, slot, others, wanted, kind, fault) : 0;
+  if (reused === 0) {
+    native.clearSequence(slot.sequenceId);
+    cache.forget();
+    return 0;
+  }
+  cache.tokens = prompt.slice(0, reused);
+  cache.checkpoints = cache.checkpoints.filter((c) => c.tokens <= reused);
+  return reused;
+}
+
+/** The prefix length the sequence now continues from (0: nothing usable). */
+function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly CachedSequence[], wanted: number, kind: StateKind, fault: ServerFault | undefined): number {
+  const { sequenceId, cache } = slot;
+  if (fault === "restore-other-slot" && kind === "attention") {
+    // FAULT: the hit's cells are taken from another slot's sequence, which holds another prompt.
+    const other = others.find((o) => o.cache.tokens.length >= wanted);
+    if (other !== undefined) {
+      // llama.cpp copies between per-sequence streams only whole.
+      native.clearSequence(sequenceId);
+      native.copySequence(other.sequenceId, sequenceId, -1, -1);
+      return native.removeFrom(sequenceId, wanted) ? wanted : 0;
+    }
+  }
+  // The sequence ends exactly where the prompt goes on (a multi-turn extension): nothing to undo.
+  if (wanted === cache.tokens.length) return wanted;
+  if (kind === "attention") return native.removeFrom(sequenceId, wanted) ? wanted : 0;
+  if (kind === "sliding-window" && fault === "swa-past-window" && native.removeFrom(sequenceId, wanted)) {
+    // FAULT: the window is trusted when its first position is early enough, as if it had no holes.
+    if (windowStartsInTime(native.firstPosition(sequenceId), wanted, native.memoryKind.slidingWindow)) return wanted;
+  }
+  let checkpoint = cache.checkpoints.filter((c) => c.tokens > 0 && c.tokens <= wanted).reduce<Checkpoint | undefined>((best, c) => (best === undefined || c.tokens > best.tokens ? c : best), undefined);
+  if (checkpoint === undefined) return 0;
+  if (fault === "restore-other-slot") {
+    // FAULT: the checkpoint restored is another slot's, filed under the same length.
+    checkpoint = others.map((o) => o.cache.checkpoints.find((c) => c.tokens === checkpoint!.tokens)).find((c) => c !== undefined) ?? checkpoint;
+  }
+  // Restoring replaces the recurrent / window state; the attention cells past it are then removed.
+  return native.restoreCheckpoint(sequenceId, checkpoint.data) && native.removeFrom(sequenceId, checkpoint.tokens) ? checkpoint.tokens : 0;
+}
+
+/**
+ * FAULT swa-past-window's test: the first position a sliding-window cache cut back to n tokens
+ * holds is no later than the window of the token at n needs (positions after n - window). It
+ * says nothing of holes after it.
+ */
+function windowStartsInTime(firstPosition: number, n: number, window: number): boolean {
+  return firstPosition >= 0 && firstPosition <= Math.max(0, n - window);
+}

@@ -1,0 +1,258 @@
+/**
+ * Our server's prompt cache (docs/server-cache.md) on every family's F32 fixture, over real HTTP
+ * on loopback: a request that reuses a slot's state gives the same greedy ids as the same request
+ * on a server with the cache off, reports the tokens it reused (and 0 where nothing could be), and
+ * each planted FAKE fault of the cache changes the answer or the report.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { httpCall, startManagedServer, stopManagedServer, type ManagedServer, type ManagedServerOptions } from "../harness/sut/http.js";
+import { SERVER_FAULT_ENV, type ServerFault } from "../server/faults.js";
+import { chooseSlot, prefillStops, SlotCache } from "../server/prompt-cache.js";
+
+const MAX_TOKENS = 16;
+/** Small chunks: checkpoints at every 8 tokens, and chunk edges inside every prompt. */
+const CHUNK = 8;
+
+interface Answer { ids: number[]; cached: number }
+
+async function complete(server: ManagedServer, prompt: readonly number[]): Promise<Answer> {
+  const response = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt, temperature: 0, max_tokens: MAX_TOKENS, ignore_eos: true } });
+  assert.is(response.status, 200, response.text);
+  const body = JSON.parse(response.text) as { choices: { token_ids: number[] }[]; usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } } };
+  assert.is(body.choices[0].token_ids.length, MAX_TOKENS);
+  assert.is(body.usage.prompt_tokens, prompt.length);
+  return { ids: body.choices[0].token_ids, cached: body.usage.prompt_tokens_details.cached_tokens };
+}
+
+async function tokenize(server: ManagedServer, text: string, bos: boolean): Promise<number[]> {
+  const response = await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text, add_special: bos } });
+  return (JSON.parse(response.text) as { tokens: number[] }).tokens;
+}
+
+/** The prompt-token counters of /metrics. */
+async function promptCounters(server: ManagedServer): Promise<{ total: number; cached: number; evaluated: number }> {
+  const text = (await httpCall(`${server.baseUrl}/metrics`)).text;
+  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  return { total: read("bench_prompt_tokens_total"), cached: read("bench_prompt_tokens_cached_total"), evaluated: read("bench_prompt_tokens_evaluated_total") };
+}
+
+async function serve(model: string, options: Partial<ManagedServerOptions>, fault?: ServerFault): Promise<ManagedServer> {
+  const path = (await resolveModel(model)).path;
+  // A FAKE fault reaches the server through its environment, which it inherits when it starts.
+  if (fault !== undefined) process.env[SERVER_FAULT_ENV] = fault;
+  try {
+    // Batch 64: gemma4's sliding-window cache is then 256 cells for two slots, so long prompts in both overwrite cells that left the window.
+    return await startManagedServer({ modelPath: path, slots: 2, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 64, bootTimeoutS: 120, ...options });
+  } finally {
+    delete process.env[SERVER_FAULT_ENV];
+  }
+}
+
+const TEXT = "The quick brown fox jumps over the lazy dog near the river bank.";
+const MORE = " Then it ran away into the woods, quietly.";
+const OTHER = "Zebras graze on the open plain while birds circle above them.";
+const LONG = "A long letter about the weather, the harvest, the neighbours and the roads: it rained all week, the barley is late, the mill is closed for repairs, and the bridge to town washed out on Tuesday night.";
+const LONG_OTHER = "Another long letter, about ships and harbours and the price of salt: three boats came in on Monday, the fish market was full, and the lighthouse keeper retired after forty years on the rock.";
+
+const plan = suite("prompt-cache.ts: prefill stops and slot choice");
+
+plan("a prefill stops at every chunk edge from where it starts; checkpointed state also one token before the end and at the end", () => {
+  assert.equal(prefillStops(0, 20, 8, false, undefined).map((s) => s.end), [8, 16, 20]);
+  assert.equal(prefillStops(5, 20, 8, true, undefined).map((s) => [s.end, s.checkpointAs, s.chunkEdge]), [[13, 13, true], [19, 19, false], [20, 20, false]]);
+  // FAULT restore-one-early: every checkpoint taken one token before the stop it is filed under.
+  assert.equal(prefillStops(0, 20, 8, true, "restore-one-early").filter((s) => s.checkpointAs !== undefined).map((s) => [s.end, s.checkpointAs]), [[7, 8], [15, 16], [18, 19], [19, 20]]);
+});
+
+plan("a request goes to the idle slot with the longest shared prefix, ties and short matches to the least recently used", () => {
+  const slot = (tokens: number[], lastUsed: number) => Object.assign(new SlotCache(), { tokens, lastUsed });
+  const slots = [{ cache: slot([1, 2, 3, 4], 1) }, { cache: slot([1, 2, 9], 2) }, { cache: slot([], 0) }];
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], true), slots[0]);
+  // A lone shared first token is under a tenth of the prompt: no match, so the least recently used.
+  assert.is(chooseSlot(slots, [1, ...Array.from({ length: 20 }, () => 7)], true), slots[2]);
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], false), slots[2]);
+});
+
+plan.run();
+
+interface Family {
+  readonly model: string;
+  /** Recurrent state (GatedDeltaNet, Mamba2) or a sliding window: a cut-back reuses only up to a checkpoint. */
+  readonly checkpointed: boolean;
+  /** The planted faults shown on this family (docs/server-cache.md says which family each needs). */
+  readonly faults: readonly ServerFault[];
+}
+
+const FAMILIES: readonly Family[] = [
+  { model: "tiny-random:F32", checkpointed: false, faults: ["restore-other-slot", "report-hits-no-reuse", "reuse-not-reported"] },
+  { model: "qwen35-tiny:F32", checkpointed: true, faults: ["restore-one-early", "restore-other-slot", "chunk-drops-conv"] },
+  { model: "qwen35moe-tiny:F32", checkpointed: true, faults: [] },
+  { model: "gemma4-tiny:F32", checkpointed: true, faults: ["swa-past-window"] },
+  { model: "nemotron-h-moe-tiny:F32", checkpointed: true, faults: ["restore-one-early", "restore-other-slot"] },
+];
+
+/** Ids of no text in particular (every fixture's vocabulary holds them): prompts whose answers depend on every part of the state. */
+const idRun = (length: number, first: number, step: number): number[] => Array.from({ length }, (_, i) => first + ((i * step) % 97));
+
+/**
+ * Each fault's scenario on a server with it planted: the assertion that it changed the answer
+ * against the cold server, or the report against what was really done.
+ */
+const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
+  "restore-one-early": async (faulty, cold) => {
+    // The same prompt again restores the checkpoint filed one token before its end.
+    const prompt = idRun(20, 40, 1);
+    await complete(faulty, prompt);
+    const hit = await complete(faulty, prompt);
+    assert.is(hit.cached, prompt.length - 1);
+    assert.not.equal(hit.ids, (await complete(cold, prompt)).ids);
+  },
+  "restore-other-slot": async (faulty, cold) => {
+    const prompt = idRun(20, 40, 1);
+    // Another prompt of the same length in the other slot: its checkpoints are filed at the same lengths.
+    await complete(faulty, idRun(20, 100, 3));
+    await complete(faulty, prompt);
+    const divergent = [...prompt, 70, 71, 72, 73, 74];
+    const hit = await complete(faulty, divergent);
+    assert.is(hit.cached, prompt.length);
+    assert.not.equal(hit.ids, (await complete(cold, divergent)).ids);
+  },
+  "swa-past-window": async (faulty, cold) => {
+    const divergent = await overwriteWindowThenDiverge(faulty);
+    const hit = await complete(faulty, divergent);
+    assert.is(hit.cached, WINDOW_SPLIT);
+    assert.not.equal(hit.ids, (await complete(cold, divergent)).ids);
+  },
+  "chunk-drops-conv": async (faulty, cold) => {
+    const long = await tokenize(faulty, LONG, true);
+    assert.not.equal((await complete(faulty, long)).ids, (await complete(cold, long)).ids);
+  },
+  "report-hits-no-reuse": async (faulty, cold) => {
+    const next = await extension(faulty);
+    const hit = await complete(faulty, next);
+    assert.ok(hit.cached > 0);
+    assert.equal(hit.ids, (await complete(cold, next)).ids);
+    const counters = await promptCounters(faulty);
+    assert.is(counters.evaluated, counters.total, "everything was evaluated");
+    assert.ok(counters.cached + counters.evaluated > counters.total, "the report says otherwise");
+  },
+  "reuse-not-reported": async (faulty, cold) => {
+    const next = await extension(faulty);
+    const hit = await complete(faulty, next);
+    assert.is(hit.cached, 0);
+    assert.equal(hit.ids, (await complete(cold, next)).ids);
+    const counters = await promptCounters(faulty);
+    assert.is(counters.cached, 0);
+    assert.ok(counters.evaluated < counters.total, "the reuse happened, unreported");
+  },
+};
+
+/** A first request, and the next turn's prompt: its prompt, its answer and more text. */
+async function extension(server: ManagedServer): Promise<number[]> {
+  const prompt = await tokenize(server, TEXT, true);
+  const first = await complete(server, prompt);
+  return [...prompt, ...first.ids, ...await tokenize(server, MORE, false)];
+}
+
+/** Where the gemma4 window scenario's prompt leaves the long one: far behind the window (16) of a cache whose old cells were overwritten. */
+const WINDOW_SPLIT = 100;
+
+/** A long prompt in one slot, another in the other (their cells overwrite those that left the first one's window), then a prompt sharing the first one's first WINDOW_SPLIT tokens. */
+async function overwriteWindowThenDiverge(server: ManagedServer): Promise<number[]> {
+  const long = await tokenize(server, LONG, true);
+  await complete(server, long);
+  await complete(server, await tokenize(server, LONG_OTHER, true));
+  return [...long.slice(0, WINDOW_SPLIT), ...await tokenize(server, OTHER, false)];
+}
+
+for (const family of FAMILIES) {
+  const familyTest = suite(family.model);
+  let cached: ManagedServer;
+  let cold: ManagedServer;
+  let prompt: number[];
+
+  familyTest.before(async () => {
+    cached = await serve(family.model, { prefillChunk: CHUNK });
+    cold = await serve(family.model, { promptCache: false });
+    prompt = await tokenize(cached, TEXT, true);
+  });
+  familyTest.after(async () => {
+    await stopManagedServer(cached);
+    await stopManagedServer(cold);
+  });
+
+  familyTest(`${family.model}: a multi-turn extension reuses every token evaluated before, and answers as a cold slot`, async () => {
+    const next = await extension(cached);
+    const hit = await complete(cached, next);
+    // The prompt and every generated token but the last (sampled, never evaluated) are in the slot.
+    assert.is(hit.cached, prompt.length + MAX_TOKENS - 1);
+    const reference = await complete(cold, next);
+    assert.is(reference.cached, 0, "the cache is off");
+    assert.equal(hit.ids, reference.ids);
+  });
+
+  familyTest(`${family.model}: a divergent prompt reuses the shared prefix (recurrent state, sliding window: up to the last checkpoint) and answers as a cold slot`, async () => {
+    await complete(cached, prompt);
+    const divergent = [...prompt.slice(0, 20), ...await tokenize(cached, OTHER, false)];
+    const hit = await complete(cached, divergent);
+    assert.is(hit.cached, family.checkpointed ? 16 : 20, "the state is restored from the checkpoint at the chunk edge before the split");
+    assert.equal(hit.ids, (await complete(cold, divergent)).ids);
+  });
+
+  familyTest(`${family.model}: a split before the first checkpoint reuses nothing of a checkpointed state, and still answers as a cold slot`, async () => {
+    await complete(cached, prompt);
+    // A short tail: the few shared tokens are enough of the prompt to choose this slot.
+    const divergent = [...prompt.slice(0, 5), ...await tokenize(cached, " Zebras graze.", false)];
+    const shared = divergent.findIndex((id, i) => id !== prompt[i]);
+    assert.ok(shared > 0 && shared < CHUNK);
+    const hit = await complete(cached, divergent);
+    assert.is(hit.cached, family.checkpointed ? 0 : shared);
+    assert.equal(hit.ids, (await complete(cold, divergent)).ids);
+  });
+
+  familyTest(`${family.model}: the same prompt again reuses all but its last token, and answers as before`, async () => {
+    const first = await complete(cached, prompt);
+    const again = await complete(cached, prompt);
+    assert.is(again.cached, prompt.length - 1);
+    assert.equal(again.ids, first.ids);
+  });
+
+  if (family.model.startsWith("gemma4")) {
+    familyTest(`${family.model}: a split far behind the sliding window, cells inside it overwritten, restores a checkpoint and answers as a cold slot`, async () => {
+      const divergent = await overwriteWindowThenDiverge(cached);
+      const hit = await complete(cached, divergent);
+      assert.is(hit.cached, WINDOW_SPLIT - (WINDOW_SPLIT % CHUNK));
+      assert.equal(hit.ids, (await complete(cold, divergent)).ids);
+    });
+  }
+
+  if (family.checkpointed) {
+    familyTest(`${family.model}: a prompt prefilled in chunks of ${CHUNK} answers as one prefilled whole`, async () => {
+      const long = await tokenize(cached, LONG, true);
+      assert.equal((await complete(cached, long)).ids, (await complete(cold, long)).ids);
+    });
+  }
+
+  familyTest(`${family.model}: /metrics counts every prompt token once, as cached or evaluated`, async () => {
+    const counters = await promptCounters(cached);
+    assert.ok(counters.cached > 0);
+    assert.is(counters.cached + counters.evaluated, counters.total);
+    const coldCounters = await promptCounters(cold);
+    assert.is(coldCounters.cached, 0);
+    assert.is(coldCounters.evaluated, coldCounters.total);
+  });
+
+  for (const fault of family.faults) {
+    familyTest(`FAKE ${fault} (${family.model}): caught against the cold server`, async () => {
+      const faulty = await serve(family.model, { prefillChunk: CHUNK }, fault);
+      try {
+        await FAULT_SCENARIOS[fault as keyof typeof FAULT_SCENARIOS](faulty, cold);
+      } finally {
+        await stopManagedServer(faulty);
+      }
+    });
+  }
+
+  familyTest.run();
+}
