@@ -23,6 +23,8 @@ export interface GenerationRequest {
   readonly seed?: number;
   readonly stop: readonly string[];
   readonly ignoreEos: boolean;
+  /** false: evaluate the whole prompt, reusing nothing the slot holds (llama-server's `cache_prompt: false`); absent: the server's setting. */
+  readonly cachePrompt?: boolean;
   /** Whether each generated token carries its own log-prob. */
   readonly tokenLogprobs: boolean;
   /** Top-k log-probs per generated token (0: none). */
@@ -233,7 +235,7 @@ export class BatchEngine {
       const admitted: Slot[] = [];
       for (let idle = this.idleSlots(); idle.length > 0 && this.queue.length > 0; idle = this.idleSlots()) {
         const job = this.queue.shift()!;
-        const slot = chooseSlot(idle, job.request.promptIds, this.cacheSettings.promptCache);
+        const slot = chooseSlot(idle, job.request.promptIds, this.caches(job.request));
         slot.job = job;
         slot.cache.lastUsed = ++this.admissions;
         admitted.push(slot);
@@ -305,6 +307,11 @@ export class BatchEngine {
     if (this.native.reached) this.native.clearSequence(slot.sequenceId);
   }
 
+  /** Whether this request may reuse what a slot holds: the server's prompt cache is on and the request did not ask for a cold prompt. */
+  private caches(request: GenerationRequest): boolean {
+    return this.cacheSettings.promptCache && request.cachePrompt !== false;
+  }
+
   /**
    * A plain greedy request keeps what its slot's sequence holds of the longest prefix it shares
    * with the prompt (prompt-cache.ts says when that is valid), so stepGreedily prefills only the rest.
@@ -317,7 +324,7 @@ export class BatchEngine {
     }
     if (!this.native.reached || this.stateKind === undefined) throw new Error("the prompt cache needs the llama-context addon");
     let reused = 0;
-    if (this.cacheSettings.promptCache) {
+    if (this.caches(job.request)) {
       reused = reusePrefix(this.native, slot, this.slots.filter((other) => other !== slot), job.request.promptIds, this.stateKind, this.fault);
     } else {
       slot.cache.forget();

@@ -314,7 +314,7 @@ export class CompletionServer {
       for (const [index, promptIds] of prompts.entries()) {
         pending.push(engine.submit({
           promptIds, maxTokens: params.maxTokens, sampling: { temperature: params.temperature, topP: params.topP, topK: params.topK }, seed: params.seed,
-          stop: params.stop, ignoreEos: params.ignoreEos, ...extra, signal: abort.signal,
+          stop: params.stop, ignoreEos: params.ignoreEos, cachePrompt: params.cachePrompt, ...extra, signal: abort.signal,
           onToken: params.stream ? (token) => { const chunk = out.chunk(index, token); if (chunk !== undefined) sse(res, chunk); } : undefined,
         }));
       }

@@ -18,6 +18,8 @@ export interface CommonParams {
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly ignoreEos: boolean;
+  /** llama-server's `cache_prompt`: false asks for this request's prompt to be evaluated from scratch (a cold answer to compare a cached one with). */
+  readonly cachePrompt: boolean;
 }
 
 export type PromptInput = { readonly text: string } | { readonly ids: number[] };
@@ -77,7 +79,15 @@ function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: 
     stream: body.stream === true,
     includeUsage: (streamOptions as { include_usage?: unknown } | undefined)?.include_usage === true,
     ignoreEos: body.ignore_eos === true,
+    cachePrompt: optionalBoolean(body, "cache_prompt", true),
   };
+}
+
+function optionalBoolean(body: Body, key: string, fallback: boolean): boolean {
+  const value = body[key];
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "boolean") throw new BadRequest(`${key} must be a boolean`, key);
+  return value;
 }
 
 const isTokenList = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((id) => Number.isInteger(id) && id >= 0);

@@ -67,10 +67,6 @@ export interface ManagedServerOptions {
   readonly prefillChunk?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
-  /** false: start it with its prompt cache off (`--no-prompt-cache`); absent: the server's default. */
-  readonly promptCache?: boolean;
-  /** Prefill prompts in chunks of this many tokens (`--prefill-chunk N`); absent: the server's default. */
-  readonly prefillChunk?: number;
   readonly onProgress?: (message: string) => void;
   /** Told of the server process as soon as it is started (the box keeps its stderr tail per arm). */
   readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
