@@ -49,10 +49,11 @@ export function commonPrefix(a: readonly TokenId[], b: readonly TokenId[]): numb
 /**
  * Prompt tokens of `final` a server could take from a cache that holds `warm` and its answer: their
  * common prefix, less the last prompt token, which must be evaluated for its logits (llama-server
- * backs off one token on a full match, and so must every server).
+ * backs off one token on a full match, and so must every server). The answer's last token is left
+ * out: a server stops once it has sampled it, so it was never evaluated into the cache.
  */
 export function reusableTokens(warm: readonly TokenId[], warmAnswer: readonly TokenId[], final: readonly TokenId[]): number {
-  return Math.min(commonPrefix([...warm, ...warmAnswer], final), final.length - 1);
+  return Math.min(commonPrefix([...warm, ...warmAnswer.slice(0, -1)], final), final.length - 1);
 }
 
 /** Concurrent requests' suffixes start this many tokens apart in `other`, so each request differs from the others right after the prefix. */
