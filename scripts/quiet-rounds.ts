@@ -12,8 +12,8 @@ import { distribution } from "../harness/stats/distribution.js";
 
 /** Average cores of other processes' work during a round above which the round is measured again (BENCH_BUSY_CORES overrides). */
 const BUSY_FOREIGN_CORES = Number(process.env.BENCH_BUSY_CORES ?? 0.25);
-/** How often a busy round is measured in all (BENCH_BUSY_ATTEMPTS overrides); the quietest is kept. */
-const ATTEMPTS = Math.max(1, Number.parseInt(process.env.BENCH_BUSY_ATTEMPTS ?? "3", 10) || 1);
+/** How often a busy round is measured in all (BENCH_BUSY_ATTEMPTS overrides; 1: never again); the quietest is kept. */
+const ATTEMPTS = Math.max(1, Number.parseInt(process.env.BENCH_BUSY_ATTEMPTS ?? "2", 10) || 1);
 
 /** CPU seconds every core has spent busy since boot (user, nice, system, irq). */
 function machineBusySeconds(): number {
