@@ -70,7 +70,6 @@ function stampingConnector(): buildConnector.connector {
   });
 }
 
-/** `stallTimeoutMs`: a server silent this long (before its headers, or between two chunks) fails the request as a timeout. */
 /**
  * Connection reuse, the way robust HTTP/1.1 clients do it (undici implements the first three; the
  * settings below pin them): a response carrying `Connection: close` (cpp-httplib's 100th on a
