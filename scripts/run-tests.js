@@ -79,14 +79,15 @@ function declarations(path) {
   return { tier: fileTier, serial };
 }
 
+const allNames = readdirSync(dir, { recursive: true }).map(String).filter((name) => TEST_FILE.test(name)).sort();
+
 /** The files to run, each with its declarations: every test file, or (for a tier) exactly the files that declare it. */
 function chosenFiles() {
-  const names = readdirSync(dir, { recursive: true }).map(String).filter((name) => TEST_FILE.test(name)).sort();
-  const files = names.map((name) => ({ name, ...declarations(join(dir, name)) }));
+  const files = allNames.map((name) => ({ name, ...declarations(join(dir, name)) }));
   if (tier === undefined) return files;
   const chosen = files.filter((file) => file.tier === tier);
   if (chosen.length === 0) fail(`no test file in ${dir} declares "// test-tier: ${tier}"`);
-  console.log(`tier ${tier}: ${chosen.length} of ${names.length} test files (${chosen.map((file) => file.name).join(", ")})`);
+  console.log(`tier ${tier}: ${chosen.length} of ${allNames.length} test files (${chosen.map((file) => file.name).join(", ")})`);
   return chosen;
 }
 
@@ -106,8 +107,9 @@ function recordedTimings() {
   }
 }
 
-function saveTimings(previous, results) {
-  const next = { ...previous };
+/** The times of this run's files, over the last recorded times of the files that still exist (a fast run keeps the others'). */
+function saveTimings(previous, results, names) {
+  const next = Object.fromEntries(Object.entries(previous).filter(([name]) => names.has(name)));
   for (const result of results) next[result.name] = Math.round(result.wallMs);
   const temporary = `${TIMINGS_FILE}.tmp-${process.pid}`;
   writeFileSync(temporary, `${JSON.stringify(next, null, 1)}\n`);
@@ -190,7 +192,7 @@ const previous = recordedTimings();
 const startedMs = performance.now();
 const results = await runAll(files, previous);
 printTimings(results, performance.now() - startedMs);
-saveTimings(previous, results);
+saveTimings(previous, results, new Set(allNames));
 const sum = (key) => results.reduce((total, result) => total + result[key], 0);
 const failed = sum("failed");
 console.log(`${sum("passed")} passed, ${failed} failed, ${sum("skipped")} skipped`);
