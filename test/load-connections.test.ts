@@ -1,5 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { summarizeLoadPoint } from "../harness/load/aggregate.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
@@ -11,11 +13,14 @@ import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { stopManagedServer } from "../harness/sut/http.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { startScriptedServer } from "./helpers/scripted-server.js";
+import { benchAsync, temporaryDirectory } from "./helpers/workspace.js";
 
 // How the load client manages keep-alive connections (docs/load-client.md): never a request sent on a
 // connection the server said it closes, a request lost to a closing connection sent once more on a
 // fresh one, and every request exactly one sample either way.
 
+const work = temporaryDirectory("load-connections");
+test.after(() => work.remove());
 const closed = (concurrency: number, requests: number): LoadPointPlan => ({ mode: { kind: "closed", concurrency }, requests, warmup: 0, maxErrorRate: 1, seed: 1 });
 const body = (n: number) => ({ prompt: `x${n}`, stream: true });
 
@@ -47,6 +52,21 @@ test("a request lost to a closing connection (reset, or closed, before a byte of
     assert.equal([summary.requests, summary.completed, summary.retriedOnFreshConnection, summary.errors], [8, 8, 2, {}]);
     const rows = tableFromIPC(encodeSamplesArrow(result.samples.map((sample) => ({ point: "c1", sample, metrics: requestMetrics(sample) })))).toArray().map((r) => r.toJSON());
     assert.equal(rows.map((r) => r.attempts), [1, 1, 2, 1, 2, 1, 1, 1]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("bench load says how many requests were sent again, and samples.arrow and summary.json carry them", async () => {
+  const server = await startScriptedServer({ firstMs: 1, gapMs: 1, tokens: 3, fault: (n) => (n === 1 ? "drop-close" : undefined) });
+  try {
+    const cli = await benchAsync(["load", "--url", server.url, "--concurrency", "1", "--requests", "4", "--warmup", "0", "--runs-dir", work.path, "--run-id", "retried"]);
+    assert.is(cli.status, 0, cli.stdout + cli.stderr);
+    assert.match(cli.stdout, /^concurrency 1: 1 request\(s\) sent again on a fresh connection \(the server closed a kept-alive connection as they went out; docs\/load-client\.md\); each counted once$/m);
+    const rows = tableFromIPC(readFileSync(join(work.path, "retried", "samples.arrow"))).toArray().map((r) => r.toJSON());
+    assert.equal(rows.map((r) => [r.status, r.attempts]), [["ok", 1], ["ok", 2], ["ok", 1], ["ok", 1]]);
+    const summary = JSON.parse(readFileSync(join(work.path, "retried", "summary.json"), "utf8"));
+    assert.equal([summary.load[0].summary.requests, summary.load[0].summary.completed, summary.load[0].summary.retriedOnFreshConnection], [4, 4, 1]);
   } finally {
     await server.close();
   }
