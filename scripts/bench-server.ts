@@ -51,12 +51,11 @@ interface Round {
   readonly ttftP99: number;
   readonly tpotP50: number;
   readonly lost: number;
-  readonly retried: number;
   readonly busy: boolean;
 }
 
 /** Every figure and count the verdict line is made of, gathered as the points run. */
-const tally = { pointsMet: [] as string[], pointsMissed: [] as string[], lost: { ours: 0, "llama-server": 0 }, retried: { ours: 0, "llama-server": 0 }, sent: 0, rounds: 0, repeated: 0, stillBusy: 0 };
+const tally = { pointsMet: [] as string[], pointsMissed: [] as string[], lost: { ours: 0, "llama-server": 0 }, retried: { ours: 0, "llama-server": 0 }, sent: { ours: 0, "llama-server": 0 }, rounds: 0, repeated: 0, stillBusy: 0 };
 
 function verdictLine(): { line: string; code: number } {
   const lost = tally.lost.ours + tally.lost["llama-server"];
@@ -64,7 +63,7 @@ function verdictLine(): { line: string; code: number } {
   return {
     code: met ? EXIT.pass : EXIT.gateFailed,
     line: `bench:server verdict: ${met ? "PASS" : "FAIL"} — targets ${tally.pointsMissed.length === 0 ? `met at ${tally.pointsMet.join(", ")} client(s)` : `missed at ${tally.pointsMissed.join(", ")} client(s)`}; `
-      + `lost requests: ours ${tally.lost.ours}, llama-server ${tally.lost["llama-server"]} of ${tally.sent} each (retried on a fresh connection: ${tally.retried.ours}, ${tally.retried["llama-server"]}); `
+      + `lost requests: ours ${tally.lost.ours} of ${tally.sent.ours}, llama-server ${tally.lost["llama-server"]} of ${tally.sent["llama-server"]} (retried on a fresh connection: ${tally.retried.ours}, ${tally.retried["llama-server"]}); `
       + `${tally.repeated} of ${tally.rounds} rounds measured again for a busy machine, ${tally.stillBusy} still busy after every attempt`,
   };
 }
@@ -82,20 +81,22 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
       for (const side of round % 2 === 0 ? SIDES : [...SIDES].reverse()) {
         const measured = await quietRound(async () => {
           const result = await runLoadPoint({ url: `${servers[side].baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed: round });
-          return summarizeLoadPoint(side, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+          const summary = summarizeLoadPoint(side, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+          // Every attempt's requests count, the busy ones set aside included: a loss is never measured away.
+          const lost = summary.requests - summary.completed;
+          tally.sent[side] += summary.requests;
+          tally.lost[side] += lost;
+          tally.retried[side] += summary.retriedOnFreshConnection;
+          if (lost > 0) console.log(`  ${side} at ${clients} client(s), round ${round + 1}: ${lost}/${summary.requests} requests lost (${JSON.stringify(summary.errors)})`);
+          return summary;
         }, (foreignCores, attempt) => console.log(`  ${side} at ${clients} client(s), round ${round + 1}: other processes used ${foreignCores.toFixed(2)} cores meanwhile; measuring it again (attempt ${attempt + 1})`));
         const summary = measured.value;
-        const lost = summary.requests - summary.completed;
         tally.rounds++;
         if (measured.attempts > 1) tally.repeated++;
         if (measured.busy) tally.stillBusy++;
-        tally.lost[side] += lost;
-        tally.retried[side] += summary.retriedOnFreshConnection;
-        if (lost > 0) console.log(`  ${side} at ${clients} client(s), round ${round + 1}: ${lost}/${summary.requests} requests lost (${JSON.stringify(summary.errors)})`);
-        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost, retried: summary.retriedOnFreshConnection, busy: measured.busy });
+        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy });
       }
     }
-    tally.sent += REQUESTS * ROUNDS;
     const median = (side: Side, key: "tps" | "ttftP99" | "tpotP50") => distribution(rounds[side].map((r) => r[key]))!.median;
     const tpsRatio = median("ours", "tps") / median("llama-server", "tps");
     const ttftRatio = median("ours", "ttftP99") / median("llama-server", "ttftP99");
