@@ -4,28 +4,34 @@
  * fixture and settings: 4 slots, 2 threads, flash attention off, F16 KV, 256 tokens per slot.
  * Closed loop at 1, 4 and 16 clients, 64 streamed greedy requests of 32 prompt / 64 output
  * tokens (ignore_eos), the two servers' rounds alternating so a busy stretch of a shared machine
- * hits both. Prints output tok/s and TTFT p99 per round and the ratios of the medians.
- * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×.
+ * hits both; a round measured while other processes kept the machine busy is measured again
+ * (scripts/quiet-rounds.ts). Prints each side's figures per round, their spread, and the ratios of
+ * the medians, and ends with one verdict line — also when something broke (exit 2, never a stack).
+ * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×, and not one request lost on
+ * either side (a request lost to a closing keep-alive connection and sent again counts once, as
+ * retried; docs/load-client.md).
  *
  * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points;
  * BENCH_PROMPT_CACHE=off starts ours with --no-prompt-cache (on by default, as `bench serve`);
  * BENCH_REQUESTS and BENCH_THREADS override the request count and threads (on an oversubscribed
  * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { EXIT } from "../harness/results/exit-code.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { summarizeLoadPoint } from "../harness/load/aggregate.js";
 import { randomPrompts } from "../harness/load/prompts.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
-import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { startServerCommand } from "../harness/sut/server-command.js";
 import { decodeFloors, describeFloors } from "./decode-floor.js";
+import { describeSpread, quietRound } from "./quiet-rounds.js";
 
 const SLOTS = 4;
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
@@ -39,86 +45,99 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,4,16").split(",").map(N
 const PROMPT_CACHE = process.env.BENCH_PROMPT_CACHE !== "off";
 const TARGET_TPS_RATIO = 0.9;
 const TARGET_TTFT_P99_RATIO = 1.2;
+const SIDES = ["ours", "llama-server"] as const;
+type Side = (typeof SIDES)[number];
 
-const model = await resolveModel("tiny-random:F32");
-
-const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-if (build.status !== 0) {
-  console.error(`bench:server: scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
-  process.exit(2);
-}
-const llamaServerBin = build.stdout.trim().split("\n").at(-1)!;
-
-async function waitHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (child.exitCode !== null) throw new Error(`llama-server exited ${child.exitCode} while booting`);
-    const status = await httpCall(`${baseUrl}/health`).then((r) => r.status, () => 0);
-    if (status === 200) return;
-    await sleep(100);
-  }
-  throw new Error("llama-server never became healthy");
+interface Round {
+  readonly tps: number;
+  readonly ttftP99: number;
+  readonly tpotP50: number;
+  readonly lost: number;
+  readonly busy: boolean;
 }
 
-/** llama-server with our server's settings; its context is shared by the slots, ours is per slot. */
-async function startLlamaServer(port: number): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
-  const child = spawn(llamaServerBin, ["-m", model.path, "--host", "127.0.0.1", "--port", String(port), "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
-    "-t", String(THREADS), "-tb", String(THREADS), "-fa", "off", "-b", String(BATCH), "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await waitHealthy(baseUrl, child).catch((error: Error) => { child.kill("SIGKILL"); throw new Error(`${error.message}\n${stderr}`); });
+/** Every figure and count the verdict line is made of, gathered as the points run. */
+const tally = { pointsMet: [] as string[], pointsMissed: [] as string[], lost: { ours: 0, "llama-server": 0 }, retried: { ours: 0, "llama-server": 0 }, sent: { ours: 0, "llama-server": 0 }, rounds: 0, repeated: 0, stillBusy: 0 };
+
+function verdictLine(): { line: string; code: number } {
+  const lost = tally.lost.ours + tally.lost["llama-server"];
+  const met = tally.pointsMissed.length === 0 && lost === 0;
   return {
-    baseUrl,
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    },
+    code: met ? EXIT.pass : EXIT.gateFailed,
+    line: `bench:server verdict: ${met ? "PASS" : "FAIL"} — targets ${tally.pointsMissed.length === 0 ? `met at ${tally.pointsMet.join(", ")} client(s)` : `missed at ${tally.pointsMissed.join(", ")} client(s)`}; `
+      + `lost requests: ours ${tally.lost.ours} of ${tally.sent.ours}, llama-server ${tally.lost["llama-server"]} of ${tally.sent["llama-server"]} (retried on a fresh connection: ${tally.retried.ours}, ${tally.retried["llama-server"]}); `
+      + `${tally.repeated} of ${tally.rounds} rounds measured again for a busy machine, ${tally.stillBusy} still busy after every attempt`,
   };
 }
 
-const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, promptCache: PROMPT_CACHE, bootTimeoutS: 120 });
-const llama = await startLlamaServer(18_000 + Math.floor(Math.random() * 20_000));
-try {
-  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
+  const model = await resolveModel("tiny-random:F32");
+  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${servers.ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
   const prompts = await randomPrompts(REQUESTS + 2, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
-  const sides = [["ours", ours.baseUrl], ["llama-server", llama.baseUrl]] as const;
   console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ours with the prompt cache ${PROMPT_CACHE ? "on" : "off"}; ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; `
     + `${REQUESTS} streamed greedy requests of ${INPUT_TOKENS} prompt / ${OUTPUT_TOKENS} output tokens per round, closed loop, sides alternating, ${ROUNDS} rounds; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-  let allMet = true;
   for (const clients of CONCURRENCY) {
-    const rounds: Record<string, { tps: number; ttftP99: number; tpotP50: number }[]> = { ours: [], "llama-server": [] };
+    const rounds: Record<Side, Round[]> = { ours: [], "llama-server": [] };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, baseUrl] of round % 2 === 0 ? sides : [...sides].reverse()) {
-        // A round with a failed request is measured again once, and said so (llama-server has dropped
-        // a connection at 16 clients now and then); a second failure ends the benchmark.
-        for (let attempt = 1; ; attempt++) {
-          const result = await runLoadPoint({ url: `${baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 0, seed: round });
-          const measured = summarizeLoadPoint(name, result.samples, result.samples.map(requestMetrics), result.durationS, {});
-          if (measured.completed === REQUESTS && measured.ttftMs !== undefined) {
-            rounds[name].push({ tps: measured.outputTokensPerSecond, ttftP99: measured.ttftMs.p99, tpotP50: measured.tpotMs?.median ?? NaN });
-            break;
-          }
-          const failure = `${name} at ${clients} clients: ${measured.completed}/${REQUESTS} requests completed (${JSON.stringify(measured.errors)})`;
-          if (attempt === 2) throw new Error(failure);
-          console.log(`  ${failure}; measuring the round again`);
-        }
+      for (const side of round % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+        const measured = await quietRound(async () => {
+          const result = await runLoadPoint({ url: `${servers[side].baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed: round });
+          const summary = summarizeLoadPoint(side, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+          // Every attempt's requests count, the busy ones set aside included: a loss is never measured away.
+          const lost = summary.requests - summary.completed;
+          tally.sent[side] += summary.requests;
+          tally.lost[side] += lost;
+          tally.retried[side] += summary.retriedOnFreshConnection;
+          if (lost > 0) console.log(`  ${side} at ${clients} client(s), round ${round + 1}: ${lost}/${summary.requests} requests lost (${JSON.stringify(summary.errors)})`);
+          return summary;
+        }, (foreignCores, attempt) => console.log(`  ${side} at ${clients} client(s), round ${round + 1}: other processes used ${foreignCores.toFixed(2)} cores meanwhile; measuring it again (attempt ${attempt + 1})`));
+        const summary = measured.value;
+        tally.rounds++;
+        if (measured.attempts > 1) tally.repeated++;
+        if (measured.busy) tally.stillBusy++;
+        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy });
       }
     }
-    const median = (name: string, key: "tps" | "ttftP99" | "tpotP50") => distribution(rounds[name].map((r) => r[key]))!.median;
+    const median = (side: Side, key: "tps" | "ttftP99" | "tpotP50") => distribution(rounds[side].map((r) => r[key]))!.median;
     const tpsRatio = median("ours", "tps") / median("llama-server", "tps");
     const ttftRatio = median("ours", "ttftP99") / median("llama-server", "ttftP99");
     const met = tpsRatio >= TARGET_TPS_RATIO && ttftRatio <= TARGET_TTFT_P99_RATIO;
-    allMet &&= met;
-    const perRound = (name: string) => rounds[name].map((r) => `${r.tps.toFixed(0)} tok/s TTFT p99 ${r.ttftP99.toFixed(1)} ms`).join("; ");
+    (met ? tally.pointsMet : tally.pointsMissed).push(String(clients));
+    const perRound = (side: Side) => rounds[side].map((r) => `${r.tps.toFixed(0)} tok/s TTFT p99 ${r.ttftP99.toFixed(1)} ms${r.lost > 0 ? ` (${r.lost} lost)` : ""}${r.busy ? " (busy)" : ""}`).join("; ");
+    const spread = (side: Side) => `output tok/s ${describeSpread(rounds[side].map((r) => r.tps))}, TTFT p99 ms ${describeSpread(rounds[side].map((r) => r.ttftP99), 1)}`;
     console.log(`${clients} client(s): ours ${median("ours", "tps").toFixed(0)} vs llama-server ${median("llama-server", "tps").toFixed(0)} output tok/s — ratio ${tpsRatio.toFixed(2)} (target ≥ ${TARGET_TPS_RATIO}); `
       + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
-      + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}\n  ours: ${perRound("ours")}\n  llama-server: ${perRound("llama-server")}`);
+      + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}`);
+    for (const side of SIDES) console.log(`  ${side}: ${perRound(side)}\n    ${spread(side)}`);
   }
-  console.log(describeFloors(await decodeFloors(model.path, { threads: THREADS, sequences: SLOTS, contextSize: CONTEXT_PER_SLOT, batchSize: BATCH, tokens: OUTPUT_TOKENS })));
-  console.log(`load average after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${allMet ? "all targets met" : "some target missed"}`);
-} finally {
-  await stopManagedServer(ours);
-  await llama.stop();
+  // A reference figure, not a target: its failure is said and does not hide the verdict.
+  try {
+    console.log(describeFloors(await decodeFloors(model.path, { threads: THREADS, sequences: SLOTS, contextSize: CONTEXT_PER_SLOT, batchSize: BATCH, tokens: OUTPUT_TOKENS })));
+  } catch (error) {
+    console.log(`decode floor: not measured (${error instanceof Error ? error.message : String(error)})`);
+  }
+  console.log(`load average after: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 }
+
+const servers: Partial<Record<Side, ManagedServer>> = {};
+let verdict: { line: string; code: number };
+try {
+  const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
+  const llamaServerBin = build.stdout.trim().split("\n").at(-1)!;
+  const model = await resolveModel("tiny-random:F32");
+  servers.ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, promptCache: PROMPT_CACHE, bootTimeoutS: 120 });
+  // llama-server with our server's settings; its context is shared by the slots, ours is per slot.
+  servers["llama-server"] = await startServerCommand([llamaServerBin, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
+    "-t", String(THREADS), "-tb", String(THREADS), "-fa", "off", "-b", String(BATCH), "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 120 });
+  await benchmark(servers as Record<Side, ManagedServer>);
+  verdict = verdictLine();
+} catch (error) {
+  verdict = { line: `bench:server verdict: ERROR — ${error instanceof Error ? error.message.split("\n")[0] : String(error)} (after ${tally.rounds} rounds)`, code: EXIT.error };
+}
+for (const [side, server] of Object.entries(servers)) {
+  await stopManagedServer(server).catch((error: Error) => console.log(`note: stopping ${side}: ${error.message}`));
+}
+console.log(verdict.line);
+process.exit(verdict.code);

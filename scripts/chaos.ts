@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PACKAGE_ROOT } from "../harness/paths.js";
-import { descendants, listeningPortsByInode, portsListenedBy, processTable } from "../harness/io/procfs.js";
+import { cpuSeconds, descendants, listeningPortsByInode, portsListenedBy, processTable } from "../harness/io/procfs.js";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { assertMatchesSchema } from "../harness/io/json-schema.js";
 import { SUMMARY_SCHEMA } from "../harness/results/run-directory.js";
@@ -44,17 +44,6 @@ const KILLS: readonly (Kill & { readonly battery: keyof typeof BATTERIES })[] = 
 function option(argv: readonly string[], name: string): string | undefined {
   const at = argv.indexOf(name);
   return at < 0 ? undefined : argv[at + 1];
-}
-
-/** User + system CPU seconds a process has used (/proc/<pid>/stat fields 14 and 15, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /**

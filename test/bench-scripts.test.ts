@@ -4,6 +4,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadSuite } from "../harness/suites/load.js";
 import { armsBySut, batteryTask } from "../scripts/side-by-side.js";
+import { describeSpread, quietRound } from "../scripts/quiet-rounds.js";
+import { spawnSync } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import { temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("bench-scripts");
@@ -27,6 +30,22 @@ test("the harness side of a benchmark runs exactly the arms the raw side stands 
   // Finalised like a CLI run, not left "running".
   assert.is(summary.status, "complete");
   assert.is(summary.exit_code, 0);
+});
+
+test("a side's spread over its rounds: median, range, and half the range over the median", () => {
+  assert.is(describeSpread([431, 398, 412]), "median 412 (spread 398–431, ±4.0%)");
+  assert.is(describeSpread([0.5, 0.5], 2), "median 0.50 (spread 0.50–0.50, ±0.0%)");
+});
+
+test("a round during which a process outside the benchmark's own tree kept a core busy is measured again", async () => {
+  // The shell exits at once and its spinning child is re-parented away from us: foreign work, as another user's job is.
+  spawnSync("sh", ["-c", `${JSON.stringify(process.execPath)} -e "const end = Date.now() + 1500; while (Date.now() < end);" >/dev/null 2>&1 &`]);
+  const busy: number[] = [];
+  let rounds = 0;
+  const measured = await quietRound(async () => { rounds++; await sleep(1000); return rounds; }, (foreignCores) => busy.push(foreignCores));
+  assert.ok(busy.length >= 1 && busy[0] >= 0.5, `the first round saw the spinning process: ${busy.join(", ")} cores`);
+  assert.is(measured.attempts, 2, "measured again once (BENCH_BUSY_ATTEMPTS default 2)");
+  assert.is(rounds, 2);
 });
 
 test.run();

@@ -93,11 +93,65 @@ test("every file's wall time with --timings (the ten slowest without), before th
   const result = runFiles("timings", { "quick.test.js": `IMPORT_UVU\ntest("q", () => {});\ntest.run();\n`, "sleepy.test.js": sleeper }, ["--timings"]);
   const lines = result.stdout.trim().split("\n");
   const table = lines.slice(lines.findIndex((line) => line.startsWith("Every file (wall s)")));
-  assert.match(table[0], /^Every file \(wall s\): loading all 2 took [\d.]+ s, all of it [\d.]+ s$/);
+  assert.match(table[0], /^Every file \(wall s\): 2 files, \d+ at a time, [\d.]+ s summed, all of it [\d.]+ s$/);
   const seconds = (file: string) => Number(new RegExp(`^ *([\\d.]+)  ${file}$`, "m").exec(table.join("\n"))?.[1]);
   assert.ok(seconds("sleepy.test.js") >= 0.3, `the file that sleeps 300 ms: ${seconds("sleepy.test.js")} s`);
   assert.ok(seconds("quick.test.js") >= 0, "the other file is listed too");
   assert.is(table.at(-1), "2 passed, 0 failed, 0 skipped");
+});
+
+// Each file of a pair announces itself in a shared directory, then waits for the other's announcement:
+// only two files that really run at the same time both pass.
+const rendezvous = (me: string, other: string, dir: string) => `IMPORT_UVU
+import { existsSync, writeFileSync } from "node:fs";
+test("meets ${other}", async () => {
+  writeFileSync(${JSON.stringify(join(dir, me))}, "");
+  for (let waited = 0; !existsSync(${JSON.stringify(join(dir, other))}); waited += 50) {
+    if (waited > 60000) throw new Error("${other} never ran beside me");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+});
+test.run();
+`;
+
+test("--jobs 2 runs two files at once, each in its own process, and sums their counts", () => {
+  const meeting = join(work.path, "meeting");
+  mkdirSync(meeting);
+  const result = runFiles("parallel", { "a.test.js": rendezvous("a", "b", meeting), "b.test.js": rendezvous("b", "a", meeting), "c.test.js": `IMPORT_UVU\ntest.skip("s", () => {});\ntest("c", () => {});\ntest.run();\n` }, ["--jobs", "2"]);
+  assert.is(result.lastLine, "3 passed, 0 failed, 1 skipped", result.stdout);
+  assert.is(result.status, 0);
+});
+
+test("a file marked test-serial runs with nothing beside it; a malformed serial line fails the run", () => {
+  const marks = join(work.path, "serial-marks");
+  mkdirSync(marks);
+  // Every ordinary file leaves a mark while it runs; the serial file fails if it sees one during its own run.
+  const ordinary = (name: string) => `IMPORT_UVU
+import { rmSync, writeFileSync } from "node:fs";
+test("${name}", async () => {
+  writeFileSync(${JSON.stringify(join(marks, name))}, "");
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  rmSync(${JSON.stringify(join(marks, name))});
+});
+test.run();
+`;
+  const serial = `// Times things.
+// test-serial: asserts wall times
+IMPORT_UVU
+import { readdirSync } from "node:fs";
+test("alone", async () => {
+  for (let i = 0; i < 10; i++) {
+    if (readdirSync(${JSON.stringify(marks)}).length > 0) throw new Error("ran beside " + readdirSync(${JSON.stringify(marks)}).join(", "));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+});
+test.run();
+`;
+  const result = runFiles("serial", { "a.test.js": ordinary("a"), "b.test.js": ordinary("b"), "m.test.js": serial, "y.test.js": ordinary("y"), "z.test.js": ordinary("z") }, ["--jobs", "4"]);
+  assert.is(result.lastLine, "5 passed, 0 failed, 0 skipped", result.stdout);
+  const malformed = runFiles("serial-malformed", { "m.test.js": `// test-serial\nIMPORT_UVU\ntest("x", () => {});\ntest.run();\n` });
+  assert.match(malformed.stdout, /m\.test\.js: malformed serial line "\/\/ test-serial" \(write it as "\/\/ test-serial: why it must run alone"\)/);
+  assert.is(malformed.status, 1);
 });
 
 test.run();

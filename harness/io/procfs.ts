@@ -28,6 +28,21 @@ export function processTable(): Map<number, ProcessEntry> {
   return table;
 }
 
+/**
+ * User + system CPU seconds a process has used (/proc/<pid>/stat fields 14 and 15, clock ticks of
+ * 1/100 s); with `withReapedChildren`, also its waited-for children's (fields 16 and 17), so a child
+ * that has exited still counts. 0 for a process that is gone.
+ */
+export function cpuSeconds(pid: number, withReapedChildren = false): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0)) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 /** Children, grandchildren and so on of `root`. */
 export function descendants(root: number, table = processTable()): number[] {
   const found: number[] = [];

@@ -13,6 +13,8 @@ export interface LoadPointSummary {
   readonly requests: number;
   readonly completed: number;
   readonly errors: Readonly<Partial<Record<RequestStatus, number>>>;
+  /** Requests sent a second time on a fresh connection because a closing keep-alive connection lost the first (each still one request above). */
+  readonly retriedOnFreshConnection: number;
   readonly durationS: number;
   readonly requestsPerSecond: number;
   readonly outputTokensPerSecond: number;
@@ -59,6 +61,7 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
     requests: samples.length,
     completed: ok.length,
     errors,
+    retriedOnFreshConnection: samples.filter((sample) => sample.attempts > 1).length,
     durationS,
     requestsPerSecond: ok.length / durationS,
     outputTokensPerSecond: output / durationS,

@@ -24,6 +24,7 @@ export function loadPointVerdict(label: string, stoppedBy: LoadPointResult["stop
     output_tokens_per_second: summary.outputTokensPerSecond, requests_per_second: summary.requestsPerSecond,
     ttft_p50_ms: summary.ttftMs?.median ?? null, ttft_p99_ms: summary.ttftMs?.p99 ?? null,
     tpot_p50_ms: summary.tpotMs?.median ?? null, tpot_p99_ms: summary.tpotMs?.p99 ?? null, token_count_discrepancy: summary.tokenCountDiscrepancy,
+    retried_on_fresh_connection: summary.retriedOnFreshConnection,
   };
   const { nonFinite, metrics } = splitNonFinite(measured);
   const missing = MEASURED.filter((key) => metrics[key] === null && !nonFinite.some((line) => line.startsWith(`${key} = `)));

@@ -19,6 +19,7 @@ export function encodeSamplesArrow(rows: readonly SampleRow[]): Uint8Array {
     status: text((r) => r.sample.status),
     http_status: int((r) => r.sample.httpStatus),
     error: text((r) => r.sample.error),
+    attempts: int((r) => r.sample.attempts),
     client_lag_ms: float((r) => Number(r.sample.sentNs - r.sample.scheduledNs) / 1e6),
     ttft_ms: float((r) => r.metrics?.ttftMs),
     tpot_ms: float((r) => r.metrics?.tpotMs),

@@ -1,4 +1,4 @@
-import { buildConnector, Pool, type Dispatcher } from "undici";
+import { buildConnector, Client, Pool, type Dispatcher } from "undici";
 import { OpenAiSseReader } from "./sse-reader.js";
 
 /** How a request ended; only "ok" carries a complete set of timings. */
@@ -23,6 +23,12 @@ export interface RequestSample {
   readonly usage: { readonly promptTokens: number; readonly completionTokens: number } | null;
   /** Tokens the client counted itself (token_ids when the server sends them, else content events). */
   readonly clientTokens: number;
+  /**
+   * 1, or 2 when the first attempt's connection was closed before a byte of the response came
+   * (a keep-alive connection the server was closing as the request went out) and the request was
+   * sent again on a fresh connection. Either way the request is one sample, timed from its schedule.
+   */
+  readonly attempts: number;
 }
 
 /** Where streamed requests go: one keep-alive pool per endpoint, headers built once. */
@@ -30,6 +36,8 @@ export interface StreamEndpoint {
   readonly pool: Pool;
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** A new connection of its own for one request, closed after it (the retry of a request a closing connection lost). */
+  readonly freshConnection: () => Client;
 }
 
 /**
@@ -62,6 +70,22 @@ function stampingConnector(): buildConnector.connector {
   });
 }
 
+/**
+ * Connection reuse, the way robust HTTP/1.1 clients do it (undici implements the first three; the
+ * settings below pin them): a response carrying `Connection: close` (cpp-httplib's 100th on a
+ * connection, any error response from it) ends that connection's use — nothing more is sent on it;
+ * a `Keep-Alive: timeout=N` response retires the idle connection KEEP_ALIVE_MARGIN_MS before the
+ * server's N seconds are up; a server that announces nothing keeps it IDLE_WITHOUT_ANNOUNCEMENT_MS.
+ * What no client can prevent — the server closing an idle connection just as a request goes out
+ * on it — is `retriesOnFreshConnection`'s job.
+ */
+const KEEP_ALIVE_MARGIN_MS = 2_000;
+const IDLE_WITHOUT_ANNOUNCEMENT_MS = 4_000;
+
+function connectionOptions(stallTimeoutMs: number) {
+  return { connect: stampingConnector(), headersTimeout: stallTimeoutMs, bodyTimeout: stallTimeoutMs, keepAliveTimeout: IDLE_WITHOUT_ANNOUNCEMENT_MS, keepAliveTimeoutThreshold: KEEP_ALIVE_MARGIN_MS, pipelining: 1 };
+}
+
 /** `stallTimeoutMs`: a server silent this long (before its headers, or between two chunks) fails the request as a timeout. */
 export function openStreamEndpoint(url: string, options: { apiKey?: string; stallTimeoutMs?: number } = {}): StreamEndpoint {
   const target = new URL(url);
@@ -69,10 +93,24 @@ export function openStreamEndpoint(url: string, options: { apiKey?: string; stal
   return {
     // A dedicated pool (3× the request rate of undici's global agent here) with no connection cap:
     // a capped pool would queue requests inside the client, and that wait would pass for server latency.
-    pool: new Pool(target.origin, { connect: stampingConnector(), connections: null, headersTimeout: stallTimeoutMs, bodyTimeout: stallTimeoutMs }),
+    pool: new Pool(target.origin, { ...connectionOptions(stallTimeoutMs), connections: null }),
     path: `${target.pathname}${target.search}`,
     headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+    freshConnection: () => new Client(target.origin, connectionOptions(stallTimeoutMs)),
   };
+}
+
+/**
+ * Pure: whether a request failed the way a request lost to a closing keep-alive connection fails —
+ * the connection ended (reset, broken pipe, or the server's FIN) before a single byte of the
+ * response — so the server never answered it and it may be sent again, once, on a fresh connection.
+ * A refused or timed-out connection, or one that failed after the response began, is the server's
+ * own failure and is reported as it happened.
+ */
+export function retriesOnFreshConnection(error: Error, responseBegan: boolean): boolean {
+  if (responseBegan) return false;
+  const code = (error as { code?: string }).code;
+  return code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET";
 }
 
 const MAX_ERROR_BODY = 200;
@@ -92,7 +130,10 @@ class StreamHandler implements Dispatcher.DispatchHandlers {
     private readonly index: number,
     private readonly scheduledNs: bigint,
     private readonly sentNs: bigint,
+    private readonly attempt: number,
     private readonly resolve: (sample: RequestSample) => void,
+    /** Sends the request again on a fresh connection (first attempt only). */
+    private readonly retry: (() => void) | undefined,
     onEvent?: (payload: string, stampNs: bigint) => void,
   ) {
     this.reader = new OpenAiSseReader(onEvent);
@@ -132,7 +173,11 @@ class StreamHandler implements Dispatcher.DispatchHandlers {
   onError(error: Error): void {
     const code = (error as { code?: string }).code;
     if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return this.finish("timeout", `the server went silent past the stall timeout (${error.message})`);
-    if (this.httpStatus === null) return this.finish("connection_error", error.message);
+    if (this.retry !== undefined && !this.settled && retriesOnFreshConnection(error, this.httpStatus !== null)) {
+      this.settled = true; // this attempt resolves nothing: the retry's outcome is the request's
+      return this.retry();
+    }
+    if (this.httpStatus === null) return this.finish("connection_error", `${error.message}${this.attempt > 1 ? " (on a fresh connection, after the first was closed before any response)" : ""}`);
     // All content and [DONE] arrived; only the connection's end went wrong.
     if (this.httpStatus === 200 && this.reader.doneNs !== null) return this.finish("ok", null);
     this.finish("stream_error", `connection lost mid-stream: ${error.message}`);
@@ -153,14 +198,28 @@ class StreamHandler implements Dispatcher.DispatchHandlers {
       doneNs: ok ? this.reader.doneNs : null,
       usage: this.reader.usage,
       clientTokens: this.reader.clientTokens,
+      attempts: this.attempt,
     });
   }
 }
 
-/** Sends one streaming request (a JSON body) and records its timeline; never rejects (failures become the status). */
+/**
+ * Sends one streaming request (a JSON body) and records its timeline; never rejects (failures become
+ * the status). A request lost to a closing keep-alive connection is sent once more on a connection
+ * of its own (closed after it) and still yields exactly one sample.
+ */
 export function streamRequest(endpoint: StreamEndpoint, index: number, body: string, scheduledNs: bigint, onEvent?: (payload: string, stampNs: bigint) => void): Promise<RequestSample> {
+  const options = { path: endpoint.path, method: "POST" as const, headers: endpoint.headers, body };
+  const sentNs = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const handler = new StreamHandler(index, scheduledNs, process.hrtime.bigint(), resolve, onEvent);
-    endpoint.pool.dispatch({ path: endpoint.path, method: "POST", headers: endpoint.headers, body }, handler);
+    const retry = (): void => {
+      const connection = endpoint.freshConnection();
+      const settle = (sample: RequestSample): void => {
+        resolve(sample);
+        void connection.close();
+      };
+      connection.dispatch(options, new StreamHandler(index, scheduledNs, sentNs, 2, settle, undefined, onEvent));
+    };
+    endpoint.pool.dispatch(options, new StreamHandler(index, scheduledNs, sentNs, 1, resolve, retry, onEvent));
   });
 }

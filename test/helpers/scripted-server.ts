@@ -15,8 +15,14 @@ export interface Script {
   readonly tokens: number;
   /** A role-only chunk at once, as OpenAI chat streams begin (must not count as the first token). */
   readonly roleChunkFirst?: boolean;
-  /** Misbehaviour for request number n (0-based), if any. */
-  readonly fault?: (n: number) => "429" | "malformed" | "reset" | "stall" | undefined;
+  /**
+   * Misbehaviour for request number n (0-based), if any. "drop-reset" / "drop-close": the request is
+   * read and the connection is closed with no byte of a response (RST / FIN) — a keep-alive
+   * connection the server was closing just as the request went out, on demand.
+   */
+  readonly fault?: (n: number) => "429" | "malformed" | "reset" | "stall" | "drop-reset" | "drop-close" | undefined;
+  /** Node's own keep-alive limits (real, not scripted): the last response on a connection says `Connection: close`, as cpp-httplib's 100th does. */
+  readonly requestsPerConnection?: number;
 }
 
 /**
@@ -31,8 +37,9 @@ export interface ServedTimeline {
   readonly contentWritesNs: bigint[];
 }
 
-export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number; timeline: (body: string) => ServedTimeline | undefined }> {
+export async function startScriptedServer(script: Script): Promise<{ url: string; close: () => Promise<void>; served: () => number; connections: () => number; timeline: (body: string) => ServedTimeline | undefined }> {
   let count = 0;
+  let connections = 0;
   const timelines: ServedTimeline[] = [];
   const server: Server = createServer(async (req, res) => {
     let body = "";
@@ -46,6 +53,8 @@ export async function startScriptedServer(script: Script): Promise<{ url: string
     const n = count++;
     timelines.push(timeline);
     const fault = script.fault?.(n);
+    if (fault === "drop-reset") return void req.socket.resetAndDestroy();
+    if (fault === "drop-close") return void req.socket.end();
     if (fault === "429") {
       res.writeHead(429, { "content-type": "application/json" });
       return void res.end(JSON.stringify({ error: { message: "busy", type: "rate_limit_exceeded" } }));
@@ -68,11 +77,14 @@ export async function startScriptedServer(script: Script): Promise<{ url: string
     res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: script.tokens } })}\n\n`);
     res.end("data: [DONE]\n\n");
   });
+  if (script.requestsPerConnection !== undefined) server.maxRequestsPerSocket = script.requestsPerConnection;
+  server.on("connection", () => { connections++; });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
     served: () => count,
+    connections: () => connections,
     timeline: (body) => timelines.find((served) => served.body === body),
   };
 }

@@ -252,6 +252,7 @@ export function registerLoad(program: Command): void {
           await recorder.record({ kind: "arm-end", suite: "load", arm: label, summaryLine: parityLine });
           say(line);
           for (const failure of failureLines(label, result.samples)) say(failure);
+          if (summary.retriedOnFreshConnection > 0) say(`${label}: ${summary.retriedOnFreshConnection} request(s) sent again on a fresh connection (the server closed a kept-alive connection as they went out; docs/load-client.md); each counted once`);
           if (summary.validity?.valid === false) say(`${label}: INVALID under --slo: ${summary.validity.reasons.join("; ")}`);
           if (parityLine !== undefined) say(parityLine);
           if (result.stoppedBy === "error-rate") { errorStop = true; break; }
