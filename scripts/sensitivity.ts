@@ -158,7 +158,23 @@ function verdictOf(trial: Trial, behindIdentity = false): string {
 
 const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || flags.only.some((text) => f.name.includes(text)));
 const rows: string[] = [];
+// Each distinct control run once: its exit code (0 = the clean SUT passes this arm's gates).
+const controls = new Map<string, number | null>();
 for (const family of families) {
+  if (family.control !== undefined) {
+    const run = await family.control.prepare(scratch, family.behindIdentity === true ? referencePromptArgs : promptArgs);
+    const key = JSON.stringify(run);
+    if (!controls.has(key)) {
+      const trial = benchRun(run);
+      controls.set(key, trial.exitCode);
+      console.error(`[sensitivity] control (no fault) ${run.args.join(" ")}: exit ${trial.exitCode} (${trial.seconds.toFixed(1)} s)`);
+    }
+    const exitCode = controls.get(key);
+    if (exitCode !== 0) {
+      rows.push(`| ${family.name} | — | ERROR: the same run without the fault exits ${exitCode}, so no size measures anything | — | — | — |`);
+      continue;
+    }
+  }
   const tried: string[] = [];
   const caught: Array<{ label: string; gates: string[]; margin: string }> = [];
   const behindIdentity = family.behindIdentity === true;

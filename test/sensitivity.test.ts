@@ -67,7 +67,7 @@ test("behind identity: the reference runner on tiny-random's own file with RoPE 
   assert.is(result.status, 0, result.stderr);
   const table = readFileSync(join(out, "sensitivity.md"), "utf8");
   assert.match(table, /^\| llama: rope_base \| PASS \(right file\) \| \+0\.1% \| distribution \| (⚠ )?[\d.]+× max_[a-z_0-9]+ .*\| \+0\.1%: caught by distribution, KLD [\d.]+e-\d+ \|$/m);
-  const run = JSON.parse(readFileSync(join(out, "runs", "r001", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
+  const run = JSON.parse(readFileSync(join(out, "runs", "r002", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
   assert.equal(run.verdicts.filter((v) => v.check === "identity").map((v) => v.status), ["pass"], "the fault sits behind identity: the runner loaded the goldens' own file");
   assert.equal(run.verdicts.find((v) => v.check === "distribution")?.status, "fail");
 });

@@ -34,6 +34,8 @@ export interface FaultFamily {
   readonly graded: boolean;
   /** Run by a SUT that loads the goldens' own file: identity must PASS, or the run says nothing. */
   readonly behindIdentity?: boolean;
+  /** The same run without the fault: it must pass (exit 0), or no size of this family measured anything. */
+  readonly control?: FaultSize;
   readonly sizes: readonly FaultSize[];
 }
 
