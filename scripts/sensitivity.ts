@@ -176,12 +176,15 @@ for (const family of families) {
     }
   }
   const tried: string[] = [];
+  // What the identity check said over the family's runs: PASS where the SUT ran the goldens' own file.
+  const identityStatuses = new Set<string>();
   const caught: Array<{ label: string; gates: string[]; margin: string }> = [];
   const behindIdentity = family.behindIdentity === true;
   for (const size of family.sizes) {
     const trial = benchRun(await size.prepare(scratch, behindIdentity ? referencePromptArgs : promptArgs));
     const said = outcome(trial, behindIdentity);
     tried.push(`${size.label}: ${said}`);
+    for (const v of trial.verdicts) if (v.check === "identity") identityStatuses.add(v.status.toUpperCase());
     console.error(`[sensitivity] ${family.name} ${size.label}: ${said} (${trial.seconds.toFixed(1)} s)`);
     const { numeric } = caughtBy(trial);
     if (numeric.length > 0 && !(behindIdentity && identityBroken(trial) !== undefined)) {
@@ -195,7 +198,7 @@ for (const family of families) {
   const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
   const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
   const margins = shown.length === 0 ? "—" : shown.map((c) => c.margin).join("; ");
-  rows.push(`| ${family.name} | ${behindIdentity ? "PASS (right file)" : "fails (edited file)"} | ${threshold} | ${gates} | ${margins} | ${tried.join("; ")} |`);
+  rows.push(`| ${family.name} | ${identityStatuses.size === 0 ? "— (no identity check)" : [...identityStatuses].join(" / ")} | ${threshold} | ${gates} | ${margins} | ${tried.join("; ")} |`);
 }
 
 let falseAlarms = 0;

@@ -54,7 +54,7 @@ test("npm run sensitivity (one family, no clean runs): runs bench run on the FAK
   });
   assert.is(result.status, 0, result.stderr);
   const table = readFileSync(join(out, "sensitivity.md"), "utf8");
-  assert.match(table, /^\| norm weights dropped \| fails \(edited file\) \| all norms \| [a-z_]+.* \| all norms: caught by /m);
+  assert.match(table, /^\| norm weights dropped \| FAIL \| all norms \| [a-z_]+.* \| all norms: caught by /m);
   assert.match(table, /Clean runs: none \(--clean-runs 0\)\./);
   assert.is(result.stdout.split("\n\nwritten to")[0].trim(), table.trim());
 });
@@ -66,7 +66,7 @@ test("behind identity: the reference runner on tiny-random's own file with RoPE 
   });
   assert.is(result.status, 0, result.stderr);
   const table = readFileSync(join(out, "sensitivity.md"), "utf8");
-  assert.match(table, /^\| llama: rope_base \| PASS \(right file\) \| \+0\.1% \| distribution \| (⚠ )?[\d.]+× max_[a-z_0-9]+ .*\| \+0\.1%: caught by distribution, KLD [\d.]+e-\d+ \|$/m);
+  assert.match(table, /^\| llama: rope_base \| PASS \| \+0\.1% \| distribution \| (⚠ )?[\d.]+× max_[a-z_0-9]+ .*\| \+0\.1%: caught by distribution, KLD [\d.]+e-\d+ \|$/m);
   const run = JSON.parse(readFileSync(join(out, "runs", "r002", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
   assert.equal(run.verdicts.filter((v) => v.check === "identity").map((v) => v.status), ["pass"], "the fault sits behind identity: the runner loaded the goldens' own file");
   assert.equal(run.verdicts.find((v) => v.check === "distribution")?.status, "fail");
