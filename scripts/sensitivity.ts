@@ -160,6 +160,8 @@ const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || 
 const rows: string[] = [];
 // Each distinct control run once: its exit code (0 = the clean SUT passes this arm's gates).
 const controls = new Map<string, number | null>();
+// A control that fails or a behind-identity run whose identity did not pass measured nothing: exit 2 after the table.
+let measuredNothing = 0;
 for (const family of families) {
   if (family.control !== undefined) {
     const run = await family.control.prepare(scratch, family.behindIdentity === true ? referencePromptArgs : promptArgs);
@@ -172,6 +174,7 @@ for (const family of families) {
     const exitCode = controls.get(key);
     if (exitCode !== 0) {
       rows.push(`| ${family.name} | — | ERROR: the same run without the fault exits ${exitCode}, so no size measures anything | — | — | — |`);
+      measuredNothing++;
       continue;
     }
   }
@@ -185,6 +188,7 @@ for (const family of families) {
     const said = outcome(trial, behindIdentity);
     tried.push(`${size.label}: ${said}`);
     for (const v of trial.verdicts) if (v.check === "identity") identityStatuses.add(v.status.toUpperCase());
+    if (behindIdentity && trial.verdicts.length > 0 && identityBroken(trial) !== undefined) measuredNothing++;
     console.error(`[sensitivity] ${family.name} ${size.label}: ${said} (${trial.seconds.toFixed(1)} s)`);
     const { numeric } = caughtBy(trial);
     if (numeric.length > 0 && !(behindIdentity && identityBroken(trial) !== undefined)) {
@@ -226,3 +230,7 @@ const table = [
 writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
 console.log(table);
 console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);
+if (measuredNothing > 0) {
+  console.error(`sensitivity: ${measuredNothing} fault run(s) measured nothing (a failing control, or identity not PASS behind identity): see the ERROR rows`);
+  process.exit(2);
+}
