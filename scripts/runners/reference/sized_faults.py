@@ -68,7 +68,7 @@ class FaultedGgufFile(GgufFile):
 
     def tensor(self, name):
         values = super().tensor(name)
-        if "ssm_a" == name.rsplit(".", 1)[-1] and "ssm_decay" in self.faults:
+        if name.rsplit(".", 1)[-1] == "ssm_a" and "ssm_decay" in self.faults:
             self.touched.add("ssm_decay")
             values = values * self.faults["ssm_decay"]
         if name.endswith("ssm_conv1d.weight") and "conv_taps" in self.faults:
