@@ -5,7 +5,11 @@
  * runs are the gates measured. Then N clean runs count false alarms. Prints a Markdown table and
  * writes it (with every run directory) under --out-dir.
  *
- *   npm run sensitivity -- [--clean-runs 20] [--clean-suite parity16] [--prompts 16]
+ * Faults behind identity (scripts/sensitivity/behind-identity.ts) run the reference runner on the
+ * goldens' own file: their identity check must PASS (a run where it does not is an ERROR row), and
+ * the margin column says how far the smallest catch sits beyond the bound that caught it.
+ *
+ *   npm run sensitivity -- [--clean-runs 20] [--clean-suite parity16] [--prompts 16] [--reference-prompts 2]
  *     [--noise-sizes 0.003,0.01,0.03,0.1,0.3] [--only TEXT]... [--all-sizes] [--out-dir DIR]
  *
  * With --kernels, the kernel catalogue instead (scripts/sensitivity/kernel-faults.ts): each FAKE
@@ -24,12 +28,15 @@ import { newRunId } from "../harness/results/run-directory.js";
 import type { GateVerdict } from "../harness/results/types.js";
 import { catalogue, type TrialRun } from "./sensitivity/catalogue.js";
 import { KERNEL_FAULTS, kernelFaultTable, runKernelFault } from "./sensitivity/kernel-faults.js";
+import { distributionMargin, formatMargin } from "./sensitivity/margin.js";
 
 const { values: flags } = parseArgs({
   options: {
     "clean-runs": { type: "string", default: "20" },
     "clean-suite": { type: "string", default: "parity16" },
     prompts: { type: "string", default: "16" },
+    // The float64 reference is slow: two prompts (the fewest batch invariance can check) per run.
+    "reference-prompts": { type: "string", default: "2" },
     "noise-sizes": { type: "string", default: "0.003,0.01,0.03,0.1,0.3" },
     only: { type: "string", multiple: true, default: [] },
     "all-sizes": { type: "boolean", default: false },
@@ -50,6 +57,7 @@ function wholeNumberFlag(name: string, text: string): number {
 
 const cleanRuns = wholeNumberFlag("clean-runs", flags["clean-runs"]);
 const promptCount = wholeNumberFlag("prompts", flags.prompts);
+const referencePromptCount = wholeNumberFlag("reference-prompts", flags["reference-prompts"]);
 const noiseSizes = flags["noise-sizes"].split(",").map(Number);
 if (noiseSizes.some((x) => !(x > 0))) {
   console.error(`sensitivity: --noise-sizes must be positive fractions, e.g. 0.01,0.1 (got "${flags["noise-sizes"]}")`);
@@ -83,7 +91,9 @@ if (flags.kernels) {
 }
 
 mkdirSync(scratch, { recursive: true });
-const promptArgs = Array.from({ length: promptCount }, (_, p) => ["--prompt", String(p)]).flat();
+const promptSelection = (count: number): string[] => Array.from({ length: count }, (_, p) => ["--prompt", String(p)]).flat();
+const promptArgs = promptSelection(promptCount);
+const referencePromptArgs = promptSelection(referencePromptCount);
 
 /** What one `bench run` said: its exit code and its verdicts, read back from summary.json. */
 interface Trial {
@@ -123,11 +133,20 @@ function kldNote(trial: Trial): string {
   return typeof kld === "number" ? `, KLD ${kld.toExponential(1)}` : "";
 }
 
-function outcome(trial: Trial): string {
-  return verdictOf(trial) + kldNote(trial);
+function outcome(trial: Trial, behindIdentity: boolean): string {
+  return verdictOf(trial, behindIdentity) + kldNote(trial);
 }
 
-function verdictOf(trial: Trial): string {
+/** Behind identity, a run whose identity check did not PASS measured nothing: why, or undefined when it passed. */
+function identityBroken(trial: Trial): string | undefined {
+  const identity = trial.verdicts.filter((v) => v.check === "identity");
+  if (identity.length > 0 && identity.every((v) => v.status === "pass")) return undefined;
+  return identity.length === 0 ? "no identity verdict" : identity.map((v) => `identity ${v.status}`).join(", ");
+}
+
+function verdictOf(trial: Trial, behindIdentity = false): string {
+  const broken = behindIdentity && trial.verdicts.length > 0 ? identityBroken(trial) : undefined;
+  if (broken !== undefined) return `ERROR (behind identity, but ${broken}: the run measured nothing)`;
   const { numeric, identity } = caughtBy(trial);
   if (numeric.length > 0) return `caught by ${numeric.join(", ")}`;
   const errors = trial.verdicts.filter((v) => v.status === "error").map((v) => v.check);
@@ -139,17 +158,42 @@ function verdictOf(trial: Trial): string {
 
 const families = catalogue(noiseSizes).filter((f) => flags.only.length === 0 || flags.only.some((text) => f.name.includes(text)));
 const rows: string[] = [];
+// Each distinct control run once: its exit code (0 = the clean SUT passes this arm's gates).
+const controls = new Map<string, number | null>();
+// A control that fails or a behind-identity run whose identity did not pass measured nothing: exit 2 after the table.
+let measuredNothing = 0;
 for (const family of families) {
+  if (family.control !== undefined) {
+    const run = await family.control.prepare(scratch, family.behindIdentity === true ? referencePromptArgs : promptArgs);
+    const key = JSON.stringify(run);
+    if (!controls.has(key)) {
+      const trial = benchRun(run);
+      controls.set(key, trial.exitCode);
+      console.error(`[sensitivity] control (no fault) ${run.args.join(" ")}: exit ${trial.exitCode} (${trial.seconds.toFixed(1)} s)`);
+    }
+    const exitCode = controls.get(key);
+    if (exitCode !== 0) {
+      rows.push(`| ${family.name} | — | ERROR: the same run without the fault exits ${exitCode}, so no size measures anything | — | — | — |`);
+      measuredNothing++;
+      continue;
+    }
+  }
   const tried: string[] = [];
-  const caught: Array<{ label: string; gates: string[] }> = [];
+  // What the identity check said over the family's runs: PASS where the SUT ran the goldens' own file.
+  const identityStatuses = new Set<string>();
+  const caught: Array<{ label: string; gates: string[]; margin: string }> = [];
+  const behindIdentity = family.behindIdentity === true;
   for (const size of family.sizes) {
-    const trial = benchRun(await size.prepare(scratch, promptArgs));
-    const said = outcome(trial);
+    const trial = benchRun(await size.prepare(scratch, behindIdentity ? referencePromptArgs : promptArgs));
+    const said = outcome(trial, behindIdentity);
     tried.push(`${size.label}: ${said}`);
+    for (const v of trial.verdicts) if (v.check === "identity") identityStatuses.add(v.status.toUpperCase());
+    if (behindIdentity && trial.verdicts.length > 0 && identityBroken(trial) !== undefined) measuredNothing++;
     console.error(`[sensitivity] ${family.name} ${size.label}: ${said} (${trial.seconds.toFixed(1)} s)`);
     const { numeric } = caughtBy(trial);
-    if (numeric.length > 0) {
-      caught.push({ label: size.label, gates: numeric });
+    if (numeric.length > 0 && !(behindIdentity && identityBroken(trial) !== undefined)) {
+      const margin = distributionMargin(trial.verdicts.find((v) => v.check === "distribution" && v.gate === "required" && v.status === "fail"));
+      caught.push({ label: size.label, gates: numeric, margin: margin === undefined ? "— (not a distribution bound)" : formatMargin(margin) });
       if (family.graded && !flags["all-sizes"]) break;
     }
   }
@@ -157,7 +201,8 @@ for (const family of families) {
   const shown = family.graded ? caught.slice(0, 1) : caught;
   const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
   const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
-  rows.push(`| ${family.name} | ${threshold} | ${gates} | ${tried.join("; ")} |`);
+  const margins = shown.length === 0 ? "—" : shown.map((c) => c.margin).join("; ");
+  rows.push(`| ${family.name} | ${identityStatuses.size === 0 ? "— (no identity check)" : [...identityStatuses].join(" / ")} | ${threshold} | ${gates} | ${margins} | ${tried.join("; ")} |`);
 }
 
 let falseAlarms = 0;
@@ -173,11 +218,11 @@ for (let i = 0; i < cleanRuns; i++) {
 const minutes = minutesSince(startedAt);
 const command = commandLine();
 const table = [
-  `Sensitivity (FAKE faults on tiny-random unless named; ${promptCount} prompt(s) per fault run; graded faults in increasing size, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}; KLD: the teacher-forced KLD (top-k support) the run measured, gated or not).`,
+  `Sensitivity (FAKE faults: \`family: fault\` rows behind identity, the reference runner on the goldens' own file with BENCH_REFERENCE_FAULT, ${referencePromptCount} prompt(s) per run; the other rows on tiny-random unless named, ${promptCount} prompt(s) per run; graded faults in increasing size, larger ones not run once one is caught${flags["all-sizes"] ? " — here every size was run" : ""}; KLD: the teacher-forced KLD (top-k support) the run measured, gated or not).`,
   `Command: \`${command}\`; ${startedAt.toISOString()}, ${minutes} min on ${describeMachine(machineInfo())}; load average at start ${loadAtStart}, at end ${load()}.`,
   "",
-  "| fault | smallest size (or variants) caught | required gate(s) failing there | every size tried |",
-  "|---|---|---|---|",
+  "| fault | identity | smallest size (or variants) caught | caught by (required checks failing there, identity never counted) | margin over the bound | every size tried |",
+  "|---|---|---|---|---|---|",
   ...rows,
   "",
   cleanRuns === 0 ? "Clean runs: none (--clean-runs 0)." : `Clean runs: ${falseAlarms} false alarm(s) in ${cleanRuns} runs of \`bench run --suite ${flags["clean-suite"]}\` (${[...cleanOutcomes].map(([k, n]) => `${n}× ${k}`).join(", ")}).`,
@@ -185,3 +230,7 @@ const table = [
 writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
 console.log(table);
 console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);
+if (measuredNothing > 0) {
+  console.error(`sensitivity: ${measuredNothing} fault run(s) measured nothing (a failing control, or identity not PASS behind identity): see the ERROR rows`);
+  process.exit(2);
+}

@@ -7,6 +7,8 @@ import { tensorNamed } from "../harness/fixtures/architecture.js";
 import { buildTinyRandom } from "../harness/fixtures/tiny-random.js";
 import { gguf } from "../harness/gguf/write.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import type { GateVerdict } from "../harness/results/types.js";
+import { distributionMargin, formatMargin } from "../scripts/sensitivity/margin.js";
 import { faultedTinyRandom, ropeBase, swapTokenRows, weightNoise, zeroHead } from "../scripts/sensitivity/faulted-models.js";
 import { CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
@@ -52,9 +54,40 @@ test("npm run sensitivity (one family, no clean runs): runs bench run on the FAK
   });
   assert.is(result.status, 0, result.stderr);
   const table = readFileSync(join(out, "sensitivity.md"), "utf8");
-  assert.match(table, /^\| norm weights dropped \| all norms \| [a-z_]+.* \| all norms: caught by /m);
+  assert.match(table, /^\| norm weights dropped \| FAIL \| all norms \| [a-z_]+.* \| all norms: caught by /m);
   assert.match(table, /Clean runs: none \(--clean-runs 0\)\./);
   assert.is(result.stdout.split("\n\nwritten to")[0].trim(), table.trim());
+});
+
+test("behind identity: the reference runner on tiny-random's own file with RoPE base +0.1% (BENCH_REFERENCE_FAULT) passes identity and is caught by the distribution check, with its margin", () => {
+  const out = join(work.path, "behind");
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "sensitivity.js"), "--only", "llama: rope_base", "--clean-runs", "0", "--out-dir", out], {
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: withoutForceColor(process.env), timeout: CLI_HANG_GUARD_MS,
+  });
+  assert.is(result.status, 0, result.stderr);
+  const table = readFileSync(join(out, "sensitivity.md"), "utf8");
+  assert.match(table, /^\| llama: rope_base \| PASS \| \+0\.1% \| distribution \| (⚠ )?[\d.]+× max_[a-z_0-9]+ .*\| \+0\.1%: caught by distribution, KLD [\d.]+e-\d+ \|$/m);
+  const run = JSON.parse(readFileSync(join(out, "runs", "r002", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
+  assert.equal(run.verdicts.filter((v) => v.check === "identity").map((v) => v.status), ["pass"], "the fault sits behind identity: the runner loaded the goldens' own file");
+  assert.equal(run.verdicts.find((v) => v.check === "distribution")?.status, "fail");
+});
+
+test("a sized fault the family cannot carry is refused by the runner (exit 2, naming the variable and the fault), never run as a clean model", () => {
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", "--prompt", "0", "--prompt", "1", "--runs-dir", join(work.path, "refused")], {
+    cwd: PACKAGE_ROOT, encoding: "utf8", env: { ...withoutForceColor(process.env), BENCH_REFERENCE_FAULT: "ssm_decay:1.1" }, timeout: CLI_HANG_GUARD_MS,
+  });
+  assert.is(result.status, 2, result.stdout + result.stderr);
+  assert.match(result.stderr, /BENCH_REFERENCE_FAULT: ssm_decay does not apply to llama/);
+});
+
+test("the margin is the widest failed bound's ratio (misses over allowed misses for a min_ bound), a warning within 25% of its bound", () => {
+  const verdict = (metrics: Record<string, number>, status: "pass" | "fail" = "fail"): GateVerdict => ({ suite: "s", arm: "a", check: "distribution", gate: "required", status, summary: "", metrics });
+  const thin = distributionMargin(verdict({ max_rms_delta_p: 1e-4, max_rms_delta_p_measured: 1.08e-4, max_kld_mean: 1e-6, max_kld_mean_measured: 5e-7 }));
+  assert.equal(thin && { bound: thin.bound, warning: thin.warning }, { bound: "max_rms_delta_p", warning: true });
+  assert.match(formatMargin(thin), /^⚠ 1\.08× max_rms_delta_p \(within 25% of the bound\)$/);
+  const wide = distributionMargin(verdict({ max_kld_mean: 1e-6, max_kld_mean_measured: 3e-6, min_top1: 0.99, min_top1_measured: 0.9 }));
+  assert.equal(wide && [wide.bound, +wide.ratio.toFixed(6), wide.warning], ["min_top1", 10, false]);
+  assert.is(distributionMargin(verdict({ max_kld_mean: 1e-6, max_kld_mean_measured: 3e-6 }, "pass")), undefined, "a passing verdict caught nothing");
 });
 
 test("npm run sensitivity -- --kernels (one fault, a two-case suite): the FAKE plugin runs through bench run --plugin, and the table names the case that caught it and its ratio", () => {

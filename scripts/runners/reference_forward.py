@@ -8,15 +8,18 @@ Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|g
   --fault NAME   plant a FAULT (tests show the harness catches it); see reference/runner.py FAULTS
   Families whose decode step is written as operations (llama) also run traced: greedy with
   "mode": "traced" captures the step and replays it (reference/trace.py), and trace_demand reports its buffers.
+  BENCH_REFERENCE_FAULT=NAME:SIZE,...  plant sized FAULTs behind identity (reference/sized_faults.py)
   --gelu         ggml-fp16-table reproduces llama.cpp's CPU GELU lookup table instead of the exact tanh GELU
 """
 import argparse
+import os
 import sys
 
 from bench_runner import refuse, serve
 from reference import gemma4, llama, nemotron_h, qwen35
 from reference.gguf import GgufError, GgufFile
 from reference.runner import FAULTS, TRACE_FAULTS, ReferenceRunner
+from reference.sized_faults import ENV, FaultedGgufFile, describe, parse
 
 # Each family module has faults_for(architecture) (the FAULTs it can carry) and Family (its forward pass).
 FAMILIES = {"llama": llama, "qwen35": qwen35, "qwen35moe": qwen35, "gemma4": gemma4, "nemotron_h_moe": nemotron_h}
@@ -29,7 +32,8 @@ def main(argv):
     parser.add_argument("--gelu", choices=["exact", "ggml-fp16-table"], default="exact")
     args = parser.parse_args(argv)
     try:
-        gguf = GgufFile(args.model)
+        sized = parse(os.environ.get(ENV, ""))
+        gguf = FaultedGgufFile(args.model, sized) if sized else GgufFile(args.model)
         arch = gguf.architecture
         if arch not in FAMILIES:
             raise GgufError(f"{args.model}: architecture {arch!r}; the reference runs {', '.join(FAMILIES)}")
@@ -39,13 +43,17 @@ def main(argv):
         if unknown:
             raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(allowed)) or 'none'})")
         family = family_module.Family(gguf, set(args.fault), {"gelu": args.gelu})
+        if sized:
+            gguf.check_touched()
     except (GgufError, OSError) as error:
         refuse(str(error))
         return
     for fault in args.fault:
         print(FAULTS[fault], file=sys.stderr)
-    engine = f"reference_forward.py (numpy float64, {arch})" + "".join(f" FAULT {f}" for f in args.fault)
-    settings = {"precision": "float64", "architecture": arch, "faults": args.fault}
+    if sized:
+        print(f"FAULT {ENV}={describe(sized)}: the file is read as it is, the forward computes with these quantities wrong", file=sys.stderr)
+    engine = f"reference_forward.py (numpy float64, {arch})" + "".join(f" FAULT {f}" for f in args.fault) + (f" FAULT {describe(sized)}" if sized else "")
+    settings = {"precision": "float64", "architecture": arch, "faults": args.fault + [f"{name}:{size:g}" for name, size in sized.items()]}
     if arch == "gemma4":
         settings["gelu"] = args.gelu
     serve(ReferenceRunner(gguf, family, args.fault), engine, settings, model_path=args.model)

@@ -1,7 +1,8 @@
 /**
  * The sensitivity catalogue: each fault family, its sizes in increasing order, and the `bench run`
- * that puts one size in front of the gates. Every fault is FAKE: planted on purpose in a scratch
- * copy of a fixture, a harness setting, our own server's FAULT switch or a FAKE kernel plugin.
+ * that puts one size in front of the gates. Every fault is FAKE: planted on purpose behind identity
+ * (the reference runner's sized faults, behind-identity.ts; an arm setting; our own server's FAULT
+ * switch; a FAKE kernel plugin) or in a scratch copy of a fixture, which identity fails on its own.
  */
 import { SERVER_FAULT_ENV } from "../../server/faults.js";
 import { buildFakePlugin } from "../../test/helpers/fake-plugin.js";
@@ -10,6 +11,7 @@ import {
   dropNormWeights, rmsEpsilon, ropeBase, scaleTensor, swapTokenRows, weightNoise, writeFaultedTinyRandom, zeroHead, type ModelFault,
 } from "./faulted-models.js";
 import { buildCharVocab, printableAscii } from "../../harness/fixtures/char-vocab.js";
+import { behindIdentityCatalogue } from "./behind-identity.js";
 
 /** One `bench run` (arguments after `run`, plus environment) that shows the gates one fault size. */
 export interface TrialRun {
@@ -30,6 +32,10 @@ export interface FaultFamily {
    * (unless --all-sizes). Otherwise the sizes are distinct variants, and every one is run.
    */
   readonly graded: boolean;
+  /** Run by a SUT that loads the goldens' own file: identity must PASS, or the run says nothing. */
+  readonly behindIdentity?: boolean;
+  /** The same run without the fault: it must pass (exit 0), or no size of this family measured anything. */
+  readonly control?: FaultSize;
   readonly sizes: readonly FaultSize[];
 }
 
@@ -62,6 +68,7 @@ export function catalogue(noiseSizes: readonly number[]): FaultFamily[] {
   const ropeOffsets = [0.001, 0.01, 0.05, 0.1];
   const base = TINY_RANDOM_SHAPE.ropeFreqBase;
   return [
+    ...behindIdentityCatalogue(),
     ...["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"].map((c) => noiseFamily(c, everyLayer(c), noiseSizes)),
     noiseFamily("output", ["output.weight"], noiseSizes),
     noiseFamily("token_embd", ["token_embd.weight"], noiseSizes),
