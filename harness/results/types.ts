@@ -35,7 +35,7 @@ export interface CellRecord {
   readonly reproduce: string;
 }
 
-export type CheckName = "identity" | "tokenizer" | "greedy_parity" | "teacher_forced" | "distribution" | "determinism" | "batch_invariance" | "capture_parity" | "capture_stable" | "niah" | "conformance" | "load" | "parity_under_load" | "speculative_greedy" | "trace_demand" | "reuse" | "reuse_efficacy" | "reuse_prefill" | "arm" | KernelCheckName;
+export type CheckName = "identity" | "tokenizer" | "greedy_parity" | "teacher_forced" | "distribution" | "determinism" | "batch_invariance" | "capture_parity" | "capture_stable" | "niah" | "conformance" | "load" | "parity_under_load" | "speculative_greedy" | "trace_demand" | "reuse" | "reuse_efficacy" | "reuse_prefill" | "tokenizer_parity" | "detokenize_roundtrip" | "arm" | KernelCheckName;
 
 /** Kernel suites: one check per op of the registry (kernels/ops/registry.ts), and the timing pass. */
 export type KernelCheckName = "dequantize" | "matvec" | "matmul_bt_quant_grouped" | "embedding_gather" | "rms_norm" | "l2_norm" | "silu_mul" | "softmax" | "rope" | "sdpa_decode" | "gdn_decode" | "conv1d_update" | "ssd_decode" | "moe_topk" | "kernel_time";
