@@ -3,7 +3,8 @@ import type { GateLevel } from "../suites/parity-suite.js";
 import { SPECIAL_TOKEN_MODES, type KnownTokenizerDifference, type TokenizerArm, type TokenizerComparison, type TokenizerSuite } from "../suites/tokenizer-suite.js";
 import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
 import type { CorpusText } from "../tokenizer/corpus.js";
-import { firstDifference, firstTextDifference } from "../tokenizer/first-difference.js";
+import { firstDivergence } from "../speculative/compare.js";
+import { firstTextDifference } from "../tokenizer/first-text-difference.js";
 import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 
@@ -35,7 +36,7 @@ function knownDifference(suite: TokenizerSuite, arm: TokenizerArm, text: string,
 function compareIds(context: TokenizerArmContext, text: string, mode: (typeof SPECIAL_TOKEN_MODES)[number]): Comparison {
   const expected = context.reference.encode(text, mode);
   const observed = context.tokenizer.tokenizeText(text, mode);
-  const diff = firstDifference(expected, observed);
+  const diff = firstDivergence(expected, observed);
   if (diff === undefined) return { where: mode, difference: undefined, agreement: `${observed.length} ids identical (${mode})` };
   const piece = (id: number | null, of: (id: number) => string) => (id === null ? "(end)" : `${id} ${quote(of(id))}`);
   return {
