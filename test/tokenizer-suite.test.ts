@@ -6,6 +6,7 @@ import { ensureFixture } from "../harness/fixtures/registry.js";
 import { qwen3TokenizerFiles, QWEN3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/qwen3-vocab.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { SUITES_DIR } from "../harness/paths.js";
+import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
 import { LlamaCppTokenizerSut } from "../harness/sut/llamacpp-tokenizer.js";
 import { firstTextDifference } from "../harness/tokenizer/first-text-difference.js";
 import { referenceTokenizer } from "../harness/tokenizer/reference-tokenizer.js";
@@ -84,6 +85,19 @@ test("llama.cpp reads the vocabulary: known Qwen3 ids, special-token text parsed
     assert.is(tokenizer.detokenizeIds(plain), chat);
   } finally {
     await tokenizer.close();
+  }
+});
+
+test("the embedded SUT adds BOS only where the file's add_bos_token says so: none for Qwen3 (which names one), one for the char vocab", async () => {
+  const qwen3 = await LlamaCppSut.open(await ensureFixture("qwen35-qwen3-vocab", "F32"), { ...ORACLE_SETTINGS, contextSize: 64 });
+  const char = await LlamaCppSut.open(await ensureFixture("tiny-random", "F32"), { ...ORACLE_SETTINGS, contextSize: 64 });
+  try {
+    assert.equal(await qwen3.tokenize(["Hello world"]), [[9707, 1879]]);
+    const [charIds] = await char.tokenize(["Hi"]);
+    assert.equal([charIds.length, charIds[0]], [4, 1], "BOS (id 1), the SPM space mark, then one id per character");
+  } finally {
+    await qwen3.close();
+    await char.close();
   }
 });
 
