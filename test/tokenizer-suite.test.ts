@@ -101,6 +101,13 @@ test("the embedded SUT adds BOS only where the file's add_bos_token says so: non
   }
 });
 
+test("our server on the real vocabulary: found to tokenize without a BOS, its ids and greedy answers equal the goldens'", () => {
+  const result = bench(["run", "--suite", "real-vocab", "--arm", "server qwen3-vocab F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "server"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  const summary = JSON.parse(readFileSync(join(runs, "server", "summary.json"), "utf8")) as Summary;
+  for (const check of ["identity", "tokenizer", "greedy_parity", "distribution"]) assert.is(summary.verdicts.find((v) => v.check === check)?.status, "pass", check);
+});
+
 test("the shipped suite passes on the real vocabulary, every known difference a named informational cell with its reason", () => {
   const { result, cells, summary } = runSuite(shipped, "shipped");
   assert.is(result.status, 0, result.stdout + result.stderr);
