@@ -240,7 +240,8 @@ export class CompletionServer {
     const body = await readJsonObject(req);
     if (typeof body.content !== "string") throw new HttpError(400, "content must be a string", "invalid_request_error", "content");
     const ids = model.tokenize(body.content) as number[];
-    const bos = model.tokens.bos;
+    // The file's add_bos_token decides, as in llama.cpp: a vocabulary can name a BOS it never adds (Qwen3's).
+    const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
     sendJson(res, 200, { tokens: body.add_special === false || bos === null ? ids : [bos, ...ids] });
   }
 
@@ -275,7 +276,7 @@ export class CompletionServer {
       return prompt.ids;
     }
     const ids = model.tokenize(prompt.text) as number[];
-    return vocab.bos === null ? ids : [vocab.bos, ...ids];
+    return vocab.bos === null || !vocab.shouldPrependBosToken ? ids : [vocab.bos, ...ids];
   }
 
   /**

@@ -9,6 +9,7 @@ import { buildCopyModel } from "../fixtures/copy-model.js";
 import { buildGemma4 } from "../fixtures/families/gemma4.js";
 import { buildNemotronHMoe } from "../fixtures/families/nemotron-h-moe.js";
 import { buildQwen35Tiny } from "../fixtures/families/qwen35.js";
+import { buildQwen35Qwen3Vocab } from "../fixtures/families/qwen35-qwen3-vocab.js";
 import { buildQwen35MoeTiny } from "../fixtures/families/qwen35moe.js";
 import { buildTinyRandom } from "../fixtures/tiny-random.js";
 import { buildTinyRandomDraft } from "../fixtures/tiny-random-draft.js";
@@ -72,6 +73,8 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
       { name: "qwen35-tiny", build: () => buildQwen35Tiny("none"), quants: QUANT_NAMES },
       { name: "qwen35-tiny-gate-sign", build: () => buildQwen35Tiny("gate-sign"), quants: F32_ONLY, fault: "gate-sign" },
       { name: "qwen35-tiny-decay-twice", build: () => buildQwen35Tiny("decay-twice"), quants: F32_ONLY, fault: "decay-twice" },
+      // A qwen35 stack speaking Qwen3's real 151,936-token vocabulary (byte-level BPE, its chat template).
+      { name: "qwen35-qwen3-vocab", build: buildQwen35Qwen3Vocab, quants: F32_ONLY },
       // qwen35-tiny's trunk and one MTP (next-N) block after it, for speculative decoding.
       { name: "qwen35-tiny-mtp", build: () => buildQwen35TinyMtp("none"), quants: F32_ONLY },
       { name: "qwen35-tiny-mtp-in-trunk", build: () => buildQwen35TinyMtp("mtp-in-trunk"), quants: F32_ONLY, fault: "mtp-in-trunk" },

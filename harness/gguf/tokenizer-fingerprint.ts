@@ -14,6 +14,13 @@ const TOKENIZER_KEYS = [
 ] as const;
 
 /**
+ * Keys that decide the ids too but were added after goldens were committed: they enter the hash
+ * only when present, so a file without them keeps the fingerprint its goldens recorded. The
+ * pre-tokenizer splits text before BPE merges anything (`qwen2`, `llama3`, …).
+ */
+const TOKENIZER_KEYS_WHEN_PRESENT = ["tokenizer.ggml.pre"] as const;
+
+/**
  * sha256 over the tokenizer metadata of a GGUF: two files with the same fingerprint turn the same
  * text into the same ids. Weights do not enter it, so quantized variants share the fingerprint.
  */
@@ -24,6 +31,10 @@ export function tokenizerFingerprint(file: GgufFile): string {
     hash.update(`${key}=`);
     hash.update(entry === undefined ? "absent" : JSON.stringify(entry.value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
     hash.update("\n");
+  }
+  for (const key of TOKENIZER_KEYS_WHEN_PRESENT) {
+    const entry = file.metadata.get(key);
+    if (entry !== undefined) hash.update(`${key}=${JSON.stringify(entry.value)}\n`);
   }
   return hash.digest("hex");
 }

@@ -120,7 +120,8 @@ export class LlamaCppSut implements SystemUnderTest {
   }
 
   async tokenize(texts: readonly string[]): Promise<TokenId[][]> {
-    const bos = this.model.tokens.bos;
+    // The file's add_bos_token decides, as in llama.cpp's own tokenize: a vocabulary can name a BOS it never adds (Qwen3's).
+    const bos = this.model.tokens.shouldPrependBosToken ? this.model.tokens.bos : null;
     return texts.map((text) => {
       const ids = this.model.tokenize(text) as number[];
       return bos === null ? ids : [bos, ...ids];

@@ -6,6 +6,7 @@ import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
 import { reuseKind } from "./reuse.js";
 import { speculativeKind } from "./speculative.js";
+import { tokenizerKind } from "./tokenizer.js";
 
 type KindOf<K extends Suite["kind"]> = Extract<Suite, { kind: K }>;
 
@@ -17,6 +18,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   conformance: conformanceKind,
   reuse: reuseKind,
   speculative: speculativeKind,
+  tokenizer: tokenizerKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */

@@ -16,7 +16,8 @@ const PROBE_SLOT_FILE = "bench-probe.slot";
 
 /** Ids for probes when the server cannot tokenize: small ids exist in every vocabulary. */
 const FALLBACK_PROBE_IDS: readonly TokenId[] = [1, 2, 3];
-const PROBE_TEXT = "Hello";
+/** Two words: at least two ids in any vocabulary, BOS or not (a BPE vocabulary that adds none spells "Hello" in one id). */
+const PROBE_TEXT = "Hello world";
 
 function oneLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0].slice(0, 160);
@@ -36,7 +37,7 @@ export async function probeDialects(client: DialectClient, dialects: readonly Di
   const probes: { readonly [C in DialectCapability]: (candidate: NonNullable<DialectOffer[C]>) => Promise<void> } = {
     tokenize: async (tokenize) => {
       const ids = await tokenize(PROBE_TEXT);
-      if (ids.length < 2) throw new Error(`"${PROBE_TEXT}" tokenized to ${JSON.stringify(ids)}: no BOS, or no text`);
+      if (ids.length < 2) throw new Error(`"${PROBE_TEXT}" tokenized to ${JSON.stringify(ids)}: fewer than two ids`);
       probeIds = ids;
     },
     detokenize: async (detokenize) => {

@@ -1,0 +1,126 @@
+import type { CellRecord } from "../results/types.js";
+import type { GateLevel } from "../suites/parity-suite.js";
+import { SPECIAL_TOKEN_MODES, type KnownTokenizerDifference, type TokenizerArm, type TokenizerComparison, type TokenizerSuite } from "../suites/tokenizer-suite.js";
+import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
+import type { CorpusText } from "../tokenizer/corpus.js";
+import { firstDivergence } from "../speculative/compare.js";
+import { firstTextDifference } from "../tokenizer/first-text-difference.js";
+import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
+import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+
+export interface TokenizerArmContext extends ArmScope {
+  readonly suite: TokenizerSuite;
+  readonly arm: TokenizerArm;
+  readonly tokenizer: LlamaCppTokenizerSut;
+  readonly reference: ReferenceTokenizer;
+  /** The corpus texts this run asks, with their index in the corpus (`--prompt` selects them). */
+  readonly texts: ReadonlyArray<CorpusText & { readonly index: number }>;
+}
+
+/** One comparison of one text: the two sides agree (and how), or where they first differ. */
+type Comparison = { readonly where: KnownTokenizerDifference["where"] } & (
+  | { readonly difference: undefined; readonly agreement: string }
+  | { readonly difference: Pick<CellRecord, "position" | "expected_id" | "observed_id"> & { readonly detail: string } }
+);
+
+const MAX_QUOTED = 48;
+/** A text as a cell quotes it: JSON-escaped (tabs, CR, zero-width characters visible), long ones cut. */
+const quote = (text: string) => JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
+
+/** The entry of the suite's list that explains this difference on this arm, if any. */
+function knownDifference(suite: TokenizerSuite, arm: TokenizerArm, text: string, check: TokenizerComparison, where: Comparison["where"]): KnownTokenizerDifference | undefined {
+  return suite.known_differences.find((known) => known.text === text && known.check === check && known.where === where && (known.models === undefined || known.models.includes(arm.model)));
+}
+
+/** Both tokenizers on one text in one special-token mode: the first differing id and both pieces, or agreement. */
+function compareIds(context: TokenizerArmContext, text: string, mode: (typeof SPECIAL_TOKEN_MODES)[number]): Comparison {
+  const expected = context.reference.encode(text, mode);
+  const observed = context.tokenizer.tokenizeText(text, mode);
+  const diff = firstDivergence(expected, observed);
+  if (diff === undefined) return { where: mode, difference: undefined, agreement: `${observed.length} ids identical (${mode})` };
+  const piece = (id: number | null, of: (id: number) => string) => (id === null ? "(end)" : `${id} ${quote(of(id))}`);
+  return {
+    where: mode,
+    difference: {
+      position: diff.position, expected_id: diff.expected, observed_id: diff.observed,
+      detail: `special tokens ${mode}: first differs at id ${diff.position}: reference ${piece(diff.expected, context.reference.piece)} vs llama.cpp ${piece(diff.observed, (id) => context.tokenizer.piece(id))}; ${expected.length} vs ${observed.length} ids`,
+    },
+  };
+}
+
+/** One side's ids (special tokens parsed) decoded back: the text that went in, or where it first differs. */
+function roundTrip(side: "llama.cpp" | "reference", text: string, ids: readonly number[], decode: (ids: readonly number[]) => string): Comparison {
+  const back = decode(ids);
+  const at = firstTextDifference(text, back);
+  if (at === undefined) return { where: side, difference: undefined, agreement: `${side}: ${ids.length} ids decode to the text` };
+  return {
+    where: side,
+    difference: { position: at, expected_id: null, observed_id: null, detail: `${side}: its ${ids.length} ids decode to ${quote(back.slice(Math.max(0, at - 8)))} where the text has ${quote(text.slice(Math.max(0, at - 8)))} (first differing UTF-16 unit ${at})` },
+  };
+}
+
+/**
+ * Runs one comparison over every text: a cell per text and side; a difference the suite lists is
+ * recorded as an informational failure with its reason, an unlisted one fails the check, and a
+ * listed one that no longer differs fails it too (the list must not outlive what it explains).
+ */
+async function compareCorpus(context: TokenizerArmContext, check: TokenizerComparison, level: GateLevel, compare: (text: string) => Comparison[]): Promise<void> {
+  await runCheck(context, check, level, [], async (gate): Promise<CheckOutcome> => {
+    if (context.texts.length === 0) {
+      const reason = "no corpus text selected: an empty corpus cannot fail";
+      await context.emit({ kind: "cells", cells: [makeCell(context, check, gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
+    const counts = { agree: 0, known: 0, unexplained: 0, stale: 0, errored: 0 };
+    const unexplained: string[] = [];
+    for (const { name, text, index } of context.texts) {
+      if (context.signal.aborted) break;
+      const cell = (fields: Partial<CellRecord> & Pick<CellRecord, "status" | "detail">, cellGate = gate) =>
+        makeCell(context, check, cellGate, { prompt: index, prompt_class: name, ...fields, detail: `${name} ${quote(text)}: ${fields.detail}` }, ` --prompt ${index}`);
+      let comparisons: Comparison[];
+      try {
+        comparisons = compare(text);
+      } catch (error) {
+        counts.errored++;
+        unexplained.push(name);
+        await context.emit({ kind: "cells", cells: [cell({ status: "error", detail: error instanceof Error ? error.message : String(error) })] });
+        continue;
+      }
+      const cells = comparisons.map((comparison) => {
+        const known = knownDifference(context.suite, context.arm, name, check, comparison.where);
+        if (comparison.difference === undefined) {
+          if (known === undefined) { counts.agree++; return cell({ status: "pass", detail: comparison.agreement }); }
+          counts.stale++;
+          unexplained.push(`${name} (${comparison.where}, listed but agrees)`);
+          return cell({ status: "fail", detail: `listed as a known difference (${comparison.where}) but the two agree: ${comparison.agreement}; remove the entry from ${context.suite.path}` });
+        }
+        const { where } = comparison;
+        const { detail, ...ids } = comparison.difference;
+        if (known !== undefined) { counts.known++; return cell({ status: "fail", ...ids, detail: `KNOWN DIFFERENCE, ${detail}; why: ${known.reason}` }, "informational"); }
+        counts.unexplained++;
+        unexplained.push(`${name} (${where})`);
+        return cell({ status: "fail", ...ids, detail });
+      });
+      await context.emit({ kind: "cells", cells });
+    }
+    const compared = counts.agree + counts.known + counts.unexplained + counts.stale;
+    if (compared === 0 && counts.errored === 0) return { status: "skip", reason: "the run was stopped before the first text" };
+    const failed = counts.unexplained + counts.stale + counts.errored;
+    return {
+      status: failed === 0 ? "pass" : "fail",
+      summary: `${counts.agree}/${compared} comparisons agree, ${counts.known} known difference(s) explained in the suite${failed === 0 ? "" : `; FAIL: ${unexplained.slice(0, 6).join(", ")}${unexplained.length > 6 ? ", …" : ""}`}`,
+      metrics: { texts: context.texts.length, comparisons: compared, agree: counts.agree, known: counts.known, unexplained: counts.unexplained, stale: counts.stale, errored: counts.errored },
+    };
+  });
+}
+
+/** A tokenizer arm: ids in both special-token modes, then both sides' round trips. */
+export async function runTokenizerArm(context: TokenizerArmContext): Promise<{ summaryLine: string | undefined }> {
+  const { suite, tokenizer, reference } = context;
+  await compareCorpus(context, "tokenizer_parity", suite.checks.tokenizer_parity, (text) => SPECIAL_TOKEN_MODES.map((mode) => compareIds(context, text, mode)));
+  await compareCorpus(context, "detokenize_roundtrip", suite.checks.detokenize_roundtrip, (text) => [
+    roundTrip("llama.cpp", text, tokenizer.tokenizeText(text, "parsed"), (ids) => tokenizer.detokenizeIds(ids)),
+    roundTrip("reference", text, reference.encode(text, "parsed"), reference.decode),
+  ]);
+  return { summaryLine: undefined };
+}

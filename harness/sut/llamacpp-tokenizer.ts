@@ -1,0 +1,62 @@
+import { basename } from "node:path";
+import { statSync } from "node:fs";
+import type { LlamaModel, Token } from "node-llama-cpp";
+import { BenchError } from "../errors.js";
+import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
+import { readGguf } from "../gguf/read.js";
+import { sha256File } from "../io/sha256.js";
+import type { SpecialTokenMode } from "../suites/tokenizer-suite.js";
+import { llamaCppEngineVersion, llamaRuntime } from "./llamacpp.js";
+import type { SutProvenance, SystemUnderTest } from "./types.js";
+
+/**
+ * llama.cpp's tokenizer alone: a model loaded vocabulary-only (no weights read, no context), as a
+ * tokenizer suite's SUT. Unlike the SUT `tokenize` capability (BOS added, special text plain), it
+ * tokenizes with or without special-token parsing and adds nothing, so it can be held id for id to a
+ * Hugging Face tokenizer called with `add_special_tokens=False`.
+ */
+export class LlamaCppTokenizerSut implements SystemUnderTest {
+  private constructor(readonly label: string, readonly provenance: SutProvenance, private readonly model: LlamaModel) {}
+
+  static async open(modelPath: string, label: string): Promise<LlamaCppTokenizerSut> {
+    // Our reader first: some malformed files abort llama.cpp's process instead of failing the load.
+    validateLlamaMetadata(readGguf(modelPath), modelPath);
+    const llama = await llamaRuntime();
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({ modelPath, vocabOnly: true });
+    } catch (error) {
+      throw new BenchError(`llama.cpp could not load the vocabulary: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete GGUF with tokenizer.* metadata" });
+    }
+    const modelSha256 = await sha256File(modelPath);
+    const provenance: SutProvenance = {
+      kind: "llamacpp",
+      modelPath,
+      modelSha256,
+      loadedModel: { sha256: modelSha256, file: basename(modelPath), reportedBy: "the harness (it loaded this file itself)" },
+      modelBytes: statSync(modelPath).size,
+      engine: await llamaCppEngineVersion(),
+      settings: { vocabOnly: true },
+    };
+    return new LlamaCppTokenizerSut(label, provenance, model);
+  }
+
+  /** Ids of `text`, nothing added; `parsed` reads special-token text as the special token (llama_tokenize's parse_special). */
+  tokenizeText(text: string, mode: SpecialTokenMode): number[] {
+    return [...this.model.tokenize(text, mode === "parsed")];
+  }
+
+  /** Ids back to text with special tokens rendered (the inverse of `parsed`). */
+  detokenizeIds(ids: readonly number[]): string {
+    return this.model.detokenize(ids as Token[], true);
+  }
+
+  /** One id's text, special tokens rendered. */
+  piece(id: number): string {
+    return this.model.detokenize([id as Token], true);
+  }
+
+  async close(): Promise<void> {
+    await this.model.dispose();
+  }
+}
