@@ -3,7 +3,8 @@ import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { BenchError } from "../harness/errors.js";
-import { efficacyOutcome, type ReuseMeasurement } from "../harness/reuse/efficacy.js";
+import { countersDisagree, efficacyOutcome, type ReuseMeasurement } from "../harness/reuse/efficacy.js";
+import { promptCountersOf } from "../harness/sut/http.js";
 import { buildScenario, reusableTokens, scenarioShapes } from "../harness/reuse/scenarios.js";
 import { scoreChat, scoreScenario, type FinalPair } from "../harness/reuse/score.js";
 import { resolveSplitPoints } from "../harness/reuse/split-points.js";
@@ -24,6 +25,19 @@ const answer = (ids: number[], extra: Partial<CachedGreedyAnswer> = {}): CachedG
 const row = (ids: number[], logprobs: number[]): TopK => ({ ids, logprobs });
 
 // ---- pure scoring on constructed data ------------------------------------------------------------
+
+test("efficacy: a server's cache reports are held to its own counters (FAKE report-hits-no-reuse breaks the identity)", () => {
+  const exposition = (total: number, cached: number, evaluated: number) => ({ status: 200, text: `# HELP x\nbench_prompt_tokens_total ${total}\nbench_prompt_tokens_cached_total ${cached}\nbench_prompt_tokens_evaluated_total ${evaluated}\n` });
+  const before = promptCountersOf(exposition(100, 10, 90));
+  assert.equal(before, { total: 100, cached: 10, evaluated: 90 });
+  assert.is(countersDisagree(before, promptCountersOf(exposition(400, 210, 190))), undefined, "every admitted token cached or evaluated");
+  // Hits reported, everything prefilled again: 200 cached + 300 evaluated of 300 admitted.
+  assert.match(countersDisagree(before, promptCountersOf(exposition(400, 210, 390))) ?? "", /admitted 300 prompt tokens, reports 200 taken from its cache and 300 evaluated/);
+  assert.is(countersDisagree(undefined, before), undefined, "a server without the counters is not judged by them");
+  assert.is(promptCountersOf({ status: 200, text: "llamacpp:prompt_tokens_total 5\n" }), undefined);
+  const failing = efficacyOutcome([{ kind: "prefix", label: "prefix k=5", promptTokens: 10, reusable: 5, cached: 5, hitMs: 1, coldMs: 2, hitPromptMs: undefined, coldPromptMs: undefined }], { prefix: 1 }, "the counters disagree");
+  assert.is(failing.status, "fail");
+});
 
 test("score: identical ids pass; a divergence is reported with its request, position and the two ids", () => {
   const same: FinalPair = { final: [1, 2, 3], hit: answer([7, 8, 9, 10]), cold: answer([7, 8, 9, 10]) };

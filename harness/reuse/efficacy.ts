@@ -1,4 +1,5 @@
 import { REUSE_SCENARIOS, type ReuseScenarioKind } from "../suites/reuse-suite.js";
+import type { PromptCounters } from "../sut/types.js";
 
 /** One final request as efficacy sees it: what the server says it reused, what it could have, and how long hit and cold took. */
 export interface ReuseMeasurement {
@@ -60,12 +61,25 @@ const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 *
  * A report of more cached tokens than the prompt holds is false (fail). With `expect` declared, every
  * declared kind must reach its fraction; a declared kind the server did not report on fails.
  */
-export function efficacyOutcome(measurements: readonly ReuseMeasurement[], expect: Partial<Record<ReuseScenarioKind, number>> | undefined): EfficacyOutcome {
+/**
+ * A server's cache claims held to its own counters over the arm's requests: every prompt token it
+ * admitted was either taken from its cache or evaluated. A server that reports hits it then
+ * re-prefills (or evaluates less than it admitted without calling it cached) breaks the identity.
+ */
+export function countersDisagree(before: PromptCounters | undefined, after: PromptCounters | undefined): string | undefined {
+  if (before === undefined || after === undefined) return undefined;
+  const [total, cached, evaluated] = [after.total - before.total, after.cached - before.cached, after.evaluated - before.evaluated];
+  if (total === cached + evaluated) return undefined;
+  return `the server's own counters disagree with its cache reports: over this arm it admitted ${total} prompt tokens, reports ${cached} taken from its cache and ${evaluated} evaluated (${cached + evaluated} ≠ ${total}): cached tokens it did not reuse, or reuse it did not report`;
+}
+
+export function efficacyOutcome(measurements: readonly ReuseMeasurement[], expect: Partial<Record<ReuseScenarioKind, number>> | undefined, counters?: string): EfficacyOutcome {
   if (measurements.length === 0) return { status: "skip", reason: "no scenario ran to its last request" };
   if (measurements.every((m) => m.cached === undefined)) return { status: "skip", reason: "the server reports no cached prompt tokens (usage.prompt_tokens_details.cached_tokens, timings.cache_n): reuse cannot be measured" };
   const kinds = efficacyByKind(measurements);
   const problems = measurements.filter((m) => m.cached !== undefined && m.promptTokens !== undefined && m.cached >= m.promptTokens)
     .map((m) => `${m.label}: reports ${m.cached} cached of a ${m.promptTokens}-token prompt (at least the last token must be evaluated)`);
+  if (counters !== undefined) problems.push(counters);
   for (const [kind, least] of Object.entries(expect ?? {}) as [ReuseScenarioKind, number][]) {
     const measured = kinds.find((k) => k.kind === kind);
     if (measured === undefined || measured.fraction === null) problems.push(`${kind}: declared ${least}, ${measured === undefined ? "not run" : "not reported"}`);

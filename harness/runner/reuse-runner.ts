@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { BenchError } from "../errors.js";
-import { efficacyOutcome, type ReuseMeasurement } from "../reuse/efficacy.js";
+import { countersDisagree, efficacyOutcome, type ReuseMeasurement } from "../reuse/efficacy.js";
 import { buildScenario, chatTurns, reusableTokens, scenarioShapes, type Scenario, type ScenarioShape } from "../reuse/scenarios.js";
 import { scoreChat, scoreScenario, type FinalPair, type ScenarioScore } from "../reuse/score.js";
 import { resolveSplitPoints, type SplitUnits } from "../reuse/split-points.js";
@@ -124,6 +124,7 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
   const { suite, arm, sut } = context;
   const measurements: ReuseMeasurement[] = [];
   const lines: string[] = [];
+  const countersBefore = await sut.promptCounters?.().catch(() => undefined);
   await runCheck(context, "reuse", "required", ["tokenize", "cachedGreedy"], async (gate): Promise<CheckOutcome> => {
     const { points, notApplicable } = resolveSplitPoints(suite.split_points, context.units, suite.prompt_tokens, suite.path);
     const shapes = scenarioShapes(suite.scenarios, points);
@@ -212,7 +213,8 @@ export async function runReuseArm(context: ReuseArmContext): Promise<{ summaryLi
     };
   });
   await runCheck(context, "reuse_efficacy", arm.expect_reuse === undefined ? "informational" : "required", ["cachedGreedy"], async (gate) => {
-    const outcome = efficacyOutcome(measurements, arm.expect_reuse);
+    const countersAfter = await sut.promptCounters?.().catch(() => undefined);
+    const outcome = efficacyOutcome(measurements, arm.expect_reuse, countersDisagree(countersBefore, countersAfter));
     const detail = outcome.status === "skip" ? outcome.reason : outcome.summary;
     lines.push(`  efficacy${outcome.status === "skip" ? " SKIPPED" : ""}: ${detail}`);
     await context.emit({ kind: "cells", cells: [makeCell(context, "reuse_efficacy", gate, { status: outcome.status, detail })] });

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
-import type { Capability, GreedyRequest, LoadedModel, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
+import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
 import { probeDialects } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
@@ -197,6 +197,17 @@ async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unkno
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
+/** Our server's prompt-token counters in a /metrics exposition (bench_prompt_tokens_{total,cached_total,evaluated_total}); undefined where any is absent. */
+export function promptCountersOf(response: { readonly status: number; readonly text: string }): PromptCounters | undefined {
+  if (response.status !== 200) return undefined;
+  const counter = (name: string) => {
+    const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(response.text);
+    return match === null ? undefined : Number(match[1]);
+  };
+  const [total, cached, evaluated] = ["bench_prompt_tokens_total", "bench_prompt_tokens_cached_total", "bench_prompt_tokens_evaluated_total"].map(counter);
+  return total === undefined || cached === undefined || evaluated === undefined ? undefined : { total, cached, evaluated };
+}
+
 export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
   const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
@@ -255,6 +266,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     ...(cachedGreedy === undefined ? {} : { cachedGreedy }),
     ...(cachedChat === undefined ? {} : { cachedChat }),
     ...(slotAction === undefined ? {} : { slotAction }),
+    promptCounters: async () => promptCountersOf(await call("/metrics")),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },

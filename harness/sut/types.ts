@@ -106,6 +106,13 @@ export interface LoadedModel {
 
 export type TokenKind = "text" | "byte" | "unknown" | "control";
 
+/** A server's cumulative prompt-token counters: on an honest server, every admitted token was either taken from its cache or evaluated. */
+export interface PromptCounters {
+  readonly total: number;
+  readonly cached: number;
+  readonly evaluated: number;
+}
+
 /** Trace-region demand of one captured graph (docs/metrics.md), as a SUT that captures graphs reports it. */
 export interface TraceCapture {
   readonly capture: string;
@@ -184,6 +191,8 @@ export interface SystemUnderTest {
   slotAction?(slot: number, action: SlotAction, name: string): Promise<void>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
   traceDemand?(): Promise<TraceCapture[]>;
+  /** The server's own running counts of prompt tokens (admitted, taken from its cache, evaluated), where it exports them; undefined where it does not. */
+  promptCounters?(): Promise<PromptCounters | undefined>;
   /** Owned kernels (a native plugin, or a runner's): the (op, encoding) pairs it registers; any other is refused by name. */
   readonly kernelPairs?: readonly KernelPair[];
   /** Runs one registered kernel; resolves to its answer, `[{name, data: bytes}]` per output in the request's order (checked in answer-shape.ts). */

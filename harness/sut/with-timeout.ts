@@ -72,6 +72,7 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
     cachedChat: wrap("cachedChat", sut.cachedChat),
     slotAction: wrap("slotAction", sut.slotAction),
     traceDemand: wrap("traceDemand", sut.traceDemand),
+    promptCounters: wrap("promptCounters", sut.promptCounters),
     kernelPairs: sut.kernelPairs,
     kernel: wrap("kernel", sut.kernel),
     kernelTime: wrap("kernelTime", sut.kernelTime),
