@@ -35,7 +35,10 @@ export async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, cont
   if (arm.sut === "stdio") {
     return openStdioSut((arm.command ?? []).map((part) => fillPlaceholders(part, model.path)), { label: arm.label, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
   }
-  if (arm.sut !== "http") return LlamaCppSut.open(model.path, settings, arm.label);
+  if (arm.sut !== "http") {
+    if (settings.prefillChunk !== undefined) throw new BenchError(`arm "${arm.label}": prefill_chunk is a setting of our server, the embedded SUT prefills in batches of batch_size`, { field: "settings.prefill_chunk", fix: "run the arm through our server (\"sut\": \"http\"), or set batch_size instead" });
+    return LlamaCppSut.open(model.path, settings, arm.label);
+  }
   // The arm's model is the GGUF that server serves (its goldens, its token kinds when no dialect has them); it was not started here, so not hashed as served.
   if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), modelPath: model.path, ...context });
   if (arm.command !== undefined) {
@@ -52,7 +55,7 @@ export async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, cont
   }
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
-    threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize,
+    threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize, prefillChunk: settings.prefillChunk,
     bootTimeoutS: context.bootTimeoutS, onProcess: context.onProcess,
   });
   try {
@@ -68,7 +71,7 @@ export async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, cont
 /** The server's own report of its numerics must equal what the arm asked for: a setting it dropped would make its results another configuration's. */
 function assertServerHonours(arm: SuiteArm, requested: LlamaCppSettings, reported: Readonly<Record<string, string | number | boolean>>): void {
   const keys = ["flashAttention", "kvCacheType", "threads", "batchSize", "contextSize", "sequences"] as const;
-  for (const key of keys) {
+  for (const key of [...keys, ...(requested.prefillChunk === undefined ? [] : ["prefillChunk" as const])]) {
     if (reported[key] !== requested[key]) {
       throw new BenchError(`arm "${arm.label}": the server reports ${key} ${String(reported[key])} in /v1/models, the arm asked for ${String(requested[key])}`, { field: "settings", fix: "use a server that honours every numerics setting, or drop the setting from the arm" });
     }
@@ -97,6 +100,7 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
     ...(s.batch_size === undefined ? {} : { batchSize: s.batch_size }),
     ...(s.context_size === undefined ? {} : { contextSize: s.context_size }),
     ...(s.prompt_overflow === undefined ? {} : { promptOverflow: s.prompt_overflow }),
+    ...(s.prefill_chunk === undefined ? {} : { prefillChunk: s.prefill_chunk }),
     ...overrides,
   };
 }

@@ -6,6 +6,8 @@ export interface ArmSettingsFile {
   readonly batch_size?: number;
   readonly context_size?: number;
   readonly prompt_overflow?: "error" | "truncate-left";
+  /** Our server only: prompt tokens per llama_decode when it prefills (`bench serve --prefill-chunk`). */
+  readonly prefill_chunk?: number;
 }
 
 export type GateLevel = "required" | "informational";

@@ -149,6 +149,11 @@ function numericsProvenance(settings: Record<string, unknown> | undefined): Reco
     const value = settings[key];
     if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out[name] = value;
   }
+  // Our server's prompt cache settings, under the names it reports them by.
+  for (const name of ["promptCache", "prefillChunk"] as const) {
+    const value = settings[name];
+    if (typeof value === "number" || typeof value === "boolean") out[name] = value;
+  }
   return out;
 }
 

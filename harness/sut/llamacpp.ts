@@ -29,6 +29,8 @@ export interface LlamaCppSettings {
    * tokens, as many servers do (and silently lose what was cut: a planted fault for long context).
    */
   readonly promptOverflow: "error" | "truncate-left";
+  /** Our server only: prompt tokens per llama_decode when it prefills (absent: its batch size). */
+  readonly prefillChunk?: number;
 }
 
 /** The oracle recipe: deterministic and batch-invariant. */
