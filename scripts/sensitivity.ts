@@ -17,7 +17,8 @@
  * when a fault is caught by no case.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { writeFileAtomicSync } from "../harness/io/atomic-write.js";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -84,7 +85,7 @@ if (flags.kernels) {
     "",
     ...kernelFaultTable(rows),
   ].join("\n");
-  writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
+  writeFileAtomicSync(join(outDir, "sensitivity.md"), `${table}\n`);
   console.log(table);
   console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);
   process.exit(rows.some((r) => r.caught.length === 0) ? 1 : 0);
@@ -227,7 +228,7 @@ const table = [
   "",
   cleanRuns === 0 ? "Clean runs: none (--clean-runs 0)." : `Clean runs: ${falseAlarms} false alarm(s) in ${cleanRuns} runs of \`bench run --suite ${flags["clean-suite"]}\` (${[...cleanOutcomes].map(([k, n]) => `${n}× ${k}`).join(", ")}).`,
 ].join("\n");
-writeFileSync(join(outDir, "sensitivity.md"), `${table}\n`);
+writeFileAtomicSync(join(outDir, "sensitivity.md"), `${table}\n`);
 console.log(table);
 console.log(`\nwritten to ${join(outDir, "sensitivity.md")}`);
 if (measuredNothing > 0) {

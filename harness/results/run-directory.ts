@@ -60,6 +60,8 @@ export interface RunSelection {
   readonly prompts: readonly number[];
   readonly cases: readonly number[];
   readonly niah_cases: readonly string[];
+  /** `--op`: only these kernel ops' cases (absent: every op; older runs never record it). */
+  readonly ops?: readonly string[];
   /** `--shard i/n`: this run holds only its share of the battery's arms (absent: all of them). */
   readonly shard?: { readonly index: number; readonly count: number };
 }

@@ -14,7 +14,7 @@ export function notAWholeBattery(summary: RunSummary, battery: readonly Suite[])
   if (selection === undefined) return "it records no selection (not a bench run, or an older harness)";
   const limits = [
     selection.arms.length > 0 ? "--arm" : "", selection.prompts.length > 0 ? "--prompt" : "",
-    selection.cases.length > 0 ? "--case" : "", selection.niah_cases.length > 0 ? "--niah-case" : "",
+    selection.cases.length > 0 ? "--case" : "", selection.niah_cases.length > 0 ? "--niah-case" : "", (selection.ops?.length ?? 0) > 0 ? "--op" : "",
     selection.shard !== undefined ? `--shard ${selection.shard.index}/${selection.shard.count}` : "",
   ].filter((flag) => flag !== "");
   if (limits.length > 0) return `it was limited by ${limits.join(", ")}`;

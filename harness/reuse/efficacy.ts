@@ -37,7 +37,7 @@ function sumOrNull(values: readonly (number | undefined)[]): number | null {
   return values.some((v) => v === undefined) || values.length === 0 ? null : values.reduce<number>((s, v) => s + v!, 0);
 }
 
-export function efficacyByKind(measurements: readonly ReuseMeasurement[]): KindEfficacy[] {
+function efficacyByKind(measurements: readonly ReuseMeasurement[]): KindEfficacy[] {
   return REUSE_SCENARIOS.map((kind) => measurements.filter((m) => m.kind === kind)).filter((rows) => rows.length > 0).map((rows) => {
     const reported = rows.filter((m) => m.cached !== undefined);
     const cached = reported.reduce((s, m) => s + m.cached!, 0);
@@ -57,11 +57,6 @@ const metricKey = (kind: ReuseScenarioKind) => kind.replaceAll("-", "_");
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /**
- * The efficacy verdict. A server that reports no cached tokens at all cannot be measured (SKIPPED).
- * A report of more cached tokens than the prompt holds is false (fail). With `expect` declared, every
- * declared kind must reach its fraction; a declared kind the server did not report on fails.
- */
-/**
  * A server's cache claims held to its own counters over the arm's requests: every prompt token it
  * admitted was either taken from its cache or evaluated. A server that reports hits it then
  * re-prefills (or evaluates less than it admitted without calling it cached) breaks the identity.
@@ -73,6 +68,11 @@ export function countersDisagree(before: PromptCounters | undefined, after: Prom
   return `the server's own counters disagree with its cache reports: over this arm it admitted ${total} prompt tokens, reports ${cached} taken from its cache and ${evaluated} evaluated (${cached + evaluated} ≠ ${total}): cached tokens it did not reuse, or reuse it did not report`;
 }
 
+/**
+ * The efficacy verdict. A server that reports no cached tokens at all cannot be measured (SKIPPED).
+ * A report of more cached tokens than the prompt holds is false (fail). With `expect` declared, every
+ * declared kind must reach its fraction; a declared kind the server did not report on fails.
+ */
 export function efficacyOutcome(measurements: readonly ReuseMeasurement[], expect: Partial<Record<ReuseScenarioKind, number>> | undefined, counters?: string): EfficacyOutcome {
   if (measurements.length === 0) return { status: "skip", reason: "no scenario ran to its last request" };
   if (measurements.every((m) => m.cached === undefined)) return { status: "skip", reason: "the server reports no cached prompt tokens (usage.prompt_tokens_details.cached_tokens, timings.cache_n): reuse cannot be measured" };

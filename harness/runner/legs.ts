@@ -87,7 +87,7 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
 }
 
 /** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot). */
-export function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
+function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
   const show = (line: string) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
   return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS, bootTimeoutS: options.box.settings.bootTimeoutS };
 }

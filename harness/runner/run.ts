@@ -29,6 +29,18 @@ async function noteArmsWithoutLlamaServer(suites: readonly Suite[], options: Res
 }
 
 
+/** Why no arm of the run's suites can run, with the fix that applies. */
+function nothingToRun(suites: readonly Suite[], options: ResolvedRunOptions): BenchError {
+  const names = suites.map((s) => s.name).join(", ");
+  if (options.runner !== undefined) {
+    return new BenchError(`no arm of ${names} can run with --runner`, { field: "--runner", fix: "a runner replaces model arms only: run server, reuse, speculative and tokenizer suites without --runner" });
+  }
+  if (!options.llamaServerBuilt && suites.some((suite) => (suite.arms as readonly { command?: readonly string[] }[]).some(needsLlamaServer))) {
+    return new BenchError(`no arm of ${names} can run: its arms need llama.cpp's llama-server, which is not built (${llamaServerPath()})`, { field: "arms", fix: "build it once: scripts/build-llama-server.sh (a few minutes)" });
+  }
+  return new BenchError(`no arm of ${names} can run with these options`, { field: "--arm", fix: "name arms the suites have, or drop the options that exclude them" });
+}
+
 /** The battery's side of every suite kind, for this run. */
 function batteryOf(options: ResolvedRunOptions, recorder: RunDirectory, emit: RunListener): Battery {
   return {
@@ -55,9 +67,7 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
     for (const kind of new Set(suites.map(suiteKind))) kind.checkSelection?.(suites.filter((suite) => suiteKind(suite) === kind), unsharded);
     await noteArmsWithoutLlamaServer(suites, unsharded, emit);
     const planned = suites.map((suite) => ({ suite, arms: suiteKind(suite).arms(suite, unsharded) })).filter(({ arms }) => arms.length > 0);
-    if (planned.length === 0) {
-      throw new BenchError(`no arm of ${suites.map((s) => s.name).join(", ")} can run with these options`, { field: "--runner", fix: "a runner is not an HTTP server: run conformance suites without --runner" });
-    }
+    if (planned.length === 0) throw nothingToRun(suites, unsharded);
     recorder.provenance.box = boxProvenance(unsharded.box.settings);
     const legs = planned.flatMap(({ suite, arms }) => arms.map((arm) => ({ suite: suite.name, arm: arm.label })));
     const options = shardOptions(unsharded, legs);

@@ -197,11 +197,6 @@ async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unkno
   return { loadedModel: { sha256, file: basename(path), reportedBy: "the server's /props model_path (that file hashed by the harness)" } };
 }
 
-/**
- * A system under test behind an HTTP API. Capabilities come from probing (dialects/probe.ts), not
- * from what the server advertises: each is served by the first dialect whose probe answered well,
- * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
- */
 /** Our server's prompt-token counters in a /metrics exposition (bench_prompt_tokens_{total,cached_total,evaluated_total}); undefined where any is absent. */
 export function promptCountersOf(response: { readonly status: number; readonly text: string }): PromptCounters | undefined {
   if (response.status !== 200) return undefined;
@@ -213,6 +208,11 @@ export function promptCountersOf(response: { readonly status: number; readonly t
   return total === undefined || cached === undefined || evaluated === undefined ? undefined : { total, cached, evaluated };
 }
 
+/**
+ * A system under test behind an HTTP API. Capabilities come from probing (dialects/probe.ts), not
+ * from what the server advertises: each is served by the first dialect whose probe answered well,
+ * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
+ */
 export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
   const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {

@@ -20,6 +20,11 @@ export const kernelsKind: SuiteKind<KernelSuite, KernelArm> = {
     const { options } = battery;
     const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }))
       .filter(({ spec }) => options.kernelOps === undefined || options.kernelOps.includes(spec.op));
+    // --op names an op another kernel suite of the run has (checkSelection made sure): this one has nothing to run.
+    if (cases.length === 0) {
+      await battery.emit({ kind: "notice", message: `note: ${suite.name} has no case of --op ${options.kernelOps?.join(", ")}: its arms are not opened` });
+      return;
+    }
     const open = (arm: KernelArm, context: SutContext) => arm.runner !== undefined
       ? openStdioSut(arm.runner.map((part) => fillPlaceholders(part)), { label: arm.label, ...context })
       : openPluginSut(fillPlaceholders(arm.plugin ?? ""), arm.label, context);
