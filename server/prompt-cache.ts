@@ -1,3 +1,4 @@
+import { commonPrefixLength } from "../harness/parity/common-prefix.js";
 import type { TokenId } from "../harness/sut/types.js";
 import type { MemoryKind, NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { ServerFault } from "./faults.js";
@@ -54,12 +55,6 @@ export class SlotCache {
   }
 }
 
-export function commonPrefixLength(a: readonly TokenId[], b: readonly TokenId[]): number {
-  const limit = Math.min(a.length, b.length);
-  let n = 0;
-  while (n < limit && a[n] === b[n]) n++;
-  return n;
-}
 
 /**
  * A shared prefix shorter than this part of the prompt does not steer slot choice (llama-server's

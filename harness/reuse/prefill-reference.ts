@@ -1,5 +1,5 @@
 import type { TokenId } from "../sut/types.js";
-import { commonPrefix } from "./scenarios.js";
+import { commonPrefixLength } from "../parity/common-prefix.js";
 
 /** What one arm answered to each final prompt it asked, keyed by the prompt's ids. */
 export type AnswersByPrompt = Map<string, { readonly label: string; readonly cold: readonly TokenId[]; readonly hit: readonly TokenId[] }>;
@@ -27,7 +27,7 @@ export function compareWithReference(own: AnswersByPrompt, reference: AnswersByP
     if (theirs === undefined) continue;
     compared++;
     for (const which of ["cold", "hit"] as const) {
-      const position = commonPrefix(theirs[which], mine[which]);
+      const position = commonPrefixLength(theirs[which], mine[which]);
       if (position < Math.max(theirs[which].length, mine[which].length)) {
         differences.push({ label: mine.label, which, position, referenceId: theirs[which][position] ?? null, observedId: mine[which][position] ?? null });
         break;

@@ -1,3 +1,4 @@
+import { commonPrefixLength } from "../parity/common-prefix.js";
 import { BenchError } from "../errors.js";
 import type { ReuseScenarioKind, ReuseSuite } from "../suites/reuse-suite.js";
 import type { ChatMessage, TokenId } from "../sut/types.js";
@@ -39,12 +40,6 @@ export function scenarioShapes(kinds: readonly ReuseScenarioKind[], points: read
   return list.map((scenario) => ({ ...scenario, tag: `[${scenario.split === undefined ? "" : `${scenario.split.k} `}${scenario.kind}]` }));
 }
 
-/** Length of the longest common prefix of two id sequences. */
-export function commonPrefix(a: readonly TokenId[], b: readonly TokenId[]): number {
-  let n = 0;
-  while (n < a.length && n < b.length && a[n] === b[n]) n++;
-  return n;
-}
 
 /**
  * Prompt tokens of `final` a server could take from a cache that holds `warm` and its answer: their
@@ -53,7 +48,7 @@ export function commonPrefix(a: readonly TokenId[], b: readonly TokenId[]): numb
  * out: a server stops once it has sampled it, so it was never evaluated into the cache.
  */
 export function reusableTokens(warm: readonly TokenId[], warmAnswer: readonly TokenId[], final: readonly TokenId[]): number {
-  return Math.min(commonPrefix([...warm, ...warmAnswer.slice(0, -1)], final), final.length - 1);
+  return Math.min(commonPrefixLength([...warm, ...warmAnswer.slice(0, -1)], final), final.length - 1);
 }
 
 /** Concurrent requests' suffixes start this many tokens apart in `other`, so each request differs from the others right after the prefix. */

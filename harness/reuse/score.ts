@@ -2,7 +2,7 @@ import { describeBound, holdToBounds, type BoundResult } from "../accuracy/distr
 import { teacherForcedAccuracy } from "../accuracy/teacher-forced.js";
 import type { DistributionBounds } from "../suites/parity-suite.js";
 import type { CachedChatAnswer, CachedGreedyAnswer, TokenId } from "../sut/types.js";
-import { commonPrefix } from "./scenarios.js";
+import { commonPrefixLength } from "../parity/common-prefix.js";
 
 /** One final request of a scenario: asked with the cache on (hit) and off (cold). */
 export interface FinalPair {
@@ -27,7 +27,7 @@ export type ScenarioScore =
 
 export function firstDivergence(pairs: readonly FinalPair[]): Divergence | undefined {
   for (const [request, { hit, cold }] of pairs.entries()) {
-    const position = commonPrefix(cold.ids, hit.ids);
+    const position = commonPrefixLength(cold.ids, hit.ids);
     if (position < Math.max(cold.ids.length, hit.ids.length)) return { request, position, coldId: cold.ids[position] ?? null, hitId: hit.ids[position] ?? null };
   }
   return undefined;
@@ -56,7 +56,7 @@ export function scoreScenario(pairs: readonly FinalPair[], bounds: DistributionB
 /** Bounds on the hit's top-k against the cold top-k, at every generated position before the two answers part; none when either lacks top-k. */
 function boundsOnShared(pairs: readonly FinalPair[], bounds: DistributionBounds): BoundResult[] {
   if (!pairs.every((p) => p.hit.topK !== undefined && p.cold.topK !== undefined)) return [];
-  const shared = pairs.map((p) => commonPrefix(p.cold.ids, p.hit.ids));
+  const shared = pairs.map((p) => commonPrefixLength(p.cold.ids, p.hit.ids));
   const accuracy = teacherForcedAccuracy(
     pairs.map((p, i) => p.cold.ids.slice(0, shared[i])),
     pairs.map((p, i) => p.cold.topK!.slice(0, shared[i])),
@@ -70,7 +70,7 @@ export function scoreChat(hit: CachedChatAnswer, cold: CachedChatAnswer): Scenar
   if ((cold.cachedTokens ?? 0) > 0) return { status: "not-cold", why: `the cold chat request reports ${cold.cachedTokens} cached prompt tokens: the server did not turn its cache off (cache_prompt: false)` };
   const coldChars = [...cold.text];
   const hitChars = [...hit.text];
-  const position = commonPrefix(coldChars.map((c) => c.codePointAt(0)!), hitChars.map((c) => c.codePointAt(0)!));
+  const position = commonPrefixLength(coldChars.map((c) => c.codePointAt(0)!), hitChars.map((c) => c.codePointAt(0)!));
   if (position === Math.max(coldChars.length, hitChars.length)) return { status: "pass", bounds: [] };
   return {
     status: "fail", bounds: [], divergence: { request: 0, position, coldId: null, hitId: null },

@@ -1,3 +1,4 @@
+import { commonPrefixLength } from "../parity/common-prefix.js";
 import type { TokenId } from "../sut/types.js";
 
 /** Where a speculative answer first leaves the plain one (an id null: that answer had ended). */
@@ -9,11 +10,9 @@ export interface Divergence {
 
 /** The first position where `observed` differs from `expected`, a length difference included; none when identical. */
 export function firstDivergence(expected: readonly TokenId[], observed: readonly TokenId[]): Divergence | undefined {
-  const length = Math.max(expected.length, observed.length);
-  for (let position = 0; position < length; position++) {
-    if (expected[position] !== observed[position]) return { position, expected: expected[position] ?? null, observed: observed[position] ?? null };
-  }
-  return undefined;
+  const position = commonPrefixLength(expected, observed);
+  if (position === Math.max(expected.length, observed.length)) return undefined;
+  return { position, expected: expected[position] ?? null, observed: observed[position] ?? null };
 }
 
 /** What a server reported of the requests of one pass (llama-server's `timings`). */

@@ -1,12 +1,9 @@
-import { basename } from "node:path";
-import { statSync } from "node:fs";
 import type { LlamaModel, Token } from "node-llama-cpp";
 import { BenchError } from "../errors.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { readGguf } from "../gguf/read.js";
-import { sha256File } from "../io/sha256.js";
 import type { SpecialTokenMode } from "../suites/tokenizer-suite.js";
-import { llamaCppEngineVersion, llamaRuntime } from "./llamacpp.js";
+import { embeddedProvenance, llamaRuntime } from "./llamacpp.js";
 import type { SutProvenance, SystemUnderTest } from "./types.js";
 
 /**
@@ -28,17 +25,7 @@ export class LlamaCppTokenizerSut implements SystemUnderTest {
     } catch (error) {
       throw new BenchError(`llama.cpp could not load the vocabulary: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete GGUF with tokenizer.* metadata" });
     }
-    const modelSha256 = await sha256File(modelPath);
-    const provenance: SutProvenance = {
-      kind: "llamacpp",
-      modelPath,
-      modelSha256,
-      loadedModel: { sha256: modelSha256, file: basename(modelPath), reportedBy: "the harness (it loaded this file itself)" },
-      modelBytes: statSync(modelPath).size,
-      engine: await llamaCppEngineVersion(),
-      settings: { vocabOnly: true },
-    };
-    return new LlamaCppTokenizerSut(label, provenance, model);
+    return new LlamaCppTokenizerSut(label, await embeddedProvenance(modelPath, { vocabOnly: true }), model);
   }
 
   /** Ids of `text`, nothing added; `parsed` reads special-token text as the special token (llama_tokenize's parse_special). */

@@ -68,6 +68,20 @@ export async function llamaCppEngineVersion(): Promise<string> {
  * The embedded SUT: any llama-architecture GGUF evaluated by llama.cpp on CPU. The file is
  * validated by our own GGUF reader first, because some malformed files abort llama.cpp's process.
  */
+/** What an in-process llama.cpp SUT records of itself: the file it loaded (hashed here), llama.cpp's version, its settings. */
+export async function embeddedProvenance(modelPath: string, settings: SutProvenance["settings"]): Promise<SutProvenance> {
+  const modelSha256 = await sha256File(modelPath);
+  return {
+    kind: "llamacpp",
+    modelPath,
+    modelSha256,
+    loadedModel: { sha256: modelSha256, file: basename(modelPath), reportedBy: "the harness (it loaded this file itself)" },
+    modelBytes: statSync(modelPath).size,
+    engine: await llamaCppEngineVersion(),
+    settings,
+  };
+}
+
 export class LlamaCppSut implements SystemUnderTest {
   readonly label: string;
   private closed = false;
@@ -108,16 +122,7 @@ export class LlamaCppSut implements SystemUnderTest {
       experimentalKvCacheValueType: settings.kvCacheType,
     });
     const native = reachNativeContext(context, settings);
-    const modelSha256 = await sha256File(modelPath);
-    const provenance: SutProvenance = {
-      kind: "llamacpp",
-      modelPath,
-      modelSha256,
-      loadedModel: { sha256: modelSha256, file: basename(modelPath), reportedBy: "the harness (it loaded this file itself)" },
-      modelBytes: statSync(modelPath).size,
-      engine: await llamaCppEngineVersion(),
-      settings: { ...settings },
-    };
+    const provenance = await embeddedProvenance(modelPath, { ...settings });
     return new LlamaCppSut(provenance, model, context, settings, native, label ?? `llamacpp ${modelPath.split("/").pop()}`);
   }
 
