@@ -42,18 +42,38 @@ const pinned = availableParallelism() >= 2 && has("taskset");
 const pin = (core: number, command: string[]): string[] => (pinned ? ["taskset", "-c", String(core), ...command] : command);
 if (pinned) execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
 
-const [serverCommand, ...serverArgs] = pin(0, [process.execPath, join(PACKAGE_ROOT, "dist", "harness", "load", "noop-server.js"), "--serve"]);
-const serverProcess = spawn(serverCommand, serverArgs, { stdio: ["ignore", "pipe", "inherit"] });
-const port = await new Promise<number>((resolve) => createInterface({ input: serverProcess.stdout! }).on("line", (line) => {
-  const match = /^noop listening on (\d+)$/.exec(line);
-  if (match !== null) resolve(Number(match[1]));
-}));
-const base = `http://127.0.0.1:${port}/v1/completions`;
+/** The built-in no-op streaming server, in its own process (on core 0 where pinning works). */
+interface NoopServer {
+  readonly port: number;
+  /** Its completions endpoint. */
+  readonly base: string;
+  readonly stop: () => void;
+}
+
+/** Starts the no-op server; rejects, with its exit named, if it ends before it says where it listens. */
+async function startNoopServer(): Promise<NoopServer> {
+  const [command, ...args] = pin(0, [process.execPath, join(PACKAGE_ROOT, "dist", "harness", "load", "noop-server.js"), "--serve"]);
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once("error", reject);
+      child.once("exit", (code, signal) => reject(new Error(`the no-op server exited (${signal ?? `code ${code}`}) before it listened`)));
+      createInterface({ input: child.stdout! }).on("line", (line) => {
+        const match = /^noop listening on (\d+)$/.exec(line);
+        if (match !== null) resolve(Number(match[1]));
+      });
+    });
+    return { port, base: `http://127.0.0.1:${port}/v1/completions`, stop: () => child.kill() };
+  } catch (error) {
+    child.kill();
+    throw error;
+  }
+}
 const BODY = JSON.stringify({ prompt: "x" });
 
 /** Closed loop at CONCURRENCY for SECONDS through our client (full stamping and parsing): requests/s and content events/s. */
-async function ours(query: string): Promise<{ requests: number; events: number; failed: number }> {
-  const endpoint = openStreamEndpoint(`${base}?${query}`);
+async function ours(server: NoopServer, query: string): Promise<{ requests: number; events: number; failed: number }> {
+  const endpoint = openStreamEndpoint(`${server.base}?${query}`);
   let requests = 0;
   let events = 0;
   let failed = 0;
@@ -73,8 +93,8 @@ async function ours(query: string): Promise<{ requests: number; events: number; 
 }
 
 /** wrk against the same server and concurrency, one thread: requests/s (wrk counts whole responses). */
-function wrk(query: string): number {
-  const [command, ...args] = pin(1, ["wrk", "-t1", `-c${CONCURRENCY}`, `-d${SECONDS}s`, "-s", join(PACKAGE_ROOT, "scripts", "wrk-post.lua"), `${base}?${query}`]);
+function wrk(server: NoopServer, query: string): number {
+  const [command, ...args] = pin(1, ["wrk", "-t1", `-c${CONCURRENCY}`, `-d${SECONDS}s`, "-s", join(PACKAGE_ROOT, "scripts", "wrk-post.lua"), `${server.base}?${query}`]);
   const out = execFileSync(command, args, { encoding: "utf8" });
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
 }
@@ -90,8 +110,8 @@ function addedUs(payload: string, stampNs: bigint): number | undefined {
 class RawReader {
   private constructor(private readonly socket: Socket) {}
 
-  static async open(): Promise<RawReader> {
-    const socket = createConnection(port, "127.0.0.1");
+  static async open(server: NoopServer): Promise<RawReader> {
+    const socket = createConnection(server.port, "127.0.0.1");
     socket.setNoDelay(true);
     await once(socket, "connect");
     return new RawReader(socket);
@@ -127,9 +147,9 @@ class RawReader {
  * One request at a time, our client and the raw reader taking turns, so both see the same machine
  * state; warm-up rounds first (the JIT otherwise shows up as client latency).
  */
-async function addedLatency(): Promise<{ ours: number[]; raw: number[] }> {
-  const endpoint = openStreamEndpoint(`${base}?${LATENCY_QUERY}`);
-  const raw = await RawReader.open();
+async function addedLatency(server: NoopServer): Promise<{ ours: number[]; raw: number[] }> {
+  const endpoint = openStreamEndpoint(`${server.base}?${LATENCY_QUERY}`);
+  const raw = await RawReader.open(server);
   let result = { ours: [] as number[], raw: [] as number[] };
   for (let round = 0; round < LATENCY_WARMUP_ROUNDS + LATENCY_ROUNDS; round++) {
     if (round === LATENCY_WARMUP_ROUNDS) result = { ours: [], raw: [] };
@@ -160,7 +180,7 @@ async function quietly<T>(what: string, run: () => Promise<T>): Promise<T> {
 }
 
 /** Measures everything and returns the verdict line (setting the exit code it implies). */
-async function benchmark(): Promise<string> {
+async function benchmark(server: NoopServer): Promise<string> {
   console.log(`machine: ${describeMachine(machineInfo())}`);
   console.log(`no-op server in its own process${pinned ? " on core 0, clients on core 1 (taskset)" : " (not pinned: needs taskset and 2 cores)"}; concurrency ${CONCURRENCY}, ${SECONDS} s per measurement, median of ${RUNS}, the two clients alternating`);
   if (!withWrk) console.log("wrk is not installed (Debian package wrk): no ratios to wrk");
@@ -180,12 +200,12 @@ async function benchmark(): Promise<string> {
     for (let run = 0; run < RUNS; run++) {
       // Every attempt's failures count, a busy attempt set aside included.
       const result = await quietly(`${workload.name}, our client, run ${run + 1}`, async () => {
-        const measured = await ours(workload.query);
+        const measured = await ours(server, workload.query);
         lost += measured.failed;
         return measured;
       });
       client.push(workload.perRequest ? result.requests : result.events);
-      if (withWrk) reference.push(await quietly(`${workload.name}, wrk, run ${run + 1}`, async () => wrk(workload.query) * workload.eventsPerResponse));
+      if (withWrk) reference.push(await quietly(`${workload.name}, wrk, run ${run + 1}`, async () => wrk(server, workload.query) * workload.eventsPerResponse));
     }
     const mine = distribution(client)!.median;
     measured.push(mine);
@@ -197,7 +217,7 @@ async function benchmark(): Promise<string> {
   console.log(table.join("\n"));
   console.log(spreads.join("\n"));
 
-  const latency = await quietly("added latency", addedLatency);
+  const latency = await quietly("added latency", () => addedLatency(server));
   const ourLatency = distribution(latency.ours)!;
   const rawLatency = distribution(latency.raw)!;
   const addedP50 = ourLatency.median - rawLatency.median;
@@ -219,11 +239,14 @@ async function benchmark(): Promise<string> {
 }
 
 let verdict: string;
+let server: NoopServer | undefined;
 try {
-  verdict = await benchmark();
+  server = await startNoopServer();
+  verdict = await benchmark(server);
 } catch (error) {
   verdict = `bench:client verdict: ERROR — ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
   process.exitCode = EXIT.error;
+} finally {
+  server?.stop();
 }
-serverProcess.kill();
 console.log(verdict);
