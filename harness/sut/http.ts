@@ -12,7 +12,7 @@ import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
 import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
-import { probeDialects } from "./dialects/probe.js";
+import { probeDialects, type ProbeResult } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
 import { VLLM_DIALECT } from "./dialects/vllm.js";
 import { OPENAI_DIALECT } from "./dialects/openai.js";
@@ -164,6 +164,8 @@ const DIALECTS: readonly Dialect[] = [LLAMA_CPP_DIALECT, VLLM_DIALECT, OPENAI_DI
 const SUT_CAPABILITIES: Readonly<Record<DialectCapability, readonly Capability[]>> = {
   tokenize: ["tokenize"], detokenize: ["detokenize"], inspectTokens: ["inspectTokens"], greedy: ["greedy", "batchedGreedy"], teacherForced: ["teacherForcedTopK"],
   cachedGreedy: ["cachedGreedy"], cachedChat: ["cachedChat"], slotAction: ["slotAction"],
+  // The speculative suite asks it of the dialect that served it (openHttpSut's `dialects`), not through the SUT interface.
+  speculativeGreedy: [],
 };
 
 export interface HttpSutOptions {
@@ -213,16 +215,8 @@ export function promptCountersOf(response: { readonly status: number; readonly t
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
-  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
-  const json = async <T>(path: string, body?: unknown): Promise<T> => {
-    const response = await call(path, body);
-    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
-    return JSON.parse(response.text) as T;
-  };
-  const models = await json<{ data?: { id: string; owned_by?: string; settings?: Record<string, unknown>; model_sha256?: unknown; model_file?: unknown }[] }>("/v1/models");
-  const model = models.data?.[0];
-  if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
+export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> }> {
+  const { call, json, model } = await connect(baseUrl, options.apiKey);
   const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
   let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
   const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
@@ -271,11 +265,45 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     ...(cachedGreedy === undefined ? {} : { cachedGreedy }),
     ...(cachedChat === undefined ? {} : { cachedChat }),
     ...(slotAction === undefined ? {} : { slotAction }),
+    dialects: { found, missing },
     promptCounters: async () => promptCountersOf(await call("/metrics")),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },
   };
+}
+
+interface ListedModel {
+  readonly id: string;
+  readonly owned_by?: string;
+  readonly settings?: Record<string, unknown>;
+  readonly model_sha256?: unknown;
+  readonly model_file?: unknown;
+}
+
+/** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
+async function connect(baseUrl: string, apiKey: string | undefined) {
+  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey });
+  const json = async <T>(path: string, body?: unknown): Promise<T> => {
+    const response = await call(path, body);
+    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
+    return JSON.parse(response.text) as T;
+  };
+  const models = await json<{ data?: ListedModel[] }>("/v1/models");
+  const model = models.data?.[0];
+  if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
+  return { call, json, model };
+}
+
+/**
+ * A named dialect's offer at a server, without probing: for a server known to speak it (the same
+ * command another probe found it in), asked what a probe cannot show, e.g. a plain server's timings.
+ */
+export async function dialectOfferAt(baseUrl: string, dialect: string, apiKey?: string): Promise<DialectOffer> {
+  const known = DIALECTS.find((d) => d.name === dialect);
+  if (known === undefined) throw new Error(`no dialect is named ${dialect}`);
+  const { call, json, model } = await connect(baseUrl, apiKey);
+  return known.offer({ model: model.id, post: call, json });
 }
 
 /** One word when one dialect serves everything, else which serves what (e.g. "llama.cpp+gguf"). */
