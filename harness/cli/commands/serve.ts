@@ -83,7 +83,7 @@ export function registerServe(program: Command): void {
     .option("--config <file>", "box configuration whose batteries name the suites that validate the team's models (default: bench.config.json in the working directory, if there is one)")
     .option("--exit-with-stdin", "drain and exit when stdin closes (how a parent such as `bench run` makes sure the server never outlives it, even after kill -9)")
     .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
-    .action(async (options: ServeOptions) => {
+    .action(async (options: ServeOptions, command: Command) => {
       const model = await resolveModel(options.model);
       const sha256 = await sha256File(model.path);
       const battery = validationBattery(options.model, resolveBoxSettings({ config: options.config }).batteries);
@@ -94,7 +94,7 @@ export function registerServe(program: Command): void {
         throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `${validationFix(battery)}, or pass --unvalidated` });
       }
       if (!validation.validated) warn(`serving an UNVALIDATED build: ${validation.reason}`);
-      if (options.draftModel === undefined && options.draftMax !== DEFAULT_DRAFT_MAX) {
+      if (options.draftModel === undefined && command.getOptionValueSource("draftMax") === "cli") {
         throw new BenchError("--draft-max without --draft-model: nothing would draft", { field: "--draft-max", fix: "add --draft-model <model>, or drop --draft-max" });
       }
       if (options.draftMax < 1) throw new BenchError("--draft-max 0 drafts nothing", { field: "--draft-max", fix: "give 1 or more, or drop --draft-model" });
