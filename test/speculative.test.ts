@@ -145,6 +145,9 @@ test("our server speculating with a draft model, on tiny-random and on qwen35 (r
     assert.ok(m.tokens_per_target_step! > 1, `${verdict.arm}: ${m.tokens_per_target_step} tokens per target step`);
     assert.ok(m.speedup! > 0, `${verdict.arm}: speed-up ${m.speedup}`);
   }
+  // Both servers of a leg run under its process hooks: the plain one's stderr is in the leg's evidence too.
+  const legs = (JSON.parse(readFileSync(join(runs, "ours", "summary.json"), "utf8")) as { legs: { processes: { command: string }[] }[] }).legs;
+  for (const leg of legs) assert.equal(leg.processes.map((p) => p.command.includes("--draft-model")), [true, false]);
 });
 
 /**
