@@ -150,6 +150,19 @@ test("our server speculating with a draft model, on tiny-random and on qwen35 (r
   for (const leg of legs) assert.equal(leg.processes.map((p) => p.command.includes("--draft-model")), [true, false]);
 });
 
+test("a server whose speculation arguments do not make it speculate is SKIPPED, never passed: the probe saw no draft (exit 77)", () => {
+  const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; draft?: string; speculation: string[] }[] };
+  const ours = suite.arms.find((a) => a.label === "bench serve draft model")!;
+  const arm = { ...ours, label: "bench serve that does not draft", draft: undefined, speculation: ["--no-prompt-cache"] };
+  const path = join(work.path, "no-speculation.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: [arm] }));
+  const result = bench(["run", "--suite", path, "--prompt", "0", "--runs-dir", runs, "--run-id", "not-drafting"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  const [verdict] = speculativeVerdicts("not-drafting");
+  assert.is(verdict.status, "skip");
+  assert.match(JSON.stringify(verdict), /did not speculate when probed: .*openai: no token drafted in 8: the server does not speculate/);
+});
+
 /**
  * Each speculation fault planted in our server (BENCH_SERVER_FAULT, inherited by both of the arm's
  * servers; only the speculating one has anything to break), on the suite's prompts 0 and 1 at T = 32,

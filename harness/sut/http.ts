@@ -286,8 +286,8 @@ interface ListedModel {
 }
 
 /** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
-async function connect(baseUrl: string, apiKey: string | undefined) {
-  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey });
+async function connect(baseUrl: string, apiKey: string | undefined, signal?: AbortSignal) {
+  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
@@ -303,10 +303,10 @@ async function connect(baseUrl: string, apiKey: string | undefined) {
  * A named dialect's offer at a server, without probing: for a server known to speak it (the same
  * command another probe found it in), asked what a probe cannot show, e.g. a plain server's timings.
  */
-export async function dialectOfferAt(baseUrl: string, dialect: string, apiKey?: string): Promise<DialectOffer> {
+export async function dialectOfferAt(baseUrl: string, dialect: string, signal?: AbortSignal): Promise<DialectOffer> {
   const known = DIALECTS.find((d) => d.name === dialect);
   if (known === undefined) throw new Error(`no dialect is named ${dialect}`);
-  const { call, json, model } = await connect(baseUrl, apiKey);
+  const { call, json, model } = await connect(baseUrl, undefined, signal);
   return known.offer({ model: model.id, post: call, json });
 }
 

@@ -20,9 +20,9 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
   return { modelPath: model.path, plain: arm.command.map(fill), speculating: [...arm.command, ...arm.speculation].map(fill) };
 }
 
-/** The same dialect's timed greedy at another server (the plain one, started from the same command). */
-async function timedGreedyAt(baseUrl: string, dialect: string): Promise<ServerGreedy> {
-  const { speculativeGreedy } = await dialectOfferAt(baseUrl, dialect);
+/** A dialect's timed greedy at a server (the speculating one, or the plain one started from the same command); aborted with the leg. */
+async function timedGreedyAt(baseUrl: string, dialect: string, signal: AbortSignal): Promise<ServerGreedy> {
+  const { speculativeGreedy } = await dialectOfferAt(baseUrl, dialect, signal);
   if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
   return speculativeGreedy;
 }
@@ -83,7 +83,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
       const dialect = opened.dialects.found.speculativeGreedy;
       const speculating: SpeculatingServer = dialect === undefined
         ? { refusal: opened.dialects.missing.speculativeGreedy ?? "no dialect answered with draft counts" }
-        : { greedy: await timedGreedyAt(opened.baseUrl, dialect) };
+        : { greedy: await timedGreedyAt(opened.baseUrl, dialect, signal) };
       return runSpeculativeArm({
         suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
         prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
@@ -97,7 +97,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
           const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress, onProcess: context?.onProcess });
           try {
             // The speculating server's dialect: the plain one is the same command, less speculation.
-            return await body(await timedGreedyAt(plain.baseUrl, dialect));
+            return await body(await timedGreedyAt(plain.baseUrl, dialect, signal));
           } finally {
             await stopManagedServer(plain, options.shutdownGraceS, context?.onWarning);
           }
