@@ -11,7 +11,7 @@ import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
-import type { DraftSpeculator } from "./speculation.js";
+import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
@@ -464,7 +464,7 @@ export class BatchEngine {
       return false;
     });
     if (live.length === 0) return;
-    let outcomes;
+    let outcomes: SpeculationOutcome[];
     try {
       outcomes = this.speculator!.step(live.map((slot) => {
         const { request, ids } = slot.job!;
