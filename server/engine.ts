@@ -75,7 +75,7 @@ export interface GenerationResult {
   readonly drafted: number;
   readonly accepted: number;
   /** Output positions whose token is a kept draft (the rest are the target's own). */
-  readonly draftedPositions: readonly number[];
+  readonly acceptedDraftPositions: readonly number[];
 }
 
 /** Thrown by submit when the in-flight cap is reached (the HTTP layer answers 429). */
@@ -124,7 +124,7 @@ interface Job {
   cachedTokens: number;
   drafted: number;
   accepted: number;
-  readonly draftedPositions: number[];
+  readonly acceptedDraftPositions: number[];
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
 }
@@ -221,7 +221,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, draftedPositions: [], resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], resolve, reject });
       this.wake?.();
     });
   }
@@ -291,7 +291,7 @@ export class BatchEngine {
       if (job.request.signal.aborted) {
         this.queue.splice(i, 1);
         this.observer.finished("cancelled", undefined, 0);
-        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined, cachedTokens: 0, generatingMs: 0, drafted: 0, accepted: 0, draftedPositions: [] });
+        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined, cachedTokens: 0, generatingMs: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [] });
       }
     }
   }
@@ -485,7 +485,7 @@ export class BatchEngine {
       try {
         for (const [t, token] of tokens.entries()) {
           if (slot.job !== job) break;
-          if (t < accepted) job.draftedPositions.push(job.ids.length);
+          if (t < accepted) job.acceptedDraftPositions.push(job.ids.length);
           this.accept(slot, { next: { token: token as Token } });
         }
       } catch (error) {
@@ -542,7 +542,7 @@ export class BatchEngine {
     const generatingMs = job.firstTokenAt === undefined ? 0 : performance.now() - job.firstTokenAt;
     job.resolve({
       tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds, cachedTokens: job.cachedTokens,
-      generatingMs, drafted: job.drafted, accepted: job.accepted, draftedPositions: job.draftedPositions,
+      generatingMs, drafted: job.drafted, accepted: job.accepted, acceptedDraftPositions: job.acceptedDraftPositions,
     });
   }
 }

@@ -120,7 +120,7 @@ function generationTimings(promptTokens: number, result: GenerationResult) {
   return {
     cache_n: result.cachedTokens, prompt_n: promptTokens - result.cachedTokens,
     predicted_n: result.tokens.length, predicted_ms: result.generatingMs,
-    ...(result.drafted === 0 ? {} : { draft_n: result.drafted, draft_n_accepted: result.accepted, draft_accepted_positions: result.draftedPositions }),
+    ...(result.drafted === 0 ? {} : { draft_n: result.drafted, draft_n_accepted: result.accepted, draft_accepted_positions: result.acceptedDraftPositions }),
   };
 }
 
