@@ -105,13 +105,13 @@ test("a speculation that passes {draft} without naming a draft model, or prompts
 
 // Not built here (scripts/build-llama-server.sh): counted as skipped, never as a pass; CI builds it and requires it.
 const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
-(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixture and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
-  const arms = ["llama-server draft model", "llama-server MTP", "llama-server MTP qwen35moe"].flatMap((arm) => ["--arm", arm]);
+(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixtures and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
+  const arms = ["llama-server draft model", "llama-server draft qwen35", "llama-server MTP", "llama-server MTP qwen35moe"].flatMap((arm) => ["--arm", arm]);
   const result = bench(["run", "--suite", "speculative", ...arms, "--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "spec"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   const summary = JSON.parse(readFileSync(join(runs, "spec", "summary.json"), "utf8")) as { verdicts: { arm: string; check: string; status: string; metrics?: Record<string, number | null> }[] };
   const verdicts = summary.verdicts.filter((v) => v.check === "speculative_greedy");
-  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model"]);
+  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model", "llama-server draft qwen35"]);
   for (const verdict of verdicts) {
     assert.is(verdict.status, "pass", verdict.arm);
     const m = verdict.metrics!;
