@@ -11,6 +11,7 @@ import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
@@ -68,6 +69,13 @@ export interface GenerationResult {
   readonly ttftSeconds: number | undefined;
   /** Prompt tokens not evaluated because the slot's cache held them (usage.prompt_tokens_details.cached_tokens). */
   readonly cachedTokens: number;
+  /** Milliseconds from the first generated token to the last (llama-server's timings.predicted_ms). */
+  readonly generatingMs: number;
+  /** Tokens a draft model proposed for this request, and how many the target kept (0 and 0 without speculation). */
+  readonly drafted: number;
+  readonly accepted: number;
+  /** Output positions whose token is a kept draft (the rest are the target's own). */
+  readonly acceptedDraftPositions: readonly number[];
 }
 
 /** Thrown by submit when the in-flight cap is reached (the HTTP layer answers 429). */
@@ -84,6 +92,8 @@ export interface EngineObserver {
   /** A prompt admitted to a slot: its length, the tokens reported cached, and the tokens it will evaluate. */
   readonly prompt: (tokens: number, cached: number, evaluated: number) => void;
   readonly step: (seconds: number, activeSlots: number, queueDepth: number) => void;
+  /** A speculative step of one request: tokens drafted and kept. */
+  readonly speculated: (drafted: number, accepted: number) => void;
 }
 
 interface Slot {
@@ -112,6 +122,9 @@ interface Job {
   promptLogprobs: PromptLogprob[] | undefined;
   /** Reported as usage's cached tokens. */
   cachedTokens: number;
+  drafted: number;
+  accepted: number;
+  readonly acceptedDraftPositions: number[];
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
 }
@@ -175,6 +188,8 @@ export class BatchEngine {
     readonly cacheSettings: PromptCacheSettings,
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault?: ServerFault,
+    /** Speculates plain greedy requests with a draft model (speculation.ts); absent: every token is the target's alone. */
+    private readonly speculator?: DraftSpeculator,
   ) {
     orderSampling(context, native);
     this.stateKind = native.reached ? stateKind(native.memoryKind) : undefined;
@@ -206,7 +221,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], resolve, reject });
       this.wake?.();
     });
   }
@@ -250,7 +265,10 @@ export class BatchEngine {
       for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       if (greedy.length > 0) {
-        this.stepGreedily(greedy, admitted);
+        // With a draft model, decoding greedy slots speculate (admitted prompts prefill first).
+        const speculating = this.speculator === undefined ? [] : greedy.filter((slot) => !admitted.includes(slot));
+        if (speculating.length > 0) this.speculate(speculating);
+        this.stepGreedily(greedy.filter((slot) => !speculating.includes(slot)), admitted);
         // The step ran on this thread: let sockets flush and requests arrive before the next one.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
@@ -273,7 +291,7 @@ export class BatchEngine {
       if (job.request.signal.aborted) {
         this.queue.splice(i, 1);
         this.observer.finished("cancelled", undefined, 0);
-        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined, cachedTokens: 0 });
+        job.resolve({ tokens: [], text: "", unstreamedText: "", finishReason: "cancelled", ttftSeconds: undefined, cachedTokens: 0, generatingMs: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [] });
       }
     }
   }
@@ -434,6 +452,48 @@ export class BatchEngine {
     }
   }
 
+  /**
+   * One speculative step for decoding greedy slots (speculation.ts): each emits the drafts its
+   * target kept and the target's own next token, through accept as any token (a stop or max_tokens
+   * ends it mid-way). A failure fails these requests only.
+   */
+  private speculate(slots: readonly Slot[]): void {
+    const live = slots.filter((slot) => {
+      if (!slot.job!.request.signal.aborted) return true;
+      this.finish(slot, "cancelled");
+      return false;
+    });
+    if (live.length === 0) return;
+    let outcomes: SpeculationOutcome[];
+    try {
+      outcomes = this.speculator!.step(live.map((slot) => {
+        const { request, ids } = slot.job!;
+        const context = [...request.promptIds, ...ids];
+        // Every emitted token must fit max_tokens, and every drafted position a cell of the slot.
+        return { sequenceId: slot.sequenceId, cache: slot.cache, context, room: Math.min(request.maxTokens - ids.length - 1, this.contextSize - context.length) };
+      }));
+    } catch (error) {
+      for (const slot of live) this.fail(slot, error);
+      return;
+    }
+    live.forEach((slot, i) => {
+      const job = slot.job!;
+      const { tokens, drafted, accepted } = outcomes[i];
+      job.drafted += drafted;
+      job.accepted += accepted;
+      this.observer.speculated(drafted, accepted);
+      try {
+        for (const [t, token] of tokens.entries()) {
+          if (slot.job !== job) break;
+          if (t < accepted) job.acceptedDraftPositions.push(job.ids.length);
+          this.accept(slot, { next: { token: token as Token } });
+        }
+      } catch (error) {
+        this.fail(slot, error);
+      }
+    });
+  }
+
   private async decode(slot: Slot): Promise<void> {
     const job = slot.job!;
     if (job.request.signal.aborted) return this.finish(slot, "cancelled");
@@ -479,6 +539,10 @@ export class BatchEngine {
     const text = job.stopAt === undefined ? rendered : rendered.slice(0, job.stopAt);
     const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
     this.observer.finished(reason, ttftSeconds, job.tokens.length);
-    job.resolve({ tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds, cachedTokens: job.cachedTokens });
+    const generatingMs = job.firstTokenAt === undefined ? 0 : performance.now() - job.firstTokenAt;
+    job.resolve({
+      tokens: job.tokens, text, unstreamedText: text.slice(job.streamed), finishReason: reason, promptLogprobs: job.promptLogprobs, ttftSeconds, cachedTokens: job.cachedTokens,
+      generatingMs, drafted: job.drafted, accepted: job.accepted, acceptedDraftPositions: job.acceptedDraftPositions,
+    });
   }
 }

@@ -23,8 +23,16 @@ import { BenchError } from "../harness/errors.js";
  * offers no way to zero the conv state alone (it drops the SSM state and earlier cells too).
  * `report-hits-no-reuse`: usage reports the prefix the cache held, but the prompt is prefilled in full.
  * `reuse-not-reported`: the prefix is reused, and usage reports 0 cached tokens.
+ *
+ * Speculation's (speculation.ts; they act with --draft-model on plain greedy requests):
+ * `spec-accept-near-tie`: a draft is kept where its target log-prob trails the argmax's by no
+ * more than the near-tie band, though it is not the argmax.
+ * `spec-accept-past-mismatch`: the first rejected draft of every step is kept as well.
+ * `spec-no-rollback`: after a rejection the recurrent state is not restored from its checkpoint:
+ * it keeps the rejected drafts, set back to the kept tokens' position (hybrid and recurrent targets).
  */
-export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported"] as const;
+export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported",
+  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

@@ -8,6 +8,7 @@ import type { ServerMetrics } from "./metrics.js";
 import { BadRequest, parseChat, parseCompletion, renderChat, type CommonParams, type PromptInput } from "./requests.js";
 import { tokenPieces, tokenTextInContext } from "./token-text.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
+import type { SpeculationSettings } from "./speculation.js";
 
 export interface ServerOptions {
   readonly host: string;
@@ -22,6 +23,8 @@ export interface ServerOptions {
   readonly numerics: ServerNumerics;
   /** The prompt cache's settings, shown in /v1/models beside the numerics so a run records what it ran. */
   readonly cache: PromptCacheSettings;
+  /** The draft model and its draft length when the server speculates, shown in /v1/models too. */
+  readonly speculation?: SpeculationSettings;
 }
 
 /** The settings that change the engine's numerics, in the suite files' spelling. */
@@ -104,6 +107,20 @@ function completionLogprobs(model: LlamaModel, entries: readonly LogprobEntry[],
     token_ids: entries.map((e) => e.id),
     top_token_ids: entries.map((e) => (e.top === undefined ? null : e.top.ids)),
     top_token_logprobs: entries.map((e) => (e.top === undefined ? null : e.top.logprobs)),
+  };
+}
+
+/**
+ * llama-server's `timings` of one generation (tools/server: server_slot_stats), the fields a client
+ * of both reads: prompt tokens cached and evaluated, tokens generated and the milliseconds from the
+ * first to the last, and, when a draft model proposed any, the drafted and kept counts. Ours adds
+ * `draft_accepted_positions`: the output positions whose token is a kept draft.
+ */
+function generationTimings(promptTokens: number, result: GenerationResult) {
+  return {
+    cache_n: result.cachedTokens, prompt_n: promptTokens - result.cachedTokens,
+    predicted_n: result.tokens.length, predicted_ms: result.generatingMs,
+    ...(result.drafted === 0 ? {} : { draft_n: result.drafted, draft_n_accepted: result.accepted, draft_accepted_positions: result.acceptedDraftPositions }),
   };
 }
 
@@ -229,7 +246,7 @@ export class CompletionServer {
         id: this.options.modelId, object: "model", created: 0, owned_by: "bringup-bench",
         validated: validation.validated, validation_run: validation.run ?? null, validation_note: validation.note,
         capabilities: { token_ids: true, prompt_logprobs: true, tokenize: true, max_logprobs: 20 },
-        settings: { ...this.options.numerics, ...this.options.cache },
+        settings: { ...this.options.numerics, ...this.options.cache, ...this.options.speculation },
         model_file: this.artifact?.file ?? null, model_sha256: this.artifact?.sha256 ?? null,
       }],
     });
@@ -382,7 +399,7 @@ export class CompletionServer {
         index, text: echoText(index) + result.text, finish_reason: result.finishReason,
         token_ids: result.tokens.map((t) => t.id), ...(parsed.echo ? { prompt_token_ids: prompts[index] } : {}),
         logprobs: choiceLogprobs(index, result),
-      })) }),
+      })), ...(results.length === 1 ? { timings: generationTimings(prompts[0].length, results[0]) } : {}) }),
     });
   }
 

@@ -14,6 +14,8 @@ export class ServerMetrics {
   // With the two above: prompt = cached + evaluated on a server whose report is true.
   private readonly promptTokensEvaluated = new Counter({ name: "bench_prompt_tokens_evaluated_total", help: "Prompt tokens evaluated (prefilled)", registers: [this.registry] });
   private readonly tokens = new Counter({ name: "bench_tokens_generated_total", help: "Tokens generated", registers: [this.registry] });
+  private readonly drafted = new Counter({ name: "bench_draft_tokens_total", help: "Tokens a draft model proposed (speculative decoding)", registers: [this.registry] });
+  private readonly draftAccepted = new Counter({ name: "bench_draft_tokens_accepted_total", help: "Drafted tokens the target kept", registers: [this.registry] });
   private readonly ttft = new Histogram({ name: "bench_ttft_seconds", help: "Time from admission to the first generated token", buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
   private readonly stepTime = new Histogram({ name: "bench_step_seconds", help: "Wall time of one engine step (prefill batch + decode batch)", buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [this.registry] });
   // Not `_total`: that suffix is for counters (Prometheus naming; promtool rejects it on a gauge).
@@ -35,6 +37,10 @@ export class ServerMetrics {
       this.promptTokens.inc(tokens);
       this.promptTokensCached.inc(cached);
       this.promptTokensEvaluated.inc(evaluated);
+    },
+    speculated: (drafted: number, accepted: number) => {
+      this.drafted.inc(drafted);
+      this.draftAccepted.inc(accepted);
     },
     step: (seconds: number, activeSlots: number, queueDepth: number) => {
       this.stepTime.observe(seconds);

@@ -115,18 +115,27 @@ export function prefillStops(from: number, to: number, chunk: number, checkpoint
  * such pair near the start, with the position the early state has, is relabelled.
  */
 export function misfiledCheckpoint(data: Uint8Array, filedAs: number): Uint8Array {
+  return relabelRecurrentPosition(data, filedAs - 2, filedAs - 1, "FAULT restore-one-early");
+}
+
+/**
+ * A recurrent checkpoint whose one cell's last position `from` reads `to` (the layout
+ * misfiledCheckpoint describes): llama.cpp then resumes from that state at the new position. Only
+ * planted faults misfile states; `fault` names the one that asked, in the error.
+ */
+export function relabelRecurrentPosition(data: Uint8Array, from: number, to: number, fault: string): Uint8Array {
   const copy = data.slice();
   const view = new DataView(copy.buffer);
   for (let offset = 0; offset + 8 <= Math.min(copy.byteLength, 64); offset += 4) {
-    if (view.getUint32(offset, true) === 1 && view.getInt32(offset + 4, true) === filedAs - 2) {
-      view.setInt32(offset + 4, filedAs - 1, true);
+    if (view.getUint32(offset, true) === 1 && view.getInt32(offset + 4, true) === from) {
+      view.setInt32(offset + 4, to, true);
       return copy;
     }
   }
-  throw new Error("FAULT restore-one-early: the recurrent state's layout is not the one this fault knows");
+  throw new Error(`${fault}: the recurrent state's layout is not the one this fault knows`);
 }
 
-type ReachedNative = Extract<NativeContext, { reached: true }>;
+export type ReachedNative = Extract<NativeContext, { reached: true }>;
 
 /** A slot as the prompt cache sees it: its llama.cpp sequence and what it holds. */
 export interface CachedSequence {

@@ -4,14 +4,17 @@ import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
 import { readGguf } from "../harness/gguf/read.js";
+import { tokenizerFingerprint } from "../harness/gguf/tokenizer-fingerprint.js";
+import { BenchError } from "../harness/errors.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
 import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
-import type { PromptCacheSettings } from "./prompt-cache.js";
+import { stateKind, type PromptCacheSettings } from "./prompt-cache.js";
+import { DraftSpeculator, type SpeculationSettings } from "./speculation.js";
 
-export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache">, PromptCacheSettings {
+export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache" | "speculation">, PromptCacheSettings {
   readonly modelPath: string;
   readonly slots: number;
   readonly maxQueue: number;
@@ -29,6 +32,8 @@ export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache">,
   readonly simulateBootSeconds: number;
   /** A planted FAULT, for tests only (faults.ts). */
   readonly fault?: ServerFault;
+  /** Speculative decoding of greedy requests with a draft model (speculation.ts); absent: none. */
+  readonly speculation?: { readonly draftModelPath: string; readonly draftMax: number };
 }
 
 export interface RunningServer {
@@ -40,14 +45,24 @@ export interface RunningServer {
 
 /** Listens at once (so /health can say 503 and why), then loads the model and starts the engine. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
-  const vocabSize = validateLlamaMetadata(readGguf(options.modelPath), options.modelPath).vocabSize;
+  const targetFile = readGguf(options.modelPath);
+  const vocabSize = validateLlamaMetadata(targetFile, options.modelPath).vocabSize;
+  if (options.speculation !== undefined) {
+    const { draftModelPath } = options.speculation;
+    const draftFile = readGguf(draftModelPath);
+    validateLlamaMetadata(draftFile, draftModelPath);
+    if (tokenizerFingerprint(draftFile) !== tokenizerFingerprint(targetFile)) {
+      throw new BenchError(`the draft model's tokenizer is not the target's (${options.modelPath}): its drafts would be other tokens`, { file: draftModelPath, field: "--draft-model", fix: "draft with a model of the same vocabulary (e.g. a quantized or smaller sibling of the target)" });
+    }
+  }
   const metrics = new ServerMetrics();
   const numerics: ServerNumerics = {
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
     batch_size: options.batchSize, context_size: options.contextSize, slots: options.slots,
   };
   const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize) };
-  const server = new CompletionServer({ ...options, numerics, cache }, metrics);
+  const speculation = options.speculation === undefined ? undefined : { draft_model: basename(options.speculation.draftModelPath), draft_max: options.speculation.draftMax };
+  const server = new CompletionServer({ ...options, numerics, cache, speculation }, metrics);
   const port = await server.listen();
   let dispose: (() => Promise<void>) | undefined;
   const ready = (async () => {
@@ -71,13 +86,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       experimentalKvCacheKeyType: options.kvCacheType,
       experimentalKvCacheValueType: options.kvCacheType,
     });
-    const native = reachNativeContext(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
-    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault);
+    const shape = { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads };
+    const native = reachNativeContext(context, shape);
+    let draft: Awaited<ReturnType<typeof openDraft>> | undefined;
+    if (options.speculation !== undefined && speculation !== undefined) {
+      server.setStage("loading the draft model");
+      draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
+    }
+    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator);
     server.attach(engine, model, vocabSize, artifact);
     dispose = async () => {
       await context.dispose();
       releaseNativeContext(native);
       await model.dispose();
+      await draft?.dispose();
     };
   })();
   return {
@@ -89,4 +111,38 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await dispose?.();
     },
   };
+}
+
+/**
+ * The draft model in a context of its own, as large as the target's (a sequence per slot), and the
+ * speculator over both. Speculation runs through our llama-context addon, on targets whose state
+ * can be cut back to a shorter prefix (attention KV, or recurrent state restored from a checkpoint);
+ * anything else is refused at boot, never left to run plain behind a flag that says otherwise.
+ */
+async function openDraft(
+  llama: Awaited<ReturnType<typeof llamaRuntime>>, draftModelPath: string, target: ReturnType<typeof reachNativeContext>,
+  shape: { contextSize: number; sequences: number; batchSize: number; threads: number }, options: StartOptions, settings: SpeculationSettings,
+): Promise<{ speculator: DraftSpeculator; dispose: () => Promise<void> }> {
+  const refuse = (why: string, fix: string) => new BenchError(`cannot speculate: ${why}`, { file: draftModelPath, field: "--draft-model", fix });
+  if (!target.reached) throw refuse(`the target's context is out of reach (${target.reason})`, "npm run build:native, or serve without --draft-model");
+  const targetKind = stateKind(target.memoryKind);
+  if (targetKind === "sliding-window") throw refuse("the target keeps a sliding window, whose cells a verification batch can overwrite before a rejection", "serve this model without --draft-model");
+  const model = await llama.loadModel({ modelPath: draftModelPath, gpuLayers: 0 });
+  const context = await model.createContext({
+    contextSize: shape.contextSize, sequences: shape.sequences, batchSize: shape.batchSize, threads: { ideal: shape.threads, min: shape.threads },
+    flashAttention: options.flashAttention, experimentalKvCacheKeyType: options.kvCacheType, experimentalKvCacheValueType: options.kvCacheType,
+  });
+  const native = reachNativeContext(context, shape);
+  const dispose = async () => {
+    await context.dispose();
+    releaseNativeContext(native);
+    await model.dispose();
+  };
+  if (!native.reached) {
+    await dispose();
+    throw refuse(`the draft's context is out of reach (${native.reason})`, "npm run build:native");
+  }
+  // Held for the server's life: node-llama-cpp hands each sequence id out once.
+  const sequenceIds = Array.from({ length: shape.sequences }, () => (context.getSequence() as unknown as { _sequenceId: number })._sequenceId);
+  return { speculator: new DraftSpeculator(target, targetKind, native, stateKind(native.memoryKind), sequenceIds, settings, options.fault), dispose };
 }

@@ -105,12 +105,13 @@ test("a speculation that passes {draft} without naming a draft model, or prompts
 
 // Not built here (scripts/build-llama-server.sh): counted as skipped, never as a pass; CI builds it and requires it.
 const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
-(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixture and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
-  const result = bench(["run", "--suite", "speculative", "--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "spec"]);
+(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixtures and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
+  const arms = ["llama-server draft model", "llama-server draft qwen35", "llama-server MTP", "llama-server MTP qwen35moe"].flatMap((arm) => ["--arm", arm]);
+  const result = bench(["run", "--suite", "speculative", ...arms, "--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "spec"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   const summary = JSON.parse(readFileSync(join(runs, "spec", "summary.json"), "utf8")) as { verdicts: { arm: string; check: string; status: string; metrics?: Record<string, number | null> }[] };
   const verdicts = summary.verdicts.filter((v) => v.check === "speculative_greedy");
-  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model"]);
+  assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model", "llama-server draft qwen35"]);
   for (const verdict of verdicts) {
     assert.is(verdict.status, "pass", verdict.arm);
     const m = verdict.metrics!;
@@ -121,6 +122,74 @@ const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENC
     assert.ok(m.speedup! > 0, `${verdict.arm}: speed-up ${m.speedup}`);
   }
 });
+
+interface SpeculativeVerdict { arm: string; check: string; status: string; summary?: string; metrics?: Record<string, number | null> }
+
+function speculativeVerdicts(runId: string): SpeculativeVerdict[] {
+  const summary = JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")) as { verdicts: SpeculativeVerdict[] };
+  return summary.verdicts.filter((v) => v.check === "speculative_greedy");
+}
+
+test("our server speculating with a draft model, on tiny-random and on qwen35 (recurrent rollback), answers exactly as without, and accepts some drafts and rejects others", () => {
+  const result = bench(["run", "--suite", "speculative", "--arm", "bench serve draft model", "--arm", "bench serve draft qwen35", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "ours"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  const verdicts = speculativeVerdicts("ours");
+  assert.equal(verdicts.map((v) => v.arm).sort(), ["bench serve draft model", "bench serve draft qwen35"]);
+  for (const verdict of verdicts) {
+    assert.is(verdict.status, "pass", verdict.arm);
+    const m = verdict.metrics!;
+    // Two prompts, two lengths, one at a time and four at once.
+    assert.is(m.answers, 8, verdict.arm);
+    assert.ok(m.drafted! > 0 && m.accepted! > 0 && m.accepted! < m.drafted!, `${verdict.arm}: drafted ${m.drafted}, accepted ${m.accepted}`);
+    assert.ok(m.concurrent_drafted! > 0 && m.concurrent_accepted! > 0, `${verdict.arm}: at B=4 drafted ${m.concurrent_drafted}, accepted ${m.concurrent_accepted}`);
+    assert.ok(m.tokens_per_target_step! > 1, `${verdict.arm}: ${m.tokens_per_target_step} tokens per target step`);
+    assert.ok(m.speedup! > 0, `${verdict.arm}: speed-up ${m.speedup}`);
+  }
+  // Both servers of a leg run under its process hooks: the plain one's stderr is in the leg's evidence too.
+  const legs = (JSON.parse(readFileSync(join(runs, "ours", "summary.json"), "utf8")) as { legs: { processes: { command: string }[] }[] }).legs;
+  for (const leg of legs) assert.equal(leg.processes.map((p) => p.command.includes("--draft-model")), [true, false]);
+});
+
+test("a server whose speculation arguments do not make it speculate is SKIPPED, never passed: the probe saw no draft (exit 77)", () => {
+  const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; draft?: string; speculation: string[] }[] };
+  const ours = suite.arms.find((a) => a.label === "bench serve draft model")!;
+  const arm = { ...ours, label: "bench serve that does not draft", draft: undefined, speculation: ["--no-prompt-cache"] };
+  const path = join(work.path, "no-speculation.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: [arm] }));
+  const result = bench(["run", "--suite", path, "--prompt", "0", "--runs-dir", runs, "--run-id", "not-drafting"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  const [verdict] = speculativeVerdicts("not-drafting");
+  assert.is(verdict.status, "skip");
+  assert.match(JSON.stringify(verdict), /did not speculate when probed: .*openai: no token drafted in 8: the server does not speculate/);
+});
+
+/**
+ * Each speculation fault planted in our server (BENCH_SERVER_FAULT, inherited by both of the arm's
+ * servers; only the speculating one has anything to break), on the suite's prompts 0 and 1 at T = 32,
+ * where each bites: exit 1, the first failing cell naming the position and whether a kept draft was there.
+ */
+const SPECULATION_FAULTS: readonly { fault: string; arm: string; at: RegExp }[] = [
+  // A wrong draft is kept at once: the token there is the kept draft.
+  { fault: "spec-accept-past-mismatch", arm: "bench serve draft model", at: /the token at position \d+ was an accepted draft/ },
+  // A draft trailing the argmax by less than 0.5 nats is kept: the first such draft on these prompts comes within 32 tokens.
+  { fault: "spec-accept-near-tie", arm: "bench serve draft model", at: /the token at position \d+ was an accepted draft/ },
+  // The kept tokens are right; the recurrent state behind them still holds the rejected drafts, so the target's own next token goes wrong.
+  { fault: "spec-no-rollback", arm: "bench serve draft qwen35", at: /the token at position \d+ was the target's own, no draft accepted there/ },
+];
+
+for (const { fault, arm, at } of SPECULATION_FAULTS) {
+  test(`planted fault ${fault} in our server fails the required speculative check with exit 1, naming the position`, () => {
+    const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string }[] };
+    const path = join(work.path, `${fault}.json`);
+    writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [32], arms: suite.arms.filter((a) => a.label === arm) }));
+    const result = bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", fault], { BENCH_SERVER_FAULT: fault });
+    assert.is(result.status, 1, result.stdout + result.stderr);
+    const [verdict] = speculativeVerdicts(fault);
+    assert.is(verdict.status, "fail");
+    assert.match(verdict.summary!, /^FAIL: \d+ of 4 answers diverge from plain greedy, 0 malformed; first: prompt [01] \((single|B=4), T=32\): speculation changed greedy output at position \d+: plain \d+, speculative \d+; /);
+    assert.match(verdict.summary!, at);
+  });
+}
 
 (llamaServerRequired ? test : test.skip)("a FAKE proxy that changes one token of every answer with accepted drafts fails the required check with exit 1, naming the position", () => {
   const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };

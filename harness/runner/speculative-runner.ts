@@ -1,12 +1,15 @@
 import { checkGreedyAnswer } from "../sut/answer-shape.js";
-import type { LlamaServerGreedy } from "../sut/dialects/llama-cpp.js";
+import type { TimedGreedy } from "../sut/dialects/dialect.js";
 import type { GreedyRequest } from "../sut/types.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 import { firstDivergence, speculationFigures, sumCounts, type PassCounts } from "../speculative/compare.js";
 import { makeCell, runCheck, type ArmScope } from "./check.js";
 
 /** One greedy request to a server, answered with its ids and its `timings` counts. */
-export type ServerGreedy = (request: GreedyRequest) => Promise<LlamaServerGreedy>;
+export type ServerGreedy = (request: GreedyRequest) => Promise<TimedGreedy>;
+
+/** The leg's server as its dialect probe found it: speculating (answers with draft counts), or not, and why. */
+export type SpeculatingServer = { readonly greedy: ServerGreedy } | { readonly refusal: string };
 
 export interface SpeculativeArmContext extends ArmScope {
   readonly gate: GateLevel;
@@ -14,8 +17,8 @@ export interface SpeculativeArmContext extends ArmScope {
   readonly prompts: ReadonlyMap<number, string>;
   readonly maxTokens: readonly number[];
   readonly concurrency: number;
-  /** The leg's server, speculating. */
-  readonly speculating: ServerGreedy;
+  /** The leg's server, started with speculation. */
+  readonly speculating: SpeculatingServer;
   /** Starts the same server without speculation, runs `body` against it, and stops it. */
   withPlainServer<T>(body: (plain: ServerGreedy) => Promise<T>): Promise<T>;
 }
@@ -25,7 +28,16 @@ interface Case {
   readonly request: GreedyRequest;
 }
 
-const counts = (answer: LlamaServerGreedy): PassCounts => ({ generated: answer.predictedN, generatingMs: answer.predictedMs, drafted: answer.draftN, accepted: answer.draftAccepted });
+const counts = (answer: TimedGreedy): PassCounts => ({ generated: answer.predictedN, generatingMs: answer.predictedMs, drafted: answer.draftN, accepted: answer.draftAccepted });
+
+/** Whether the token at a position came from a kept draft, where the server says so. */
+function provenanceAt(answer: TimedGreedy, position: number): string {
+  if (answer.draftAcceptedPositions === undefined) return "the server does not say which positions came from accepted drafts";
+  if (position >= answer.ids.length) return "the speculative answer had ended there";
+  return answer.draftAcceptedPositions.includes(position)
+    ? `the token at position ${position} was an accepted draft`
+    : `the token at position ${position} was the target's own, no draft accepted there${answer.draftAcceptedPositions.includes(position - 1) ? " (the one before it was an accepted draft)" : ""}`;
+}
 
 /**
  * Asks every (prompt, length) case of the plain server one at a time (started for it, stopped
@@ -39,11 +51,18 @@ const counts = (answer: LlamaServerGreedy): PassCounts => ({ generated: answer.p
 export async function runSpeculativeArm(context: SpeculativeArmContext): Promise<{ summaryLine: string | undefined }> {
   let line: string | undefined;
   await runCheck(context, "speculative_greedy", context.gate, ["tokenize"], async (gate) => {
+    if ("refusal" in context.speculating) {
+      // Its probe drafted nothing: holding its answers to plain greedy would prove nothing about speculation.
+      const reason = `the server started with speculation did not speculate when probed: ${context.speculating.refusal}`;
+      await context.emit({ kind: "cells", cells: [makeCell(context, "speculative_greedy", gate, { status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
+    const speculating = context.speculating.greedy;
     const indices = [...context.prompts.keys()];
     const ids = await context.sut.tokenize!([...context.prompts.values()]);
     const cases: Case[] = indices.flatMap((prompt, i) => context.maxTokens.map((maxTokens) => ({ prompt, request: { promptIds: ids[i], maxTokens } })));
     const plain = await context.withPlainServer(async (server) => {
-      const answers: LlamaServerGreedy[] = [];
+      const answers: TimedGreedy[] = [];
       for (const c of cases) answers.push(await server(c.request));
       return answers;
     });
@@ -52,11 +71,11 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
       // The plain server is the reference: an answer of the wrong shape leaves nothing to compare with.
       if (!checked.ok) throw new Error(`the plain server's answer to prompt ${cases[i].prompt} (T=${cases[i].request.maxTokens}) is malformed: ${checked.reason}`);
     }
-    const single: LlamaServerGreedy[] = [];
-    for (const c of cases) single.push(await context.speculating(c.request));
-    const concurrent: LlamaServerGreedy[] = [];
+    const single: TimedGreedy[] = [];
+    for (const c of cases) single.push(await speculating(c.request));
+    const concurrent: TimedGreedy[] = [];
     for (let start = 0; start < cases.length; start += context.concurrency) {
-      concurrent.push(...await Promise.all(cases.slice(start, start + context.concurrency).map((c) => context.speculating(c.request))));
+      concurrent.push(...await Promise.all(cases.slice(start, start + context.concurrency).map((c) => speculating(c.request))));
     }
     let divergent = 0;
     let rejected = 0;
@@ -81,7 +100,7 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
         }
         divergent++;
         const detail = `${where}: speculation changed greedy output at position ${divergence.position}: plain ${divergence.expected ?? "(ended)"}, speculative ${divergence.observed ?? "(ended)"}; `
-          + `this request drafted ${answer.draftN} and accepted ${answer.draftAccepted} (the server does not say which positions came from accepted drafts)`;
+          + `this request drafted ${answer.draftN} and accepted ${answer.draftAccepted}; ${provenanceAt(answer, divergence.position)}`;
         firstBad ??= detail;
         return makeCell(context, "speculative_greedy", gate, {
           ...fields, status: "fail", position: divergence.position, expected_id: divergence.expected, observed_id: divergence.observed, detail,

@@ -12,7 +12,7 @@ import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
 import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
-import { probeDialects } from "./dialects/probe.js";
+import { probeDialects, type ProbeResult } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
 import { VLLM_DIALECT } from "./dialects/vllm.js";
 import { OPENAI_DIALECT } from "./dialects/openai.js";
@@ -65,6 +65,9 @@ export interface ManagedServerOptions {
   readonly promptCache?: boolean;
   /** Prompt tokens per llama_decode; the batch size when absent. */
   readonly prefillChunk?: number;
+  /** Speculate greedy requests with this draft model (a path), drafting up to draftMax tokens a step. */
+  readonly draftModel?: string;
+  readonly draftMax?: number;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -78,7 +81,8 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     "--slots", String(options.slots), "--queue", String(options.queue), "--context-size", String(options.contextSize), "--threads", String(options.threads),
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []),
-    ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]), "--exit-with-stdin"];
+    ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]),
+    ...(options.draftModel === undefined ? [] : ["--draft-model", options.draftModel, ...(options.draftMax === undefined ? [] : ["--draft-max", String(options.draftMax)])]), "--exit-with-stdin"];
   // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.
   const child = trackChild(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   options.onProcess?.(child, "bench serve");
@@ -164,6 +168,8 @@ const DIALECTS: readonly Dialect[] = [LLAMA_CPP_DIALECT, VLLM_DIALECT, OPENAI_DI
 const SUT_CAPABILITIES: Readonly<Record<DialectCapability, readonly Capability[]>> = {
   tokenize: ["tokenize"], detokenize: ["detokenize"], inspectTokens: ["inspectTokens"], greedy: ["greedy", "batchedGreedy"], teacherForced: ["teacherForcedTopK"],
   cachedGreedy: ["cachedGreedy"], cachedChat: ["cachedChat"], slotAction: ["slotAction"],
+  // The speculative suite asks it of the dialect that served it (openHttpSut's `dialects`), not through the SUT interface.
+  speculativeGreedy: [],
 };
 
 export interface HttpSutOptions {
@@ -213,16 +219,8 @@ export function promptCountersOf(response: { readonly status: number; readonly t
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer }> {
-  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey: options.apiKey });
-  const json = async <T>(path: string, body?: unknown): Promise<T> => {
-    const response = await call(path, body);
-    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
-    return JSON.parse(response.text) as T;
-  };
-  const models = await json<{ data?: { id: string; owned_by?: string; settings?: Record<string, unknown>; model_sha256?: unknown; model_file?: unknown }[] }>("/v1/models");
-  const model = models.data?.[0];
-  if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
+export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> }> {
+  const { call, json, model } = await connect(baseUrl, options.apiKey);
   const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
   let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
   const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
@@ -271,11 +269,45 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
     ...(cachedGreedy === undefined ? {} : { cachedGreedy }),
     ...(cachedChat === undefined ? {} : { cachedChat }),
     ...(slotAction === undefined ? {} : { slotAction }),
+    dialects: { found, missing },
     promptCounters: async () => promptCountersOf(await call("/metrics")),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },
   };
+}
+
+interface ListedModel {
+  readonly id: string;
+  readonly owned_by?: string;
+  readonly settings?: Record<string, unknown>;
+  readonly model_sha256?: unknown;
+  readonly model_file?: unknown;
+}
+
+/** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
+async function connect(baseUrl: string, apiKey: string | undefined, signal?: AbortSignal) {
+  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal });
+  const json = async <T>(path: string, body?: unknown): Promise<T> => {
+    const response = await call(path, body);
+    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
+    return JSON.parse(response.text) as T;
+  };
+  const models = await json<{ data?: ListedModel[] }>("/v1/models");
+  const model = models.data?.[0];
+  if (model === undefined) throw new BenchError(`the server at ${baseUrl} lists no model`, { field: "/v1/models", fix: "check the server" });
+  return { call, json, model };
+}
+
+/**
+ * A named dialect's offer at a server, without probing: for a server known to speak it (the same
+ * command another probe found it in), asked what a probe cannot show, e.g. a plain server's timings.
+ */
+export async function dialectOfferAt(baseUrl: string, dialect: string, signal?: AbortSignal): Promise<DialectOffer> {
+  const known = DIALECTS.find((d) => d.name === dialect);
+  if (known === undefined) throw new Error(`no dialect is named ${dialect}`);
+  const { call, json, model } = await connect(baseUrl, undefined, signal);
+  return known.offer({ model: model.id, post: call, json });
 }
 
 /** One word when one dialect serves everything, else which serves what (e.g. "llama.cpp+gguf"). */

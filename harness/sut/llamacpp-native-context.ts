@@ -11,6 +11,7 @@ interface ContextAccessAddon {
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  decodeVerify(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): VerifiedBatch;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
   firstPosition(handle: number, sequence: number): number;
@@ -19,6 +20,13 @@ interface ContextAccessAddon {
   saveCheckpoint(handle: number, sequence: number): Uint8Array;
   restoreCheckpoint(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
+}
+
+/** Every position's output of a verification batch, flat in the order of its tokens (decodeVerify). */
+export interface VerifiedBatch {
+  readonly argmax: Int32Array;
+  /** Nats by which the next token of the same sequence in the batch trails the argmax's log-prob (NaN after a sequence's last token). */
+  readonly trailNats: Float32Array;
 }
 
 /** What the context was created with: checked against node-llama-cpp's and llama.cpp's own view before it is touched. */
@@ -71,6 +79,12 @@ export type NativeContext =
      * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
      */
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
+    /**
+     * As decodeGreedy, but with an output at every token (a speculative verification: the target
+     * checks a sequence's drafted tokens in one evaluation): each one's argmax, and by how much the
+     * batch's next token of that sequence trails it. One call may span several llama_decodes.
+     */
+    readonly decodeVerify: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array) => VerifiedBatch;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */
@@ -132,6 +146,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
+        decodeVerify: (sequences, counts, tokens, starts) => loaded.decodeVerify(handle, sequences, counts, tokens, starts),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),
         firstPosition: (sequence) => loaded.firstPosition(handle, sequence),

@@ -11,7 +11,8 @@
 //    thread, so two first reads at once can hand a sequence another's logits.
 // 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
-//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
+//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step,
+//    and so are its speculative verifications (an output, an argmax, at every drafted position).
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
@@ -24,6 +25,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -260,6 +262,82 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, best);
 }
 
+/** The typed arrays of a decodeGreedy / decodeVerify call, checked: every sequence at least one token, and `tokens` exactly the counts. */
+struct DecodeRequest {
+  Napi::Int32Array sequences;
+  Napi::Int32Array counts;
+  Napi::Int32Array tokens;
+  Napi::Int32Array starts;
+  size_t entries;
+};
+
+bool readDecodeRequest(const Napi::CallbackInfo& info, const char* usage, DecodeRequest& out) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
+    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
+    return false;
+  }
+  out = {info[1].As<Napi::Int32Array>(), info[2].As<Napi::Int32Array>(), info[3].As<Napi::Int32Array>(), info[4].As<Napi::Int32Array>(), 0};
+  out.entries = out.sequences.ElementLength();
+  size_t total = 0;
+  bool shaped = out.entries > 0 && out.counts.ElementLength() == out.entries && out.starts.ElementLength() == out.entries;
+  for (size_t e = 0; shaped && e < out.entries; e++) {
+    shaped = out.counts[e] > 0;
+    total += shaped ? static_cast<size_t>(out.counts[e]) : 0;
+  }
+  if (!shaped || total != out.tokens.ElementLength()) {
+    Napi::RangeError::New(env, std::string(usage) + ": every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Puts a request's tokens through llama_decode, at most `capacity` tokens per call: sequence e's
+ * tokens at positions starts[e] onwards. A token gets an output where `wantsOutput(e, t)` says so,
+ * and `onOutput(flatIndex, batchIndex)` reads it before the next call overwrites it. "" or why it failed.
+ */
+template <typename WantsOutput, typename OnOutput>
+std::string decodeInBatches(Handle* handle, const DecodeRequest& r, int32_t capacity, WantsOutput wantsOutput, OnOutput onOutput) {
+  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
+  if (!handle->hasBatch) {
+    handle->batch = symbols.batchInit(batchSize, 0, 1);
+    handle->hasBatch = true;
+  }
+  if (capacity <= 0 || capacity > batchSize) capacity = batchSize;
+  llama_batch& batch = handle->batch;
+  std::vector<std::pair<size_t, int32_t>> outputs;  // (flat token index, batch index) of the chunk being filled
+  const auto flush = [&]() -> std::string {
+    if (batch.n_tokens == 0) return "";
+    const int32_t status = symbols.decode(handle->ctx, batch);
+    if (status != 0) return "llama_decode returned " + std::to_string(status);
+    for (const auto& [flat, index] : outputs) {
+      if (!onOutput(flat, index)) return "llama.cpp has no logits for a decoded token";
+    }
+    batch.n_tokens = 0;
+    outputs.clear();
+    return "";
+  };
+  batch.n_tokens = 0;
+  size_t offset = 0;
+  for (size_t e = 0; e < r.entries; e++) {
+    for (int32_t t = 0; t < r.counts[e]; t++, offset++) {
+      const int32_t i = batch.n_tokens++;
+      batch.token[i] = r.tokens[offset];
+      batch.pos[i] = r.starts[e] + t;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = r.sequences[e];
+      batch.logits[i] = wantsOutput(e, t);
+      if (batch.logits[i]) outputs.emplace_back(offset, i);
+      if (batch.n_tokens == capacity) {
+        const std::string failed = flush();
+        if (!failed.empty()) return failed;
+      }
+    }
+  }
+  return flush();
+}
+
 /**
  * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Int32Array: a step of
  * greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a prompt to
@@ -272,74 +350,59 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
-  if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
-    Napi::TypeError::New(env, "decodeGreedy(handle, sequences, counts, tokens, starts)").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const auto sequences = info[1].As<Napi::Int32Array>();
-  const auto counts = info[2].As<Napi::Int32Array>();
-  const auto tokens = info[3].As<Napi::Int32Array>();
-  const auto starts = info[4].As<Napi::Int32Array>();
-  const size_t entries = sequences.ElementLength();
-  size_t total = 0;
-  bool shaped = entries > 0 && counts.ElementLength() == entries && starts.ElementLength() == entries;
-  for (size_t e = 0; shaped && e < entries; e++) {
-    shaped = counts[e] > 0;
-    total += shaped ? static_cast<size_t>(counts[e]) : 0;
-  }
-  if (!shaped || total != tokens.ElementLength()) {
-    Napi::RangeError::New(env, "decodeGreedy: every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
-  if (!handle->hasBatch) {
-    handle->batch = symbols.batchInit(batchSize, 0, 1);
-    handle->hasBatch = true;
-  }
+  DecodeRequest r;
+  if (!readDecodeRequest(info, "decodeGreedy(handle, sequences, counts, tokens, starts)", r)) return env.Undefined();
   // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
-  const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
-  const int32_t capacity = asked > 0 && asked < batchSize ? asked : batchSize;
-  llama_batch& batch = handle->batch;
-  auto next = Napi::Int32Array::New(env, entries);
-  std::vector<std::pair<size_t, int32_t>> outputs;  // (entry, batch index) of the chunk being filled
-  const auto flush = [&]() -> std::string {
-    if (batch.n_tokens == 0) return "";
-    const int32_t status = symbols.decode(handle->ctx, batch);
-    if (status != 0) return "llama_decode returned " + std::to_string(status);
-    for (const auto& [entry, index] : outputs) {
-      next[entry] = argmaxRow(handle->ctx, index);
-      if (next[entry] < 0) return "llama.cpp has no logits for a decoded token";
-    }
-    batch.n_tokens = 0;
-    outputs.clear();
-    return "";
-  };
-  batch.n_tokens = 0;
-  size_t offset = 0;
-  for (size_t e = 0; e < entries; e++) {
-    for (int32_t t = 0; t < counts[e]; t++, offset++) {
-      const int32_t i = batch.n_tokens++;
-      batch.token[i] = tokens[offset];
-      batch.pos[i] = starts[e] + t;
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = sequences[e];
-      batch.logits[i] = t == counts[e] - 1;
-      if (batch.logits[i]) outputs.emplace_back(e, i);
-      if (batch.n_tokens == capacity) {
-        const std::string failed = flush();
-        if (!failed.empty()) {
-          Napi::Error::New(env, failed).ThrowAsJavaScriptException();
-          return env.Undefined();
-        }
-      }
-    }
-  }
-  const std::string failed = flush();
+  const int32_t capacity = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : 0;
+  auto next = Napi::Int32Array::New(env, r.entries);
+  // Flat index of each entry's last token, to file its output under the entry.
+  std::map<size_t, size_t> entryOfLast;
+  for (size_t e = 0, end = 0; e < r.entries; e++) entryOfLast[(end += r.counts[e]) - 1] = e;
+  const std::string failed = decodeInBatches(handle, r, capacity, [&](size_t e, int32_t t) { return t == r.counts[e] - 1; }, [&](size_t flat, int32_t index) {
+    const size_t e = entryOfLast[flat];
+    next[e] = argmaxRow(handle->ctx, index);
+    return next[e] >= 0;
+  });
   if (!failed.empty()) {
     Napi::Error::New(env, failed).ThrowAsJavaScriptException();
     return env.Undefined();
   }
   return next;
+}
+
+/**
+ * decodeVerify(handle, sequences, counts, tokens, starts: Int32Array) -> {argmax: Int32Array, trailNats: Float32Array}:
+ * a speculative verification step — every token of every sequence gets an output (one per token,
+ * flat, in `tokens`' order): its argmax, and by how many nats the log-prob of the next token of the
+ * same sequence in `tokens` (the next draft) trails that argmax's (0 where the draft is the argmax;
+ * NaN after a sequence's last token). Logit differences are log-prob differences: one softmax.
+ */
+Napi::Value DecodeVerify(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  DecodeRequest r;
+  if (!readDecodeRequest(info, "decodeVerify(handle, sequences, counts, tokens, starts)", r)) return env.Undefined();
+  const size_t total = r.tokens.ElementLength();
+  auto argmax = Napi::Int32Array::New(env, total);
+  auto trail = Napi::Float32Array::New(env, total);
+  std::vector<bool> lastOfEntry(total, false);
+  for (size_t e = 0, end = 0; e < r.entries; e++) lastOfEntry[(end += r.counts[e]) - 1] = true;
+  const std::string failed = decodeInBatches(handle, r, 0, [](size_t, int32_t) { return true; }, [&](size_t flat, int32_t index) {
+    argmax[flat] = argmaxRow(handle->ctx, index);
+    if (argmax[flat] < 0) return false;
+    const float* logits = symbols.getLogitsIth(handle->ctx, index);
+    trail[flat] = lastOfEntry[flat] ? std::nanf("") : logits[argmax[flat]] - logits[r.tokens[flat + 1]];
+    return true;
+  });
+  if (!failed.empty()) {
+    Napi::Error::New(env, failed).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto out = Napi::Object::New(env);
+  out.Set("argmax", argmax);
+  out.Set("trailNats", trail);
+  return out;
 }
 
 /** clearSequence(handle, sequence): every cell and any recurrent state of one sequence. */
@@ -432,6 +495,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  exports.Set("decodeVerify", Napi::Function::New(env, DecodeVerify));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
   exports.Set("firstPosition", Napi::Function::New(env, FirstPosition));

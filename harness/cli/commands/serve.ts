@@ -26,6 +26,8 @@ interface ServeOptions {
   batchSize: number;
   promptCache: boolean;
   prefillChunk?: number;
+  draftModel?: string;
+  draftMax: number;
   apiKey?: string;
   maxPromptTokens: number;
   maxTokens: number;
@@ -52,6 +54,9 @@ function exitWhenStdinCloses(): void {
   process.stdin.resume();
 }
 
+/** llama-server's default --draft-max (common/common.h: common_params_speculative_draft.n_max). */
+const DEFAULT_DRAFT_MAX = 3;
+
 export function registerServe(program: Command): void {
   program
     .command("serve")
@@ -68,6 +73,8 @@ export function registerServe(program: Command): void {
     .option("--batch-size <tokens>", "llama.cpp batch size", wholeNumber, 512)
     .option("--no-prompt-cache", "start every request from a cleared slot (the prompt cache is on by default: docs/server-cache.md)")
     .option("--prefill-chunk <tokens>", "prompt tokens per llama_decode (default: the batch size)", wholeNumber)
+    .option("--draft-model <model>", "speculate greedy requests with this draft model (fixture[:QUANT] or .gguf, the target's vocabulary): docs/speculative.md")
+    .option("--draft-max <tokens>", "tokens the draft proposes per step, at most (with --draft-model)", wholeNumber, DEFAULT_DRAFT_MAX)
     .option("--api-key <key>", "require Authorization: Bearer <key>")
     .option("--max-prompt-tokens <n>", "longest prompt accepted", wholeNumber, 4096)
     .option("--max-tokens <n>", "largest max_tokens accepted", wholeNumber, 1024)
@@ -76,7 +83,7 @@ export function registerServe(program: Command): void {
     .option("--config <file>", "box configuration whose batteries name the suites that validate the team's models (default: bench.config.json in the working directory, if there is one)")
     .option("--exit-with-stdin", "drain and exit when stdin closes (how a parent such as `bench run` makes sure the server never outlives it, even after kill -9)")
     .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
-    .action(async (options: ServeOptions) => {
+    .action(async (options: ServeOptions, command: Command) => {
       const model = await resolveModel(options.model);
       const sha256 = await sha256File(model.path);
       const battery = validationBattery(options.model, resolveBoxSettings({ config: options.config }).batteries);
@@ -87,6 +94,11 @@ export function registerServe(program: Command): void {
         throw new BenchError(`refusing to serve an unvalidated build: ${validation.reason}`, { file: model.path, fix: `${validationFix(battery)}, or pass --unvalidated` });
       }
       if (!validation.validated) warn(`serving an UNVALIDATED build: ${validation.reason}`);
+      if (options.draftModel === undefined && command.getOptionValueSource("draftMax") === "cli") {
+        throw new BenchError("--draft-max without --draft-model: nothing would draft", { field: "--draft-max", fix: "add --draft-model <model>, or drop --draft-max" });
+      }
+      if (options.draftMax < 1) throw new BenchError("--draft-max 0 drafts nothing", { field: "--draft-max", fix: "give 1 or more, or drop --draft-model" });
+      const draft = options.draftModel === undefined ? undefined : await resolveModel(options.draftModel);
       const fault = serverFaultFromEnvironment();
       if (fault !== undefined) warn(`PLANTED FAULT ${fault} (${SERVER_FAULT_ENV}): this server is deliberately broken, for tests`);
       const server = await startServer({
@@ -96,6 +108,7 @@ export function registerServe(program: Command): void {
         flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize),
         promptCache: options.promptCache, prefillChunk: Math.max(1, options.prefillChunk ?? options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
+        ...(draft === undefined ? {} : { speculation: { draftModelPath: draft.path, draftMax: options.draftMax } }),
         validation: validation.validated
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
           : { validated: false, note: `UNVALIDATED: ${validation.reason}` },
@@ -111,7 +124,7 @@ export function registerServe(program: Command): void {
         void server.shutdown().then(drained);
       });
       await server.ready;
-      say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}`);
+      say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}${draft === undefined ? "" : `, drafting up to ${options.draftMax} with ${draft.id}`}`);
       await stopped;
       say("drained; bye");
     });

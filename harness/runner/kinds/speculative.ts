@@ -3,12 +3,11 @@ import { resolveModel } from "../../fixtures/registry.js";
 import { sha256File } from "../../io/sha256.js";
 import { loadParitySuite } from "../../suites/load.js";
 import type { SpeculativeArm, SpeculativeSuite } from "../../suites/speculative-suite.js";
-import { httpCall, openHttpSut, stopManagedServer } from "../../sut/http.js";
-import { llamaServerGreedy } from "../../sut/dialects/llama-cpp.js";
+import { dialectOfferAt, openHttpSut, stopManagedServer } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
-import { runSpeculativeArm, type ServerGreedy } from "../speculative-runner.js";
+import { runSpeculativeArm, type ServerGreedy, type SpeculatingServer } from "../speculative-runner.js";
 import type { SuiteKind } from "./kind.js";
 
 const DRAFT_PLACEHOLDER = "{draft}";
@@ -21,13 +20,11 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
   return { modelPath: model.path, plain: arm.command.map(fill), speculating: [...arm.command, ...arm.speculation].map(fill) };
 }
 
-/** Greedy through llama-server's /completion on the server at `baseUrl`, with its timings. */
-function serverGreedy(baseUrl: string, signal: AbortSignal): ServerGreedy {
-  return (request) => llamaServerGreedy(async <T>(path: string, body: unknown) => {
-    const response = await httpCall(`${baseUrl}${path}`, { body, signal });
-    if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
-    return JSON.parse(response.text) as T;
-  }, request);
+/** A dialect's timed greedy at a server (the speculating one, or the plain one started from the same command); aborted with the leg. */
+async function timedGreedyAt(baseUrl: string, dialect: string, signal: AbortSignal): Promise<ServerGreedy> {
+  const { speculativeGreedy } = await dialectOfferAt(baseUrl, dialect, signal);
+  if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
+  return speculativeGreedy;
 }
 
 /** A `{draft}` with no draft model, or a draft model no argument reads, is a suite that cannot mean what it says. */
@@ -53,8 +50,9 @@ function promptsOf(suite: SpeculativeSuite): readonly string[] {
 
 /**
  * Speculative decoding under test: each arm's server started with speculation (the leg's SUT) and
- * without it (started beside it for the arm's check), the same greedy requests asked of both.
- * llama-server's dialect alone reports drafts (`timings.draft_n`); our server does not speculate.
+ * without it (started beside it for the arm's check), the same greedy requests asked of both, in
+ * the dialect whose probe saw the server draft (llama-server's /completion, or /v1/completions with
+ * llama-server's `timings`, as our server answers).
  */
 export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
   arms(suite, options) {
@@ -68,7 +66,10 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
     const { options, emit } = battery;
     const prompts = promptsOf(suite);
     const promptIndices = selectIndices(prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
+    // Each arm's leg context, so that its plain server is started under the leg's hooks too (its stderr in the box evidence).
+    const legContexts = new Map<SpeculativeArm, SutContext>();
     const open = async (arm: SpeculativeArm, context: SutContext) => {
+      legContexts.set(arm, context);
       const { modelPath, speculating } = await armCommands(arm);
       const server = await startServerCommand(speculating, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
       try {
@@ -78,20 +79,30 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
         throw error;
       }
     };
-    await battery.legs(suite, arms, open, (arm, sut, opened, signal) => runSpeculativeArm({
-      suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
-      prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
-      speculating: serverGreedy(opened.baseUrl, signal),
-      async withPlainServer(body) {
-        const { plain: argv } = await armCommands(arm);
-        const progress = (line: string) => void emit({ kind: "progress", message: `${arm.label} (plain): ${line}` });
-        const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress });
-        try {
-          return await body(serverGreedy(plain.baseUrl, signal));
-        } finally {
-          await stopManagedServer(plain, options.shutdownGraceS);
-        }
-      },
-    }));
+    await battery.legs(suite, arms, open, async (arm, sut, opened, signal) => {
+      const dialect = opened.dialects.found.speculativeGreedy;
+      const speculating: SpeculatingServer = dialect === undefined
+        ? { refusal: opened.dialects.missing.speculativeGreedy ?? "no dialect answered with draft counts" }
+        : { greedy: await timedGreedyAt(opened.baseUrl, dialect, signal) };
+      return runSpeculativeArm({
+        suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
+        prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
+        speculating,
+        async withPlainServer(body) {
+          // Asked only of a server that speculated when probed (the runner skips the rest first).
+          if (dialect === undefined) throw new Error(`${arm.label}: no dialect to ask the plain server in`);
+          const { plain: argv } = await armCommands(arm);
+          const context = legContexts.get(arm);
+          const progress = (line: string) => void emit({ kind: "progress", message: `${arm.label} (plain): ${line}` });
+          const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress, onProcess: context?.onProcess });
+          try {
+            // The speculating server's dialect: the plain one is the same command, less speculation.
+            return await body(await timedGreedyAt(plain.baseUrl, dialect, signal));
+          } finally {
+            await stopManagedServer(plain, options.shutdownGraceS, context?.onWarning);
+          }
+        },
+      });
+    });
   },
 };

@@ -1,5 +1,5 @@
-import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
-import type { GreedyRequest, TokenId, TopK } from "../types.js";
+import { idList, reportedCount, sortedTopK, timedGreedy, type Dialect, type DialectClient, type DialectOffer, type GenerationTimings, type TimedGreedy } from "./dialect.js";
+import type { GreedyRequest, TopK } from "../types.js";
 
 interface ProbabilityRow {
   readonly top_logprobs?: { id: unknown; logprob: unknown }[];
@@ -8,21 +8,7 @@ interface ProbabilityRow {
 interface CompletionAnswer {
   readonly tokens?: unknown;
   readonly completion_probabilities?: ProbabilityRow[];
-  readonly timings?: {
-    readonly cache_n?: unknown; readonly prompt_ms?: unknown;
-    readonly predicted_n?: unknown; readonly predicted_ms?: unknown; readonly draft_n?: unknown; readonly draft_n_accepted?: unknown;
-  };
-}
-
-/** One greedy answer of llama-server with what its `timings` say of how it was generated. */
-export interface LlamaServerGreedy {
-  readonly ids: TokenId[];
-  /** Tokens generated, and the milliseconds from the prompt's end to the last of them. */
-  readonly predictedN: number;
-  readonly predictedMs: number;
-  /** Tokens drafted by speculation, and how many of them the target accepted (0 and 0 when it did not speculate: the server then leaves both out). */
-  readonly draftN: number;
-  readonly draftAccepted: number;
+  readonly timings?: GenerationTimings & { readonly cache_n?: unknown; readonly prompt_ms?: unknown };
 }
 
 /**
@@ -33,22 +19,10 @@ function greedyCompletion(json: DialectClient["json"], r: GreedyRequest): Promis
   return json<CompletionAnswer>("/completion", { prompt: r.promptIds, n_predict: r.maxTokens, ignore_eos: r.eosIds === undefined, temperature: 0, cache_prompt: false, return_tokens: true });
 }
 
-/**
- * Greedy ids with the request's generation and speculation counts from `timings`, each held to
- * what it can be: as many generated as returned, no more accepted than drafted. (The greedy
- * capability asks nothing of `timings`: a server that leaves them out still serves ids.)
- */
-export async function llamaServerGreedy(json: DialectClient["json"], r: GreedyRequest): Promise<LlamaServerGreedy> {
+/** Greedy ids with the request's generation and speculation counts from `timings` (the greedy capability asks nothing of them: a server that leaves them out still serves ids). */
+async function llamaServerGreedy(json: DialectClient["json"], r: GreedyRequest): Promise<TimedGreedy> {
   const answer = await greedyCompletion(json, r);
-  const ids = idList(answer.tokens, "tokens");
-  const t = answer.timings ?? {};
-  const predictedN = reportedCount(t.predicted_n, "timings.predicted_n");
-  if (predictedN !== ids.length) throw new Error(`timings.predicted_n is ${predictedN ?? "missing"}, but ${ids.length} tokens came back`);
-  if (typeof t.predicted_ms !== "number" || !(t.predicted_ms >= 0)) throw new Error(`timings.predicted_ms is ${JSON.stringify(t.predicted_ms) ?? "missing"}, not a duration`);
-  const draftN = reportedCount(t.draft_n, "timings.draft_n") ?? 0;
-  const draftAccepted = reportedCount(t.draft_n_accepted, "timings.draft_n_accepted") ?? 0;
-  if (draftAccepted > draftN) throw new Error(`timings.draft_n_accepted ${draftAccepted} exceeds timings.draft_n ${draftN}`);
-  return { ids, predictedN, predictedMs: t.predicted_ms, draftN, draftAccepted };
+  return timedGreedy(idList(answer.tokens, "tokens"), answer.timings);
 }
 
 /** One row of `completion_probabilities` as a TopK (n_probs: the distribution before sampling). */
@@ -109,6 +83,7 @@ export const LLAMA_CPP_DIALECT: Dialect = {
       slotAction: async (slot, action, name) => {
         await client.json(`/slots/${slot}?action=${action}`, { filename: name });
       },
+      speculativeGreedy: (r) => llamaServerGreedy(client.json, r),
     };
   },
 };

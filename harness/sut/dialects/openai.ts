@@ -1,4 +1,4 @@
-import { idList, reportedCount, sortedTopK, type Dialect, type DialectClient, type DialectOffer } from "./dialect.js";
+import { idList, reportedCount, sortedTopK, timedGreedy, type Dialect, type DialectClient, type DialectOffer, type GenerationTimings } from "./dialect.js";
 import type { TopK } from "../types.js";
 
 interface Choice {
@@ -13,20 +13,27 @@ interface Choice {
  * `logprobs.top_token_ids` beside the top log-probs, as our server does). A server that answers
  * text only offers neither: text re-tokenized is not ids-level parity. Prompt reuse is read from
  * `usage.prompt_tokens_details.cached_tokens`, and asked off with llama.cpp's `cache_prompt: false`
- * (the field llama-server and our server take; OpenAI has no word for it).
+ * (the field llama-server and our server take; OpenAI has no word for it). Generation and
+ * speculation counts are read from llama-server's `timings`, which our server's answers carry too.
  */
 export const OPENAI_DIALECT: Dialect = {
   name: "openai",
   offer(client: DialectClient): DialectOffer {
-    const completionWithUsage = async (body: Record<string, unknown>): Promise<{ choice: Choice; usage?: { prompt_tokens_details?: { cached_tokens?: unknown } } }> => {
-      const answer = await client.json<{ choices?: Choice[]; usage?: { prompt_tokens_details?: { cached_tokens?: unknown } } }>("/v1/completions", { model: client.model, ...body });
+    type Answer = { choice: Choice; usage?: { prompt_tokens_details?: { cached_tokens?: unknown } }; timings?: GenerationTimings };
+    const completionWithUsage = async (body: Record<string, unknown>): Promise<Answer> => {
+      const answer = await client.json<{ choices?: Choice[]; usage?: Answer["usage"]; timings?: GenerationTimings }>("/v1/completions", { model: client.model, ...body });
       const choice = answer.choices?.[0];
       if (choice === undefined) throw new Error("/v1/completions answered without choices");
-      return { choice, usage: answer.usage };
+      return { choice, usage: answer.usage, timings: answer.timings };
     };
     const completion = async (body: Record<string, unknown>): Promise<Choice> => (await completionWithUsage(body)).choice;
     return {
       greedy: async (r) => idList((await completion({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined })).token_ids, "choices[0].token_ids"),
+      speculativeGreedy: async (r) => {
+        // The prompt cache off, so every answer is timed from a cold prompt, as llama-server's /completion is asked.
+        const { choice, timings } = await completionWithUsage({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined, cache_prompt: false });
+        return timedGreedy(idList(choice.token_ids, "choices[0].token_ids"), timings);
+      },
       cachedGreedy: async (r) => {
         const { choice, usage } = await completionWithUsage({ prompt: r.promptIds, max_tokens: r.maxTokens, temperature: 0, ignore_eos: r.eosIds === undefined, cache_prompt: r.cachePrompt, ...(r.slot === undefined ? {} : { id_slot: r.slot }) });
         return { ids: idList(choice.token_ids, "choices[0].token_ids"), cachedTokens: reportedCount(usage?.prompt_tokens_details?.cached_tokens, "usage.prompt_tokens_details.cached_tokens"), promptMs: undefined };

@@ -14,6 +14,9 @@ export interface ProbeResult {
 /** The file a slot-save probe writes in the server's slot directory (overwritten by every probe). */
 const PROBE_SLOT_FILE = "bench-probe.slot";
 
+/** Tokens a speculation probe asks for: past the first (the prompt's own), every step can draft. */
+const SPECULATION_PROBE_TOKENS = 8;
+
 /** Ids for probes when the server cannot tokenize: small ids exist in every vocabulary. */
 const FALLBACK_PROBE_IDS: readonly TokenId[] = [1, 2, 3];
 /** Two words: at least two ids in any vocabulary, BOS or not (a BPE vocabulary that adds none spells "Hello" in one id). */
@@ -68,6 +71,13 @@ export async function probeDialects(client: DialectClient, dialects: readonly Di
       if (typeof text !== "string") throw new Error("the chat answer has no text");
     },
     slotAction: async (slotAction) => slotAction(0, "save", PROBE_SLOT_FILE),
+    speculativeGreedy: async (speculativeGreedy) => {
+      const request = { promptIds: probeIds, maxTokens: SPECULATION_PROBE_TOKENS };
+      const answer = await speculativeGreedy(request);
+      const checked = checkGreedyAnswer(request, answer.ids);
+      if (!checked.ok) throw new Error(checked.reason);
+      if (answer.draftN === 0) throw new Error(`no token drafted in ${SPECULATION_PROBE_TOKENS}: the server does not speculate (started without a draft model or MTP)`);
+    },
   };
   for (const capability of Object.keys(probes) as DialectCapability[]) {
     const refusals: string[] = [];
