@@ -23,8 +23,11 @@ import { BenchError } from "../harness/errors.js";
  * offers no way to zero the conv state alone (it drops the SSM state and earlier cells too).
  * `report-hits-no-reuse`: usage reports the prefix the cache held, but the prompt is prefilled in full.
  * `reuse-not-reported`: the prefix is reused, and usage reports 0 cached tokens.
+ *
+ * The chat path's (chat-prompt.ts): `chat-template-own`: chat is rendered with the server's plain
+ * built-in template although the model file carries its own, while /props still names the file's.
  */
-export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported"] as const;
+export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "chat-template-own"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

@@ -3,10 +3,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import type { Token } from "node-llama-cpp";
 import { readGguf } from "../harness/gguf/read.js";
+import { GgufValueType } from "../harness/gguf/types.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
-import type { ServerFault } from "./faults.js";
+import { ChatPrompter } from "./chat-prompt.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
@@ -27,8 +29,6 @@ export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache">,
    * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
    */
   readonly simulateBootSeconds: number;
-  /** A planted FAULT, for tests only (faults.ts). */
-  readonly fault?: ServerFault;
 }
 
 export interface RunningServer {
@@ -40,7 +40,9 @@ export interface RunningServer {
 
 /** Listens at once (so /health can say 503 and why), then loads the model and starts the engine. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
-  const vocabSize = validateLlamaMetadata(readGguf(options.modelPath), options.modelPath).vocabSize;
+  const gguf = readGguf(options.modelPath);
+  const vocabSize = validateLlamaMetadata(gguf, options.modelPath).vocabSize;
+  const chatTemplate = gguf.metadata.get("tokenizer.chat_template");
   const metrics = new ServerMetrics();
   const numerics: ServerNumerics = {
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
@@ -73,7 +75,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     const native = reachNativeContext(context, { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads });
     const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault);
-    server.attach(engine, model, vocabSize, artifact);
+    // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
+    const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));
+    const chat = new ChatPrompter(chatTemplate?.type === GgufValueType.STRING ? chatTemplate.value : undefined,
+      { bosToken: text(model.tokens.bos), eosToken: text(model.tokens.eos), addsBos: model.tokens.bos !== null && model.tokens.shouldPrependBosToken }, options.fault === "chat-template-own");
+    server.attach(engine, model, vocabSize, artifact, chat);
     dispose = async () => {
       await context.dispose();
       releaseNativeContext(native);

@@ -99,7 +99,7 @@ const idRun = (length: number, first: number, step: number): number[] => Array.f
  * Each fault's scenario on a server with it planted: the assertion that it changed the answer
  * against the cold server, or the report against what was really done.
  */
-const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
+const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | "chat-template-own">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
   "restore-one-early": async (faulty, cold) => {
     // The same prompt again restores the checkpoint filed one token before its end.
     const prompt = idRun(20, 40, 1);
