@@ -64,12 +64,15 @@ test("the shipped suite on the Qwen3 vocabulary fixture: our server token-identi
     assert.ok(cells().filter((c) => c.check === "chat_template_llama_server").every((c) => c.status === "skip" && /llama-server is not built/.test(c.detail)));
     return;
   }
-  assert.equal([llamaServer.status, llamaServer.metrics?.agree, llamaServer.metrics?.known], ["pass", corpus.conversations.length - 1, 1]);
-  const known = cells().find((c) => c.check === "chat_template_llama_server" && c.detail.includes("KNOWN DIFFERENCE"))!;
-  assert.equal([known.prompt_class, known.gate, known.status], ["multi-turn-ending-on-assistant", "informational", "fail"]);
+  assert.equal([llamaServer.status, llamaServer.metrics?.agree, llamaServer.metrics?.known, llamaServer.metrics?.unexplained], ["pass", corpus.conversations.length - 2, 2, 0]);
+  const known = cells().filter((c) => c.check === "chat_template_llama_server" && c.detail.includes("KNOWN DIFFERENCE"));
+  assert.equal(known.map((c) => [c.prompt_class, c.gate, c.status]), [["multi-turn-ending-on-assistant", "informational", "fail"], ["tool-call-compact-arguments", "informational", "fail"]]);
   // The reference closes the last assistant turn (<|im_end|> = 151645); llama-server leaves it open to continue.
-  assert.equal([known.expected_id, known.observed_id], [151645, null]);
-  assert.match(known.detail, /--prefill-assistant/);
+  assert.equal([known[0].expected_id, known[0].observed_id], [151645, null]);
+  assert.match(known[0].detail, /--prefill-assistant/);
+  // {"amount":100 as sent vs {"amount": 100 re-serialized: "1" (16) against a space (220).
+  assert.equal([known[1].expected_id, known[1].observed_id], [16, 220]);
+  assert.match(known[1].detail, /reference …": \{\\"amount\\":100,/);
 });
 
 test("FAULT chat-template-own (our old template although the file has one) fails the suite naming the conversation, the token and the character", () => {
@@ -83,6 +86,25 @@ test("FAULT chat-template-own (our old template although the file has one) fails
   assert.match(failing[0].detail, /^one-user-turn: first differing token 0: reference 151644 "<\|im_start\|>" vs server 1474 "User"; first differing character 0: reference "<\|im_start\|>user\\n/);
   assert.match(failing[1].detail, /server refuses \(HTTP 400: .*cannot write tools or tool calls\), the reference renders it/);
   assert.match(failing[0].reproduce ?? "", /--prompt 0$/);
+});
+
+test("fail closed: a listed difference that agrees fails, an unlisted one fails naming the conversation, a typo in the list is bad input", () => {
+  const shipped = JSON.parse(readFileSync(join(SUITES_DIR, "chat-template.json"), "utf8")) as Record<string, unknown>;
+  const write = (name: string, knownDifferences: object[]) => {
+    const path = join(work.path, `${name}.json`);
+    writeFileSync(path, JSON.stringify({ ...shipped, corpus: join(SUITES_DIR, "corpora", "chat-conversations.json"), known_differences: knownDifferences }));
+    return path;
+  };
+  const typo = bench(["run", "--suite", write("typo", [{ conversation: "no-such-conversation", side: "server", reason: "names nothing in the corpus" }]), "--runs-dir", runs]);
+  assert.is(typo.status, 2, typo.stdout + typo.stderr);
+  assert.match(typo.stderr + typo.stdout, /known_differences\[0\]\.conversation: known difference names no conversation of the corpus: "no-such-conversation"/);
+  const stale = bench(["run", "--suite", write("stale", [{ conversation: "one-user-turn", side: "server", reason: "a difference that is not there" }]), "--prompt", "0", "--prompt", "4", "--runs-dir", runs, "--run-id", "stale"]);
+  assert.is(stale.status, 1, stale.stdout + stale.stderr);
+  const cells = readFileSync(join(runs, "stale", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Cell);
+  assert.ok(cells.some((c) => c.check === "chat_template_server" && c.status === "fail" && c.gate === "required" && /^one-user-turn: listed as a known difference of server but it agrees/.test(c.detail)));
+  if (builtLlamaServer() === undefined) return;
+  const unlisted = cells.find((c) => c.check === "chat_template_llama_server" && c.status === "fail")!;
+  assert.equal([unlisted.prompt_class, unlisted.position, unlisted.detail.includes("KNOWN")], ["multi-turn-ending-on-assistant", 34, false]);
 });
 
 test("our server renders chat with the file's template: /props, the x-chat-template header, the same ids in /apply-template and the chat path", async () => {
