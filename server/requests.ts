@@ -147,7 +147,8 @@ function toolCalls(value: unknown, param: string): ChatToolCall[] {
 
 function chatTurn(message: unknown, i: number): ChatTurn {
   const m = message as { role?: unknown; content?: unknown; tool_calls?: unknown; tool_call_id?: unknown; name?: unknown };
-  const role = typeof m === "object" && m !== null && typeof m.role === "string" ? ROLES[m.role] : undefined;
+  // Own keys only: "constructor" or "toString" are no roles.
+  const role = typeof m === "object" && m !== null && typeof m.role === "string" && Object.hasOwn(ROLES, m.role) ? ROLES[m.role] : undefined;
   if (role === undefined) throw new BadRequest(`messages[${i}] must have a role (developer, system, user, assistant, tool)`, `messages[${i}].role`);
   const calls = role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null ? toolCalls(m.tool_calls, `messages[${i}].tool_calls`) : undefined;
   // An assistant turn that only calls tools has null content (OpenAI); templates read it as "", as llama-server passes it.

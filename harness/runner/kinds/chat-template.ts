@@ -13,6 +13,7 @@ import { startServerCommand } from "../../sut/server-command.js";
 import { modelArms, selectIndices } from "../arm-selection.js";
 import { runChatTemplateArm, type TemplateServer } from "../chat-template-runner.js";
 import { openServerArm } from "../open-server-arm.js";
+import type { SutContext } from "../open-sut.js";
 import type { SuiteKind } from "./kind.js";
 
 /** The suite's conversations, every known difference naming one of them (a typo would silently explain nothing). */
@@ -45,7 +46,7 @@ export const chatTemplateKind: SuiteKind<ChatTemplateSuite, ChatTemplateArm> = {
     const { options, emit } = battery;
     const corpus = conversationsOf(suite);
     const conversations = selectIndices(corpus.length, options.prompts, "conversation", "--prompt", suite.path).map((index) => ({ ...corpus[index], index }));
-    const open = (arm: ChatTemplateArm, context: Parameters<typeof openServerArm>[2]) => openServerArm(suite, { label: arm.label, model: arm.model, server: { slots: 1, queue: 1 } }, context, emit);
+    const open = (arm: ChatTemplateArm, context: SutContext) => openServerArm(suite, { label: arm.label, model: arm.model, server: { slots: 1, queue: 1 } }, context, emit);
     await battery.legs(suite, arms, open, async (arm, sut, ours, signal) => {
       const model = await resolveModel(arm.model);
       const tokenizer = await LlamaCppTokenizerSut.open(model.path, arm.label);
