@@ -6,7 +6,6 @@ import type { TopK } from "../harness/sut/types.js";
 import { EngineDrainingError, EngineFullError, type BatchEngine, type GenerationResult, type GeneratedToken } from "./engine.js";
 import type { ServerMetrics } from "./metrics.js";
 import { ChatPromptError, type ChatPrompter } from "./chat-prompt.js";
-import type { ServerFault } from "./faults.js";
 import { BadRequest, parseChat, parseCompletion, type ChatParams, type CommonParams, type PromptInput } from "./requests.js";
 import { tokenPieces, tokenTextInContext } from "./token-text.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
@@ -24,8 +23,6 @@ export interface ServerOptions {
   readonly numerics: ServerNumerics;
   /** The prompt cache's settings, shown in /v1/models beside the numerics so a run records what it ran. */
   readonly cache: PromptCacheSettings;
-  /** A planted FAULT, for tests only (faults.ts). */
-  readonly fault?: ServerFault;
 }
 
 /** The settings that change the engine's numerics, in the suite files' spelling. */

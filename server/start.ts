@@ -5,10 +5,11 @@ import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { Token } from "node-llama-cpp";
 import { readGguf } from "../harness/gguf/read.js";
-import { GgufValueType } from "../harness/gguf/types.js";
+import { ggufChatTemplate } from "../harness/gguf/chat-template.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
 import { ChatPrompter } from "./chat-prompt.js";
+import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
@@ -29,6 +30,8 @@ export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache">,
    * the tiny CPU fixtures take a fraction of a second, so /health's 503 could not be observed.
    */
   readonly simulateBootSeconds: number;
+  /** A planted FAULT, for tests only (faults.ts). */
+  readonly fault?: ServerFault;
 }
 
 export interface RunningServer {
@@ -42,7 +45,7 @@ export interface RunningServer {
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const gguf = readGguf(options.modelPath);
   const vocabSize = validateLlamaMetadata(gguf, options.modelPath).vocabSize;
-  const chatTemplate = gguf.metadata.get("tokenizer.chat_template");
+  const chatTemplate = ggufChatTemplate(gguf);
   const metrics = new ServerMetrics();
   const numerics: ServerNumerics = {
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
@@ -77,7 +80,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault);
     // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
     const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));
-    const chat = new ChatPrompter(chatTemplate?.type === GgufValueType.STRING ? chatTemplate.value : undefined,
+    const chat = new ChatPrompter(chatTemplate,
       { bosToken: text(model.tokens.bos), eosToken: text(model.tokens.eos), addsBos: model.tokens.bos !== null && model.tokens.shouldPrependBosToken }, options.fault === "chat-template-own");
     server.attach(engine, model, vocabSize, artifact, chat);
     dispose = async () => {

@@ -3,8 +3,8 @@ import { readConversations } from "../../chat/conversations.js";
 import { referenceChatTemplate } from "../../chat/reference-template.js";
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
+import { ggufChatTemplate } from "../../gguf/chat-template.js";
 import { readGguf } from "../../gguf/read.js";
-import { GgufValueType } from "../../gguf/types.js";
 import type { ChatTemplateArm, ChatTemplateSuite } from "../../suites/chat-template-suite.js";
 import { stopManagedServer, type ManagedServer } from "../../sut/http.js";
 import { builtLlamaServer, llamaServerPath } from "../../sut/llama-server-binary.js";
@@ -25,12 +25,6 @@ function conversationsOf(suite: ChatTemplateSuite) {
     }
   });
   return conversations;
-}
-
-/** The model file's own chat template, if it carries one. */
-function fileChatTemplate(path: string): string | undefined {
-  const entry = readGguf(path).metadata.get("tokenizer.chat_template");
-  return entry?.type === GgufValueType.STRING ? entry.value : undefined;
 }
 
 /**
@@ -60,7 +54,7 @@ export const chatTemplateKind: SuiteKind<ChatTemplateSuite, ChatTemplateArm> = {
         const absent: TemplateServer = { absent: `llama-server is not built (${llamaServerPath()}): scripts/build-llama-server.sh builds it` };
         return await runChatTemplateArm({
           suiteName: suite.name, suite, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
-          conversations, tokenizer, reference: referenceChatTemplate(arm.reference), fileTemplate: fileChatTemplate(model.path),
+          conversations, tokenizer, reference: referenceChatTemplate(arm.reference), fileTemplate: ggufChatTemplate(readGguf(model.path)),
           servers: { server: { baseUrl: ours.baseUrl }, "llama-server": llamaServer === undefined ? absent : { baseUrl: llamaServer.baseUrl } },
         });
       } finally {
