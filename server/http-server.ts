@@ -5,7 +5,8 @@ import type { LlamaModel, Token } from "node-llama-cpp";
 import type { TopK } from "../harness/sut/types.js";
 import { EngineDrainingError, EngineFullError, type BatchEngine, type GenerationResult, type GeneratedToken } from "./engine.js";
 import type { ServerMetrics } from "./metrics.js";
-import { BadRequest, parseChat, parseCompletion, renderChat, type CommonParams, type PromptInput } from "./requests.js";
+import { ChatPromptError, type ChatPrompter } from "./chat-prompt.js";
+import { BadRequest, parseChat, parseCompletion, type ChatParams, type CommonParams, type PromptInput } from "./requests.js";
 import { tokenPieces, tokenTextInContext } from "./token-text.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
 import type { SpeculationSettings } from "./speculation.js";
@@ -153,6 +154,7 @@ export class CompletionServer {
   private draining = false;
   /** The model file served, hashed while booting: /v1/models reports it so a client can tell which artifact answers it. */
   private artifact: ServedArtifact | undefined;
+  private chatPrompter: ChatPrompter | undefined;
 
   constructor(private readonly options: ServerOptions, private readonly metrics: ServerMetrics) {
     this.http = createServer((req, res) => {
@@ -172,8 +174,9 @@ export class CompletionServer {
     this.stage = stage;
   }
 
-  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number, artifact: ServedArtifact): void {
+  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number, artifact: ServedArtifact, chat: ChatPrompter): void {
     this.artifact = artifact;
+    this.chatPrompter = chat;
     this.engine = engine;
     this.model = model;
     this.vocabSize = vocabSize;
@@ -190,10 +193,10 @@ export class CompletionServer {
     await this.engine?.close();
   }
 
-  private ready(): { engine: BatchEngine; model: LlamaModel } {
+  private ready(): { engine: BatchEngine; model: LlamaModel; chat: ChatPrompter } {
     if (this.draining) throw new HttpError(503, "the server is draining", "service_unavailable", null, { "retry-after": "5" });
-    if (this.engine === undefined || this.model === undefined) throw new HttpError(503, `the server is booting (${this.stage})`, "service_unavailable", null, { "retry-after": "2" });
-    return { engine: this.engine, model: this.model };
+    if (this.engine === undefined || this.model === undefined || this.chatPrompter === undefined) throw new HttpError(503, `the server is booting (${this.stage})`, "service_unavailable", null, { "retry-after": "2" });
+    return { engine: this.engine, model: this.model, chat: this.chatPrompter };
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -220,6 +223,8 @@ export class CompletionServer {
       "/tokenize": ["POST", async () => this.tokenize(req, res)],
       "/detokenize": ["POST", async () => this.detokenize(req, res)],
       "/token_kinds": ["POST", async () => this.tokenKinds(req, res)],
+      "/apply-template": ["POST", async () => this.applyTemplate(req, res)],
+      "/props": ["GET", async () => this.props(res)],
     };
     const route = routes[path];
     if (route === undefined) throw new HttpError(404, `no route ${path}`, "invalid_request_error");
@@ -285,14 +290,45 @@ export class CompletionServer {
     return tokens as Token[];
   }
 
-  private promptIds(model: LlamaModel, prompt: PromptInput): number[] {
+  /**
+   * A chat request's prompt: the text the chat template renders, and its ids as llama-server
+   * tokenizes a chat prompt (special-token text parsed, BOS added where the file says so).
+   */
+  private chatPrompt(model: LlamaModel, chat: ChatPrompter, parsed: ChatParams): { text: string; ids: number[] } {
+    let text: string;
+    try {
+      text = chat.render(parsed);
+    } catch (error) {
+      if (error instanceof ChatPromptError) throw new HttpError(error.status, error.message, error.status === 400 ? "invalid_request_error" : "server_error", error.status === 400 ? "messages" : null);
+      throw error;
+    }
+    return { text, ids: this.promptIds(model, { text }, true) };
+  }
+
+  /** llama-server's /apply-template: the chat prompt without generating, plus the ids the chat path feeds (our extension). */
+  private async applyTemplate(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { model, chat } = this.ready();
+    const prompt = this.chatPrompt(model, chat, await this.parseBody(req, parseChat));
+    sendJson(res, 200, { prompt: prompt.text, prompt_token_ids: prompt.ids });
+  }
+
+  /** llama-server's /props, the fields about chat: the template in use and the special tokens' texts; `chat_template_origin` (ours) says whether it is the file's. */
+  private props(res: ServerResponse): void {
+    const { chat } = this.ready();
+    sendJson(res, 200, {
+      chat_template: chat.source, chat_template_origin: chat.origin, bos_token: chat.specials.bosToken, eos_token: chat.specials.eosToken,
+      total_slots: this.options.numerics.slots, model_path: this.artifact?.file ?? null,
+    });
+  }
+
+  private promptIds(model: LlamaModel, prompt: PromptInput, parseSpecial = false): number[] {
     const vocab = model.tokens;
     if ("ids" in prompt) {
       const bad = prompt.ids.find((id) => id >= this.vocabSize);
       if (bad !== undefined) throw new HttpError(400, `token id ${bad} is outside the vocabulary`, "invalid_request_error", "prompt");
       return prompt.ids;
     }
-    const ids = model.tokenize(prompt.text) as number[];
+    const ids = model.tokenize(prompt.text, parseSpecial) as number[];
     return vocab.bos === null || !vocab.shouldPrependBosToken ? ids : [vocab.bos, ...ids];
   }
 
@@ -404,9 +440,11 @@ export class CompletionServer {
   }
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { model } = this.ready();
+    const { model, chat } = this.ready();
     const parsed = await this.parseBody(req, parseChat);
-    const promptIds = this.promptIds(model, { text: renderChat(parsed.messages) });
+    const promptIds = this.chatPrompt(model, chat, parsed).ids;
+    // Which template rendered the prompt: the model file's own, or the built-in plain one for a file with none.
+    res.setHeader("x-chat-template", chat.origin);
     const head = { id: `chatcmpl-${randomUUID()}`, object: parsed.stream ? "chat.completion.chunk" : "chat.completion", created: Math.floor(Date.now() / 1000), model: this.options.modelId };
     const withLogprobs = parsed.topLogprobs >= 0;
     // OpenAI sends the role first, in a chunk with no content: a client must not clock TTFT on it.

@@ -1,3 +1,5 @@
+import type { ChatToolCall, ChatTurn } from "../harness/chat/chat-template.js";
+
 /**
  * Validation of OpenAI-style request bodies. Every problem becomes a 400 with an OpenAI error
  * object naming the parameter; unknown fields are ignored, as OpenAI-compatible servers do.
@@ -31,13 +33,12 @@ export interface CompletionParams extends CommonParams {
   readonly echo: boolean;
 }
 
-export interface ChatMessage {
-  readonly role: "system" | "user" | "assistant";
-  readonly content: string;
-}
-
 export interface ChatParams extends CommonParams {
-  readonly messages: ChatMessage[];
+  readonly messages: ChatTurn[];
+  /** The OpenAI `tools` list, handed to the chat template as given (undefined: none). */
+  readonly tools: readonly Record<string, unknown>[] | undefined;
+  /** llama-server's `add_generation_prompt` (default true): false renders the turns alone, for /apply-template. */
+  readonly addGenerationPrompt: boolean;
   /** Top log-probs per generated token when `logprobs: true` (0 with none; -1: no log-probs at all). */
   readonly topLogprobs: number;
 }
@@ -130,18 +131,50 @@ function messageText(content: unknown, param: string): string {
 }
 
 /** OpenAI's `developer` role is the newer name of `system` (instructions that outrank the user's). */
-const ROLES: Readonly<Record<string, ChatMessage["role"]>> = { system: "system", developer: "system", user: "user", assistant: "assistant" };
+const ROLES: Readonly<Record<string, ChatTurn["role"]>> = { system: "system", developer: "system", user: "user", assistant: "assistant", tool: "tool" };
+
+/** An assistant turn's tool calls: OpenAI's shape, `arguments` the JSON text the model wrote. */
+function toolCalls(value: unknown, param: string): ChatToolCall[] {
+  const rule = `${param} must be an array of {"type": "function", "function": {"name": "...", "arguments": "<JSON text>"}}`;
+  if (!Array.isArray(value)) throw new BadRequest(rule, param);
+  return value.map((call: unknown, j): ChatToolCall => {
+    const c = call as { id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } } | null;
+    if (typeof c !== "object" || c === null || (c.type !== undefined && c.type !== "function") || typeof c.function?.name !== "string" || typeof c.function.arguments !== "string"
+      || (c.id !== undefined && typeof c.id !== "string")) throw new BadRequest(rule, `${param}[${j}]`);
+    return { ...(c.id === undefined ? {} : { id: c.id }), type: "function", function: { name: c.function.name, arguments: c.function.arguments } };
+  });
+}
+
+function chatTurn(message: unknown, i: number): ChatTurn {
+  const m = message as { role?: unknown; content?: unknown; tool_calls?: unknown; tool_call_id?: unknown; name?: unknown };
+  // Own keys only: "constructor" or "toString" are no roles.
+  const role = typeof m === "object" && m !== null && typeof m.role === "string" && Object.hasOwn(ROLES, m.role) ? ROLES[m.role] : undefined;
+  if (role === undefined) throw new BadRequest(`messages[${i}] must have a role (developer, system, user, assistant, tool)`, `messages[${i}].role`);
+  const calls = role === "assistant" && m.tool_calls !== undefined && m.tool_calls !== null ? toolCalls(m.tool_calls, `messages[${i}].tool_calls`) : undefined;
+  // An assistant turn that only calls tools has null content (OpenAI); templates read it as "", as llama-server passes it.
+  const content = calls !== undefined && (m.content === null || m.content === undefined) ? "" : messageText(m.content, `messages[${i}].content`);
+  for (const key of ["tool_call_id", "name"] as const) {
+    if (m[key] !== undefined && typeof m[key] !== "string") throw new BadRequest(`messages[${i}].${key} must be a string`, `messages[${i}].${key}`);
+  }
+  return {
+    role, content, ...(calls === undefined ? {} : { tool_calls: calls }),
+    ...(typeof m.tool_call_id === "string" ? { tool_call_id: m.tool_call_id } : {}), ...(typeof m.name === "string" ? { name: m.name } : {}),
+  };
+}
+
+function chatTools(value: unknown): readonly Record<string, unknown>[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const isTool = (tool: unknown) => typeof tool === "object" && tool !== null && (tool as { type?: unknown }).type === "function"
+    && typeof (tool as { function?: { name?: unknown } }).function?.name === "string";
+  if (!Array.isArray(value) || !value.every(isTool)) throw new BadRequest(`tools must be an array of {"type": "function", "function": {"name": "...", ...}}`, "tools");
+  return value as Record<string, unknown>[];
+}
 
 export function parseChat(raw: unknown, limits: { maxTokensCap: number }): ChatParams {
   const body = asObject(raw);
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) throw new BadRequest("messages must be a non-empty array", "messages");
-  const parsed = messages.map((message: unknown, i): ChatMessage => {
-    const m = message as { role?: unknown; content?: unknown };
-    const role = typeof m === "object" && m !== null && typeof m.role === "string" ? ROLES[m.role] : undefined;
-    if (role === undefined) throw new BadRequest(`messages[${i}] must have a role (developer, system, user, assistant)`, `messages[${i}].role`);
-    return { role, content: messageText(m.content, `messages[${i}].content`) };
-  });
+  const parsed = messages.map(chatTurn);
   // max_completion_tokens is the chat API's current name; max_tokens its deprecated alias.
   const limitKey = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
   const params = common(body, limits, limits.maxTokensCap, limitKey);
@@ -149,14 +182,8 @@ export function parseChat(raw: unknown, limits: { maxTokensCap: number }): ChatP
   if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== "boolean") throw new BadRequest("logprobs must be a boolean in chat completions", "logprobs");
   const topLogprobs = optionalNumber(body, "top_logprobs", 0, (n) => Number.isInteger(n) && n >= 0 && n <= 20, "an integer from 0 to 20");
   if (body.top_logprobs !== undefined && body.top_logprobs !== null && body.logprobs !== true) throw new BadRequest("top_logprobs needs logprobs: true", "top_logprobs");
-  return { ...params, messages: parsed, topLogprobs: body.logprobs === true ? topLogprobs : -1 };
-}
-
-/**
- * A chat template the fixture vocabularies can spell (printable ASCII, spaces): each turn as
- * "Role: content", turns separated by " | ", ending with "Assistant:" for the model to continue.
- */
-export function renderChat(messages: ChatParams["messages"]): string {
-  const name = (role: string) => role[0].toUpperCase() + role.slice(1);
-  return `${messages.map((m) => `${name(m.role)}: ${m.content}`).join(" | ")} | Assistant:`;
+  return {
+    ...params, messages: parsed, tools: chatTools(body.tools), addGenerationPrompt: optionalBoolean(body, "add_generation_prompt", true),
+    topLogprobs: body.logprobs === true ? topLogprobs : -1,
+  };
 }

@@ -3,11 +3,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import type { Token } from "node-llama-cpp";
 import { readGguf } from "../harness/gguf/read.js";
 import { tokenizerFingerprint } from "../harness/gguf/tokenizer-fingerprint.js";
 import { BenchError } from "../harness/errors.js";
+import { ggufChatTemplate } from "../harness/gguf/chat-template.js";
 import { validateLlamaMetadata } from "../harness/gguf/llama-metadata.js";
 import { BatchEngine } from "./engine.js";
+import { ChatPrompter } from "./chat-prompt.js";
 import type { ServerFault } from "./faults.js";
 import { CompletionServer, type ServerNumerics, type ServerOptions } from "./http-server.js";
 import { ServerMetrics } from "./metrics.js";
@@ -55,6 +58,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       throw new BenchError(`the draft model's tokenizer is not the target's (${options.modelPath}): its drafts would be other tokens`, { file: draftModelPath, field: "--draft-model", fix: "draft with a model of the same vocabulary (e.g. a quantized or smaller sibling of the target)" });
     }
   }
+  const chatTemplate = ggufChatTemplate(targetFile);
   const metrics = new ServerMetrics();
   const numerics: ServerNumerics = {
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
@@ -94,7 +98,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
     }
     const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator);
-    server.attach(engine, model, vocabSize, artifact);
+    // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
+    const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));
+    const chat = new ChatPrompter(chatTemplate,
+      { bosToken: text(model.tokens.bos), eosToken: text(model.tokens.eos), addsBos: model.tokens.bos !== null && model.tokens.shouldPrependBosToken }, options.fault === "chat-template-own");
+    server.attach(engine, model, vocabSize, artifact, chat);
     dispose = async () => {
       await context.dispose();
       releaseNativeContext(native);

@@ -324,7 +324,7 @@ test("server over HTTP: arbitrary bodies to every POST route are answered 200 or
       assert.match(response.text, /tokens must be an array of ids from 0 to \d+/);
     }
     assert.is((await httpCall(`${base}/health`)).status, 200, "the server survived");
-    const routes = ["/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/token_kinds"];
+    const routes = ["/v1/completions", "/v1/chat/completions", "/apply-template", "/tokenize", "/detokenize", "/token_kinds"];
     const tokenBody = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.record({ content: fc.jsonValue({ maxDepth: 1 }) }), fc.record({ tokens: fc.array(fc.oneof(fc.integer({ min: -5, max: 400 }), fc.integer(), fc.double())) }));
     const raw = fc.oneof(requestBody.map((b) => JSON.stringify(b)), tokenBody.map((b) => JSON.stringify(b)), fc.string({ maxLength: 40 }));
     await fuzzAsync("HTTP request bodies (real server, loopback)", 40, [fc.constantFrom(...routes), raw], async (route, rawBody) => {

@@ -100,7 +100,7 @@ const idRun = (length: number, first: number, step: number): number[] => Array.f
  * against the cold server, or the report against what was really done.
  */
 // The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts.
-const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}`>, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
+const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | "chat-template-own">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
   "restore-one-early": async (faulty, cold) => {
     // The same prompt again restores the checkpoint filed one token before its end.
     const prompt = idRun(20, 40, 1);

@@ -33,6 +33,13 @@ export class LlamaCppTokenizerSut implements SystemUnderTest {
     return [...this.model.tokenize(text, mode === "parsed")];
   }
 
+  /** Ids of a chat prompt as llama-server tokenizes one: special-token text parsed, BOS added where the file's add_bos_token says so. */
+  chatPromptIds(text: string): number[] {
+    const ids = this.tokenizeText(text, "parsed");
+    const bos = this.model.tokens.bos;
+    return bos !== null && this.model.tokens.shouldPrependBosToken ? [bos, ...ids] : ids;
+  }
+
   /** Ids back to text with special tokens rendered (the inverse of `parsed`). */
   detokenizeIds(ids: readonly number[]): string {
     return this.model.detokenize(ids as Token[], true);

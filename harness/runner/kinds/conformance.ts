@@ -1,35 +1,9 @@
-import { BenchError } from "../../errors.js";
-import { resolveModel } from "../../fixtures/registry.js";
-import { sha256File } from "../../io/sha256.js";
-import type { RunListener } from "../../results/types.js";
 import type { ConformanceArm, ConformanceSuite } from "../../suites/conformance-suite.js";
-import { openHttpSut, startManagedServer, stopManagedServer } from "../../sut/http.js";
-import { startServerCommand } from "../../sut/server-command.js";
 import { modelArms } from "../arm-selection.js";
 import { runConformanceArm } from "../conformance-runner.js";
-import { apiKeyOf, fillPlaceholders, type SutContext } from "../open-sut.js";
+import { apiKeyOf } from "../open-sut.js";
+import { openServerArm } from "../open-server-arm.js";
 import type { SuiteKind } from "./kind.js";
-
-/** A conformance arm's server: a running one at `url`, one its command starts, or ours started on loopback for the arm. */
-async function openConformanceServer(suite: ConformanceSuite, arm: ConformanceArm, context: SutContext, emit: RunListener) {
-  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm) });
-  if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a url`, { file: suite.path, field: "arms", fix: "give it a model (our server, or its command's, is started on it) or the url of a running server" });
-  const model = await resolveModel(arm.model);
-  const onProgress = (message: string) => void emit({ kind: "progress", message });
-  const started = arm.command === undefined ? undefined
-    : await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress, onProcess: context.onProcess });
-  const managed = started ?? await startManagedServer({
-    modelPath: model.path, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, contextSize: 1024, threads: 1, flashAttention: false,
-    bootTimeoutS: context.bootTimeoutS, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0, onProgress, onProcess: context.onProcess,
-  });
-  try {
-    return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), apiKey: apiKeyOf(arm), command: started?.argv, ...context });
-  } catch (error) {
-    await stopManagedServer(managed, context.shutdownGraceS, context.onWarning);
-    throw error;
-  }
-}
-
 
 /** An OpenAI-compatible server held to the API's contract: each arm a running URL, a command that starts one, or ours on a model. */
 export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
@@ -37,7 +11,7 @@ export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
   arms: (suite, options) => (options.runner !== undefined ? [] : modelArms(suite, options)),
   async run(suite, arms, battery) {
     const { emit } = battery;
-    await battery.legs(suite, arms, (arm, context) => openConformanceServer(suite, arm, context, emit), (arm, sut, server, signal) => runConformanceArm({
+    await battery.legs(suite, arms, (arm, context) => openServerArm(suite, arm, context, emit), (arm, sut, server, signal) => runConformanceArm({
       suiteName: suite.name, arm, sut, emit, signal,
       reproduce: battery.reproduce(suite, arm), checks: suite.checks,
       target: {

@@ -1,4 +1,5 @@
 import type { Suite } from "../../suites/load.js";
+import { chatTemplateKind } from "./chat-template.js";
 import { conformanceKind } from "./conformance.js";
 import type { LegArm, SuiteKind } from "./kind.js";
 import { kernelsKind } from "./kernels.js";
@@ -19,6 +20,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   reuse: reuseKind,
   speculative: speculativeKind,
   tokenizer: tokenizerKind,
+  "chat-template": chatTemplateKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */
