@@ -4,6 +4,7 @@ import type { LegArm, SuiteKind } from "./kind.js";
 import { kernelsKind } from "./kernels.js";
 import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
+import { perplexityKind } from "./perplexity.js";
 import { reuseKind } from "./reuse.js";
 import { speculativeKind } from "./speculative.js";
 import { tokenizerKind } from "./tokenizer.js";
@@ -19,6 +20,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   reuse: reuseKind,
   speculative: speculativeKind,
   tokenizer: tokenizerKind,
+  perplexity: perplexityKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */
