@@ -136,6 +136,13 @@ const llamaPerplexity = builtLlamaPerplexity();
   const options = { nCtx: shipped.n_ctx, threads: 1 };
   const baseFile = join(work.path, "base.kld");
   const base = parseFinalEstimate(runLlamaPerplexity(llamaPerplexity, ["-m", (await resolveModel(shipped.base.model)).path, "-f", corpusPath, "--chunks", String(shipped.chunks), "--kl-divergence-base", baseFile], options));
+  // Its base file starts "_logits_", n_ctx, n_vocab, n_chunk, then the corpus tokens it scored: the same ids the suite fed, but for the BOS each chunk starts with.
+  const header = readFileSync(baseFile);
+  assert.is(header.subarray(0, 8).toString("latin1"), "_logits_");
+  assert.equal([header.readUInt32LE(8), header.readInt32LE(16)], [shipped.n_ctx, shipped.chunks]);
+  const theirIds = Array.from({ length: shipped.n_ctx * shipped.chunks }, (_, i) => header.readInt32LE(20 + 4 * i));
+  const goldens = readCorpusGoldens(corpusGoldensDir(shipped, await resolveModel(shipped.base.model)));
+  goldens.chunks.forEach((chunk, c) => assert.equal(theirIds.slice(c * shipped.n_ctx + 1, (c + 1) * shipped.n_ctx), [...chunk.promptIds.slice(1), ...chunk.continuationIds], `chunk ${c}`));
   const f32 = metricsOf("F32");
   // PPL to the digits it prints, relative to its size: a PPL of 4e13 printed to 4 decimals has more digits than a float64 mean holds.
   const relative = (ours: number, theirs: Printed) => Math.abs(ours / theirs.value - 1);
