@@ -123,9 +123,9 @@ test("goldens belong to their corpus: a changed corpus is refused (exit 2, namin
   assert.ok(worst <= GOLDEN_LOGPROB_TOLERANCE_NATS, `log-probs moved by ${worst} nats`);
 });
 
-/** |ours − printed| within half a unit of the last printed digit, plus `slack`. */
-function agreesToPrinted(ours: number, printed: Printed, slack = 0): boolean {
-  return Math.abs(ours - printed.value) <= 0.5 * 10 ** -printed.decimals + slack;
+/** |ours − printed| within half a unit of the last digit printed. */
+function agreesToPrinted(ours: number, printed: Printed): boolean {
+  return Math.abs(ours - printed.value) <= 0.5 * 10 ** -printed.decimals;
 }
 
 // Not built here (scripts/build-llama-server.sh builds it next to llama-server): counted as skipped, never as a pass; CI builds it.
@@ -134,8 +134,12 @@ const llamaPerplexity = builtLlamaPerplexity();
   assert.ok(llamaPerplexity !== undefined, "BENCH_REQUIRE_LLAMA_SERVER=1 (CI builds llama-perplexity with llama-server): it must be there");
   const metricsOf = (arm: string) => runOf("shipped").summary().verdicts.find((v) => v.check === "perplexity" && v.arm === arm)!.metrics!;
   const options = { nCtx: shipped.n_ctx, threads: 1 };
+  const baseModel = (await resolveModel(shipped.base.model)).path;
+  const corpusArgs = ["-f", corpusPath, "--chunks", String(shipped.chunks)];
+  // The plain run's PPL is the tool's precise one (double log-softmax); the run that saves the base file computes it in float.
+  const base = parseFinalEstimate(runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs], options));
   const baseFile = join(work.path, "base.kld");
-  const base = parseFinalEstimate(runLlamaPerplexity(llamaPerplexity, ["-m", (await resolveModel(shipped.base.model)).path, "-f", corpusPath, "--chunks", String(shipped.chunks), "--kl-divergence-base", baseFile], options));
+  runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs, "--kl-divergence-base", baseFile], options);
   // Its base file starts "_logits_", n_ctx, n_vocab, n_chunk, then the corpus tokens it scored: the same ids the suite fed, but for the BOS each chunk starts with.
   const header = readFileSync(baseFile);
   assert.is(header.subarray(0, 8).toString("latin1"), "_logits_");
@@ -144,24 +148,32 @@ const llamaPerplexity = builtLlamaPerplexity();
   const goldens = readCorpusGoldens(corpusGoldensDir(shipped, await resolveModel(shipped.base.model)));
   goldens.chunks.forEach((chunk, c) => assert.equal(theirIds.slice(c * shipped.n_ctx + 1, (c + 1) * shipped.n_ctx), [...chunk.promptIds.slice(1), ...chunk.continuationIds], `chunk ${c}`));
   const f32 = metricsOf("F32");
-  // PPL to the digits it prints, relative to its size: a PPL of 4e13 printed to 4 decimals has more digits than a float64 mean holds.
-  const relative = (ours: number, theirs: Printed) => Math.abs(ours / theirs.value - 1);
-  assert.ok(relative(f32.ppl_base!, base.ppl) < 1e-6, `PPL ${f32.ppl_base} vs llama-perplexity ${base.ppl.value}`);
-  assert.ok(relative(f32.ppl_stderr!, base.stderr) < 1e-4, `PPL error ${f32.ppl_stderr} vs ${base.stderr.value}`);
+  // PPL compared as ln PPL (a mean nll, in nats): this fixture's PPL is 4e13, printed to 4 decimals, 18 digits, more than a
+  // float64 mean holds; the arm's probabilities are float32, whose rounding moves a mean nll by about 1e-7 nats (docs/perplexity.md).
+  const lnDifference = (ours: number, theirs: number) => Math.abs(Math.log(ours / theirs));
+  assert.ok(lnDifference(f32.ppl_base!, base.ppl.value) < 1e-6, `PPL ${f32.ppl_base} vs llama-perplexity ${base.ppl.value}`);
+  assert.ok(lnDifference(f32.ppl_base_stderr!, base.stderr.value) < 1e-4, `PPL error ${f32.ppl_base_stderr} vs ${base.stderr.value}`);
+  // Q8_0 runs the same kernels in both engines; Q4_K does not: node-llama-cpp's prebuilt CPU backend and the llama.cpp built here
+  // pick different Q4_K dot products (repacked or not, by instruction set), and llama-perplexity's own --no-repack moves its Q4_K
+  // mean nll by 9e-4 nats. Q4_K is held to that spread, the statistics' definitions to the Q8_0 arm.
+  const engineSpreadNats: Record<string, number> = { Q8_0: 1e-6, Q4_K: 1e-3 };
   for (const arm of ["Q8_0", "Q4_K"]) {
     const ours = metricsOf(arm);
     const model = (await resolveModel(shipped.arms.find((a) => a.label === arm)!.model)).path;
     const report = parseKlDivergenceReport(runLlamaPerplexity(llamaPerplexity, ["-m", model, "--kl-divergence-base", baseFile, "--kl-divergence"], options));
     const line = (name: string) => { const entry = report.get(name); assert.ok(entry !== undefined, `no "${name}" line: ${[...report.keys()].join(", ")}`); return entry!; };
     const ctx = `${arm}: ours ${JSON.stringify(ours)}`;
-    assert.ok(relative(ours.ppl!, line("Mean PPL(Q)").value) < 1e-6, `${ctx}\nPPL(Q) ${line("Mean PPL(Q)").value.value}`);
-    // Its base side is read back from uint16 steps of ≤ 16/65535 nats: half a step is the most a base log-prob moves.
-    const step = 0.5 * 16 / 65535;
-    assert.ok(agreesToPrinted(ours.ln_ppl_ratio!, line("Mean ln(PPL(Q)/PPL(base))").value, step), `${ctx}\nln ratio ${line("Mean ln(PPL(Q)/PPL(base))").value.value}`);
+    const pplQ = line("Mean PPL(Q)").value.value;
+    assert.ok(lnDifference(ours.ppl!, pplQ) < engineSpreadNats[arm], `${ctx}\nPPL(Q) ${pplQ}`);
+    // Its own ln ratio takes the base's nll from the base file, where a log-prob more than 16 nats below the top is stored as
+    // that floor: on this fixture's corpus it reads PPL(base) as 3.0e6, not 4.1e13. The ratio of its two exact PPLs is the comparison.
+    assert.ok(Math.abs(ours.ln_ppl_ratio! - Math.log(pplQ / base.ppl.value)) < engineSpreadNats[arm] + 1e-6, `${ctx}\nln(PPL(Q)/PPL(base)) ${Math.log(pplQ / base.ppl.value)}`);
     const kld = line("Mean KLD");
     for (const [name, key] of [["Mean KLD", "kld_mean"], ["Median KLD", "kld_median"], ["99.0% KLD", "kld_p99"]] as const) {
       assert.ok(Math.abs(ours[key]! - line(name).value.value) <= kld.uncertainty!.value, `${ctx}\n${name} ${line(name).value.value} ± ${kld.uncertainty!.value}`);
     }
+    const deltaP = line("Mean Δp");
+    assert.ok(Math.abs(100 * ours.delta_p_mean! - deltaP.value.value) <= deltaP.uncertainty!.value, `${ctx}\nmean Δp ${deltaP.value.value} ± ${deltaP.uncertainty!.value} %`);
     const rms = line("RMS Δp");
     assert.ok(Math.abs(100 * ours.rms_delta_p! - rms.value.value) <= rms.uncertainty!.value, `${ctx}\nRMS Δp ${rms.value.value} ± ${rms.uncertainty!.value} %`);
     // Same top p counts positions: the same argmax on both sides gives the same count, to the printed digits.
