@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { BenchError } from "../harness/errors.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../harness/goldens/logprob-tolerance.js";
@@ -97,7 +97,7 @@ test("a planted fault (layer 1's value projection with 30% noise, tiny-random-pe
   for (const bound of ["abs ln ppl ratio", "kld mean", "rms delta p", "same top"]) assert.ok(failed.some((d) => d.startsWith(`FAIL ${bound}`)), `${bound}: ${failed.join(" | ")}`);
 });
 
-test("goldens belong to their corpus: a changed corpus is refused (exit 2, naming corpus.sha256), and bench goldens make reproduces the committed ones", async () => {
+test("goldens belong to their corpus: a changed corpus is refused (exit 2, naming corpus.sha256), an edited array by its hash, and bench goldens make reproduces the committed ones", async () => {
   const changed = join(work.path, "changed.txt");
   writeFileSync(changed, readFileSync(corpusPath, "utf8").replace("lighthouse", "lamphouse"));
   const suitePath = join(work.path, "perplexity.json");
@@ -106,10 +106,19 @@ test("goldens belong to their corpus: a changed corpus is refused (exit 2, namin
   assert.is(refused.status, 2, refused.stdout + refused.stderr);
   assert.match(refused.stderr, /corpus\.sha256: the suite's corpus changed since its goldens were made/);
 
+  // An edited array is refused by its hash, naming the file and the field.
+  const committedDir = corpusGoldensDir(shipped, await resolveModel(shipped.base.model));
+  const edited = join(work.path, "edited");
+  cpSync(committedDir, edited, { recursive: true });
+  const nextLogprobs = readFileSync(join(edited, "next_logprobs.npy"));
+  nextLogprobs[nextLogprobs.length - 1] ^= 1;
+  writeFileSync(join(edited, "next_logprobs.npy"), nextLogprobs);
+  assert.throws(() => readCorpusGoldens(edited), (e: unknown) => e instanceof BenchError && /next_logprobs\.npy: files\.next_logprobs\.npy: sha256/.test(e.oneLine()));
+
   const out = join(work.path, "remade");
   const made = bench(["goldens", "make", "--suite", "perplexity", "--out", out]);
   assert.is(made.status, 0, made.stdout + made.stderr);
-  const committed = readCorpusGoldens(corpusGoldensDir(shipped, await resolveModel(shipped.base.model)));
+  const committed = readCorpusGoldens(committedDir);
   const remade = readCorpusGoldens(out);
   assert.equal(remade.chunks, committed.chunks);
   assert.equal(remade.manifest.corpus, committed.manifest.corpus);

@@ -29,7 +29,7 @@ export interface PositionScore {
  */
 export function scorePosition(base: BasePosition, observed: TopK, next: TokenId): PositionScore | undefined {
   const index = observed.ids.indexOf(next);
-  if (index < 0 || observed.ids.length === 0) return undefined;
+  if (index < 0) return undefined;
   const logprob = observed.logprobs[index];
   return {
     nll: -logprob,

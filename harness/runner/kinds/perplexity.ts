@@ -3,7 +3,6 @@ import { validateLlamaMetadata } from "../../gguf/llama-metadata.js";
 import { readGguf } from "../../gguf/read.js";
 import { corpusSettings, loadVerifiedCorpusGoldens } from "../../perplexity/corpus-goldens.js";
 import type { PerplexityArm, PerplexitySuite } from "../../suites/perplexity-suite.js";
-import type { SuiteArm } from "../../suites/parity-suite.js";
 import { modelArms } from "../arm-selection.js";
 import { armSettings, type SutContext } from "../open-sut.js";
 import { runPerplexityArm } from "../perplexity-runner.js";
@@ -20,7 +19,7 @@ export const perplexityKind: SuiteKind<PerplexitySuite, PerplexityArm> = {
     const vocabSize = validateLlamaMetadata(readGguf(baseModel.path), baseModel.path).vocabSize;
     // The base's own settings with a context that holds a chunk: an arm differs from the base only by its model and its own settings.
     const { contextSize } = corpusSettings(suite);
-    const open = (arm: PerplexityArm, context: SutContext) => options.openSut(arm as SuiteArm, armSettings(arm as SuiteArm, options.settings, 1, { contextSize }), context);
+    const open = (arm: PerplexityArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, 1, { contextSize }), context);
     await battery.legs(suite, arms, open, async (arm, sut, _opened, signal) => runPerplexityArm({
       suiteName: suite.name, suite, arm, sut, goldens, vocabSize, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
     }));
