@@ -37,10 +37,12 @@ export function holdToPerplexityBounds(statistics: CorpusStatistics, bounds: Per
 }
 
 const estimate = (value: number, stderr: number | undefined, digits: number) => `${value.toFixed(digits)} ± ${stderr === undefined ? "n/a" : stderr.toFixed(digits)}`;
+/** A PPL as llama-perplexity prints it (4 decimals), but for one too large for those decimals to mean anything (a random-weight fixture's, 4e13): 7 significant digits. */
+const pplText = (ppl: number | undefined) => (ppl === undefined ? "n/a" : ppl < 1e6 ? ppl.toFixed(4) : ppl.toExponential(6));
 
 /** The statistics in llama-perplexity's words, for a summary line. */
 export function describeStatistics(s: CorpusStatistics): string {
-  return `PPL ${estimate(s.ppl.value, s.ppl.stderr, 4)} (base ${s.pplBase.value.toFixed(4)}), ln(PPL/PPL base) ${estimate(s.lnPplRatio.value, s.lnPplRatio.stderr, 6)}, ` +
+  return `PPL ${pplText(s.ppl.value)} ± ${pplText(s.ppl.stderr)} (base ${pplText(s.pplBase.value)}), ln(PPL/PPL base) ${estimate(s.lnPplRatio.value, s.lnPplRatio.stderr, 6)}, ` +
     `KLD mean ${s.kld.mean.toExponential(3)} ± ${s.kld.stderr?.toExponential(1) ?? "n/a"} median ${s.kld.median.toExponential(3)} p99 ${s.kld.p99.toExponential(3)} max ${s.kld.max.toExponential(3)}, ` +
     `RMS Δp ${estimate(100 * s.rmsDeltaP.value, s.rmsDeltaP.stderr === undefined ? undefined : 100 * s.rmsDeltaP.stderr, 3)} %, same top p ${estimate(100 * s.sameTop.p, s.sameTop.stderr === undefined ? undefined : 100 * s.sameTop.stderr, 3)} %`;
 }
