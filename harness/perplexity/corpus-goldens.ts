@@ -24,7 +24,7 @@ import { readCorpusText } from "./corpus.js";
 import type { BasePosition } from "./statistics.js";
 
 /** goldens/<model>/<suite>/perplexity.json (schema: goldens/perplexity.schema.json); a parity suite's manifest.json is another contract. */
-export const CORPUS_MANIFEST_FILE = "perplexity.json";
+const CORPUS_MANIFEST_FILE = "perplexity.json";
 const CORPUS_MANIFEST_SCHEMA = join(GOLDENS_DIR, "perplexity.schema.json");
 
 export interface CorpusGoldensManifest extends Pick<GoldensManifest, "schema_version" | "suite" | "model" | "tokenizer" | "files" | "created" | "harness_version"> {

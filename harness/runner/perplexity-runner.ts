@@ -27,7 +27,7 @@ function measured(statistics: CorpusStatistics, bound: keyof PerplexityBounds): 
 }
 
 /** Every bound the arm sets, held to its measured value; a value that is not finite fails its bound. */
-export function holdToPerplexityBounds(statistics: CorpusStatistics, bounds: PerplexityBounds): BoundResult<keyof PerplexityBounds>[] {
+function holdToPerplexityBounds(statistics: CorpusStatistics, bounds: PerplexityBounds): BoundResult<keyof PerplexityBounds>[] {
   return BOUND_KEYS.filter((bound) => bounds[bound] !== undefined).map((bound) => {
     const limit = bounds[bound]!;
     const value = measured(statistics, bound);
@@ -41,7 +41,7 @@ const estimate = (value: number, stderr: number | undefined, digits: number) => 
 const pplText = (ppl: number | undefined) => (ppl === undefined ? "n/a" : ppl < 1e6 ? ppl.toFixed(4) : ppl.toExponential(6));
 
 /** The statistics in llama-perplexity's words, for a summary line. */
-export function describeStatistics(s: CorpusStatistics): string {
+function describeStatistics(s: CorpusStatistics): string {
   return `PPL ${pplText(s.ppl.value)} ± ${pplText(s.ppl.stderr)} (base ${pplText(s.pplBase.value)}), ln(PPL/PPL base) ${estimate(s.lnPplRatio.value, s.lnPplRatio.stderr, 6)}, ` +
     `KLD mean ${s.kld.mean.toExponential(3)} ± ${s.kld.stderr?.toExponential(1) ?? "n/a"} median ${s.kld.median.toExponential(3)} p99 ${s.kld.p99.toExponential(3)} max ${s.kld.max.toExponential(3)}, ` +
     `RMS Δp ${estimate(100 * s.rmsDeltaP.value, s.rmsDeltaP.stderr === undefined ? undefined : 100 * s.rmsDeltaP.stderr, 3)} %, same top p ${estimate(100 * s.sameTop.p, s.sameTop.stderr === undefined ? undefined : 100 * s.sameTop.stderr, 3)} %`;
