@@ -3,10 +3,10 @@ import * as assert from "uvu/assert";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { BenchError } from "../harness/errors.js";
-import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../harness/goldens/logprob-tolerance.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { corpusChunks } from "../harness/perplexity/chunks.js";
 import { corpusGoldensDir, readCorpusGoldens } from "../harness/perplexity/corpus-goldens.js";
+import { corpusGoldensDifference } from "../harness/perplexity/verify-corpus-goldens.js";
 import { corpusStatistics, scorePosition, type BasePosition } from "../harness/perplexity/statistics.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { loadSuite } from "../harness/suites/load.js";
@@ -97,7 +97,7 @@ test("a planted fault (layer 1's value projection with 30% noise, tiny-random-pe
   for (const bound of ["abs ln ppl ratio", "kld mean", "rms delta p", "same top"]) assert.ok(failed.some((d) => d.startsWith(`FAIL ${bound}`)), `${bound}: ${failed.join(" | ")}`);
 });
 
-test("goldens belong to their corpus: a changed corpus is refused (exit 2, naming corpus.sha256), an edited array by its hash, and bench goldens make reproduces the committed ones", async () => {
+test("goldens belong to their corpus: a changed corpus is refused (exit 2, naming corpus.sha256), an edited array by its hash (bench goldens verify: exit 2), and bench goldens make and verify --recompute reproduce the committed ones", async () => {
   const changed = join(work.path, "changed.txt");
   writeFileSync(changed, readFileSync(corpusPath, "utf8").replace("lighthouse", "lamphouse"));
   const suitePath = join(work.path, "perplexity.json");
@@ -120,16 +120,18 @@ test("goldens belong to their corpus: a changed corpus is refused (exit 2, namin
   assert.is(made.status, 0, made.stdout + made.stderr);
   const committed = readCorpusGoldens(committedDir);
   const remade = readCorpusGoldens(out);
-  assert.equal(remade.chunks, committed.chunks);
   assert.equal(remade.manifest.corpus, committed.manifest.corpus);
   // Ids exactly; log-probs within what a CPU's instruction set moves them (harness/goldens/logprob-tolerance.ts).
-  let worst = 0;
-  remade.base.forEach((chunk, c) => chunk.forEach((position, j) => {
-    const before = committed.base[c][j];
-    assert.equal(position.topK.ids, before.topK.ids, `chunk ${c} position ${j}`);
-    worst = Math.max(worst, Math.abs(position.nextLogprob - before.nextLogprob), ...position.topK.logprobs.map((l, r) => Math.abs(l - before.topK.logprobs[r])));
-  }));
-  assert.ok(worst <= GOLDEN_LOGPROB_TOLERANCE_NATS, `log-probs moved by ${worst} nats`);
+  assert.is(corpusGoldensDifference(committed, remade), undefined);
+  const nudged = { ...remade, base: remade.base.map((chunk, c) => chunk.map((p, j) => (c === 3 && j === 7 ? { ...p, nextLogprob: p.nextLogprob - 1e-3 } : p))) };
+  assert.match(corpusGoldensDifference(committed, nudged) ?? "", /^chunk 3 position 7: next-token log-prob/);
+
+  // bench goldens verify covers them: the committed ones pass (--recompute: the base evaluated again), the edited copy is a mismatch (exit 2).
+  const verified = bench(["goldens", "verify", "--recompute", committedDir]);
+  assert.is(verified.status, 0, verified.stdout + verified.stderr);
+  const mismatch = bench(["goldens", "verify", edited]);
+  assert.is(mismatch.status, 2, mismatch.stdout + mismatch.stderr);
+  assert.match(mismatch.stdout, /MISMATCH .*next_logprobs\.npy/);
 });
 
 /** |ours − printed| within half a unit of the last digit printed. */

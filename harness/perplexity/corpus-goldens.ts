@@ -24,7 +24,7 @@ import { readCorpusText } from "./corpus.js";
 import type { BasePosition } from "./statistics.js";
 
 /** goldens/<model>/<suite>/perplexity.json (schema: goldens/perplexity.schema.json); a parity suite's manifest.json is another contract. */
-const CORPUS_MANIFEST_FILE = "perplexity.json";
+export const CORPUS_MANIFEST_FILE = "perplexity.json";
 const CORPUS_MANIFEST_SCHEMA = join(GOLDENS_DIR, "perplexity.schema.json");
 
 export interface CorpusGoldensManifest extends Pick<GoldensManifest, "schema_version" | "suite" | "model" | "tokenizer" | "files" | "created" | "harness_version"> {
@@ -58,16 +58,21 @@ export function corpusGoldensDir(suite: Pick<PerplexitySuite, "name">, model: Mo
   return goldensDir(goldensModelDirName(model), suite.name);
 }
 
+/** The base model over the suite's chunked corpus, in memory: what the goldens hold, and their manifest but for the files' hashes. */
+export interface BaseEvaluation {
+  readonly chunks: readonly CorpusChunk[];
+  readonly base: readonly (readonly BasePosition[])[];
+  readonly manifest: Omit<CorpusGoldensManifest, "files">;
+}
+
 /**
- * Runs the base model over the suite's chunked corpus (teacher-forced, the whole distribution at each
- * scored position) and writes its goldens atomically: the chunk ids, the top-K log-probs and the
- * log-prob of each next token. K log-probs per position, not the vocabulary's: the file's size does
- * not grow with the vocabulary.
+ * Runs the base model over the suite's chunked corpus, teacher-forced, with the whole distribution
+ * at each scored position, and keeps what the statistics need: the top-K log-probs and the log-prob
+ * of each next token. K log-probs per position, not the vocabulary's: the goldens do not grow with it.
  */
-export async function makeCorpusGoldens(suite: PerplexitySuite, model: ModelRef, directory = corpusGoldensDir(suite, model)): Promise<CorpusGoldensManifest> {
+export async function evaluateBase(suite: PerplexitySuite, model: ModelRef): Promise<BaseEvaluation> {
   const corpus = readCorpusText(suite);
-  const settings = corpusSettings(suite);
-  const oracle = await LlamaCppSut.open(model.path, settings, `oracle llama.cpp ${model.id}`);
+  const oracle = await LlamaCppSut.open(model.path, corpusSettings(suite), `oracle llama.cpp ${model.id}`);
   try {
     const vocabSize = validateLlamaMetadata(readGguf(model.path), model.path).vocabSize;
     // The empty text tokenizes to the BOS alone where the vocabulary adds one: llama-perplexity puts that id at every chunk's start.
@@ -80,23 +85,33 @@ export async function makeCorpusGoldens(suite: PerplexitySuite, model: ModelRef,
       if (at < 0) throw new Error(`the base gave no probability for token ${next} (chunk ${c}, scored position ${j}): its distribution underflowed`);
       return { topK: { ids: row.ids.slice(0, suite.top_k), logprobs: row.logprobs.slice(0, suite.top_k) }, nextLogprob: row.logprobs[at] };
     }));
-    return await writeCorpusGoldens(directory, chunks, base, {
-      schema_version: 1,
-      suite: suite.name,
-      model: { id: model.id, file: basename(model.path), sha256: oracle.provenance.modelSha256!, bytes: oracle.provenance.modelBytes! },
-      oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings },
-      tokenizer: { fingerprint: tokenizerFingerprint(readGguf(model.path)) },
-      corpus: { file: basename(corpus.path), sha256: sha256Bytes(corpus.text), tokens: ids.length },
-      n_ctx: suite.n_ctx,
-      chunks: suite.chunks,
-      scored_per_chunk: scoredPerChunk(suite.n_ctx),
-      K: suite.top_k,
-      created: creationTime(),
-      harness_version: HARNESS_VERSION,
-    });
+    return {
+      chunks,
+      base,
+      manifest: {
+        schema_version: 1,
+        suite: suite.name,
+        model: { id: model.id, file: basename(model.path), sha256: oracle.provenance.modelSha256!, bytes: oracle.provenance.modelBytes! },
+        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings },
+        tokenizer: { fingerprint: tokenizerFingerprint(readGguf(model.path)) },
+        corpus: { file: basename(corpus.path), sha256: sha256Bytes(corpus.text), tokens: ids.length },
+        n_ctx: suite.n_ctx,
+        chunks: suite.chunks,
+        scored_per_chunk: scoredPerChunk(suite.n_ctx),
+        K: suite.top_k,
+        created: creationTime(),
+        harness_version: HARNESS_VERSION,
+      },
+    };
   } finally {
     await oracle.close();
   }
+}
+
+/** Evaluates the base (evaluateBase) and writes its goldens atomically. */
+export async function makeCorpusGoldens(suite: PerplexitySuite, model: ModelRef, directory = corpusGoldensDir(suite, model)): Promise<CorpusGoldensManifest> {
+  const { chunks, base, manifest } = await evaluateBase(suite, model);
+  return writeCorpusGoldens(directory, chunks, base, manifest);
 }
 
 async function writeCorpusGoldens(directory: string, chunks: readonly CorpusChunk[], base: readonly (readonly BasePosition[])[], manifest: Omit<CorpusGoldensManifest, "files">): Promise<CorpusGoldensManifest> {
@@ -154,20 +169,30 @@ export function readCorpusGoldens(directory: string): CorpusGoldens {
   return { manifest, directory, chunks, base };
 }
 
+/** Refuses corpus goldens made for another corpus text, chunking or K than the suite's. */
+export function assertCorpusGoldensMatchSuite(goldens: CorpusGoldens, suite: PerplexitySuite): void {
+  const { manifest } = goldens;
+  const manifestPath = join(goldens.directory, CORPUS_MANIFEST_FILE);
+  const fix = `re-make them: bench goldens make --suite ${suiteArgument(suite)}`;
+  if (manifest.corpus.sha256 !== sha256Bytes(readCorpusText(suite).text)) throw new BenchError("the suite's corpus changed since its goldens were made", { file: manifestPath, field: "corpus.sha256", fix });
+  for (const field of ["n_ctx", "chunks"] as const) {
+    if (manifest[field] !== suite[field]) throw new BenchError(`goldens hold ${field} ${manifest[field]}, the suite asks ${suite[field]}`, { file: manifestPath, field, fix });
+  }
+  if (manifest.K !== suite.top_k) throw new BenchError(`goldens hold K ${manifest.K}, the suite asks top_k ${suite.top_k}`, { file: manifestPath, field: "K", fix });
+}
+
 /** The suite's corpus goldens, proven to belong to its base model, its corpus text and its chunking. */
 export async function loadVerifiedCorpusGoldens(suite: PerplexitySuite): Promise<CorpusGoldens> {
   const model = await resolveModel(suite.base.model);
   const directory = corpusGoldensDir(suite, model);
-  const manifestPath = join(directory, CORPUS_MANIFEST_FILE);
-  const fix = `make them: bench goldens make --suite ${suiteArgument(suite)}`;
-  if (!existsSync(manifestPath)) throw new BenchError(`no corpus goldens for suite ${suite.name} on ${model.id}`, { file: directory, fix });
+  if (!existsSync(join(directory, CORPUS_MANIFEST_FILE))) throw new BenchError(`no corpus goldens for suite ${suite.name} on ${model.id}`, { file: directory, fix: `make them: bench goldens make --suite ${suiteArgument(suite)}` });
   const goldens = readCorpusGoldens(directory);
   await assertGoldensMatchModel(goldens, model, CORPUS_MANIFEST_FILE);
-  const { manifest } = goldens;
-  if (manifest.corpus.sha256 !== sha256Bytes(readCorpusText(suite).text)) throw new BenchError("the suite's corpus changed since its goldens were made", { file: manifestPath, field: "corpus.sha256", fix: `re-${fix}` });
-  for (const field of ["n_ctx", "chunks"] as const) {
-    if (manifest[field] !== suite[field]) throw new BenchError(`goldens hold ${field} ${manifest[field]}, the suite asks ${suite[field]}`, { file: manifestPath, field, fix: `re-${fix}` });
-  }
-  if (manifest.K !== suite.top_k) throw new BenchError(`goldens hold K ${manifest.K}, the suite asks top_k ${suite.top_k}`, { file: manifestPath, field: "K", fix: `re-${fix}` });
+  assertCorpusGoldensMatchSuite(goldens, suite);
   return goldens;
+}
+
+/** Whether a goldens directory holds corpus goldens (a perplexity suite's) rather than a parity suite's. */
+export function isCorpusGoldens(directory: string): boolean {
+  return existsSync(join(directory, CORPUS_MANIFEST_FILE));
 }

@@ -8,7 +8,8 @@ import { goldensModelDirName, makeGoldens, remakeGoldens } from "../../goldens/m
 import { renderGapDiff } from "../../goldens/gap-diff.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
-import { corpusGoldensDir, makeCorpusGoldens } from "../../perplexity/corpus-goldens.js";
+import { CORPUS_MANIFEST_FILE, corpusGoldensDir, isCorpusGoldens, makeCorpusGoldens } from "../../perplexity/corpus-goldens.js";
+import { verifyCorpusGoldens } from "../../perplexity/verify-corpus-goldens.js";
 import { loadParitySuite, loadSuite } from "../../suites/load.js";
 import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
 import { paint, progress, say, warn } from "../output.js";
@@ -60,16 +61,16 @@ export function registerGoldens(program: Command): void {
 
   goldens
     .command("verify")
-    .description("re-check every committed goldens directory against its model artifact, prompts, tokenizer and oracle settings")
+    .description("re-check every committed goldens directory against its model artifact, prompts (a perplexity suite's: corpus and chunking), tokenizer and oracle settings")
     .argument("[directories...]", "goldens directories (default: all under goldens/)")
     .option("--recompute", `also re-run the oracle: identical greedy ids, top-k log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats`)
     .action(async (directories: string[], options: { recompute?: boolean }) => {
-      const targets = directories.length > 0 ? directories : listGoldensDirectories();
+      const targets = directories.length > 0 ? directories : [...listGoldensDirectories(), ...listGoldensDirectories(undefined, CORPUS_MANIFEST_FILE)];
       if (targets.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make`" });
       let failed = 0;
       for (const directory of targets) {
         progress(`verifying ${directory}`);
-        const check = await verifyGoldens(directory, { recompute: options.recompute === true });
+        const check = await (isCorpusGoldens(directory) ? verifyCorpusGoldens : verifyGoldens)(directory, { recompute: options.recompute === true });
         if (check.status === "ok") {
           say(`${paint("OK", "green")}        ${directory}`);
           for (const warning of check.warnings) warn(`${directory}: ${warning}`);
