@@ -143,6 +143,7 @@ function agreesToPrinted(ours: number, printed: Printed): boolean {
 const llamaPerplexity = builtLlamaPerplexity();
 (llamaPerplexity !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1" ? test : test.skip)("llama-perplexity on the same files, n_ctx, chunks and threads prints the statistics the suite computed", async () => {
   assert.ok(llamaPerplexity !== undefined, "BENCH_REQUIRE_LLAMA_SERVER=1 (CI builds llama-perplexity with llama-server): it must be there");
+  // The suite's numbers: the shipped-suite run of the test above.
   const metricsOf = (arm: string) => runOf("shipped").summary().verdicts.find((v) => v.check === "perplexity" && v.arm === arm)!.metrics!;
   const options = { nCtx: shipped.n_ctx, threads: 1 };
   const baseModel = (await resolveModel(shipped.base.model)).path;
