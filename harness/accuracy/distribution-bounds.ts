@@ -3,9 +3,9 @@ import type { TeacherForcedAccuracy } from "./teacher-forced.js";
 
 export const DISTRIBUTION_BOUND_KEYS = ["max_kld_mean", "max_kld_p99", "max_rms_delta_p", "min_same_top", "min_top1"] as const satisfies readonly (keyof DistributionBounds)[];
 
-/** One bound held against its measured value: `value` null when the data could not give it (no position scored). */
-export interface BoundResult {
-  readonly bound: keyof DistributionBounds;
+/** One bound held against its measured value: `value` null when the data could not give it (no position scored). Named `max_…` or `min_…`. */
+export interface BoundResult<Bound extends string = keyof DistributionBounds> {
+  readonly bound: Bound;
   readonly limit: number;
   readonly value: number | null;
   readonly ok: boolean;
@@ -36,7 +36,7 @@ export function holdToBounds(accuracy: TeacherForcedAccuracy, bounds: Distributi
 }
 
 /** `kld mean 3.66e-6 ≤ 2.5e-5` or `FAIL kld mean 1.12e-1 > 1e-6`, for a summary line. */
-export function describeBound(result: BoundResult): string {
+export function describeBound(result: BoundResult<string>): string {
   const name = result.bound.replace(/^(max|min)_/, "").replaceAll("_", " ");
   // Upper bounds are small and span decades (KLD, RMS Δp): exponents; lower bounds are fractions near 1.
   const upper = result.bound.startsWith("max_");

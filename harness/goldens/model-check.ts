@@ -5,14 +5,20 @@ import { readGguf } from "../gguf/read.js";
 import { tokenizerFingerprint } from "../gguf/tokenizer-fingerprint.js";
 import type { ModelRef } from "../fixtures/registry.js";
 import { sha256File } from "../io/sha256.js";
-import type { Goldens } from "./goldens.js";
+import type { GoldensManifest } from "./manifest.js";
+
+/** What the model check reads of any goldens directory (a parity suite's, a corpus's): where it is and the model it names. */
+interface GoldensOfModel {
+  readonly directory: string;
+  readonly manifest: Pick<GoldensManifest, "model" | "tokenizer">;
+}
 
 /**
  * Refuses to compare against goldens made from a different model artifact: sha256, size and
  * tokenizer must all match. A mismatch is an error (exit 2), never a silent comparison.
  */
-export async function assertGoldensMatchModel(goldens: Goldens, model: ModelRef): Promise<void> {
-  const manifestPath = join(goldens.directory, "manifest.json");
+export async function assertGoldensMatchModel(goldens: GoldensOfModel, model: ModelRef, manifestFile = "manifest.json"): Promise<void> {
+  const manifestPath = join(goldens.directory, manifestFile);
   const bytes = statSync(model.path).size;
   const sha256 = await sha256File(model.path);
   if (sha256 !== goldens.manifest.model.sha256 || bytes !== goldens.manifest.model.bytes) {

@@ -14,13 +14,13 @@ export type GoldensCheck =
   | { readonly status: "ok"; readonly directory: string; readonly warnings: readonly string[] }
   | { readonly status: "mismatch"; readonly directory: string; readonly reason: string };
 
-/** Every goldens/<model>/<suite>/ directory holding a manifest. */
-export function listGoldensDirectories(root = GOLDENS_DIR): string[] {
+/** Every goldens/<model>/<suite>/ directory holding a manifest (a parity suite's `manifest.json`, unless another file is named). */
+export function listGoldensDirectories(root = GOLDENS_DIR, manifestFile = "manifest.json"): string[] {
   if (!existsSync(root)) return [];
   return readdirSync(root, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
     .flatMap((model) => readdirSync(join(root, model.name), { withFileTypes: true })
-      .filter((entry) => entry.isDirectory() && existsSync(join(root, model.name, entry.name, "manifest.json")))
+      .filter((entry) => entry.isDirectory() && existsSync(join(root, model.name, entry.name, manifestFile)))
       .map((suite) => join(root, model.name, suite.name)));
 }
 

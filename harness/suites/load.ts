@@ -12,10 +12,11 @@ import type { ReuseSuite } from "./reuse-suite.js";
 import type { SpeculativeSuite } from "./speculative-suite.js";
 import type { TokenizerSuite } from "./tokenizer-suite.js";
 import type { ChatTemplateSuite } from "./chat-template-suite.js";
+import type { PerplexitySuite } from "./perplexity-suite.js";
 import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite | TokenizerSuite | ChatTemplateSuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite | TokenizerSuite | ChatTemplateSuite | PerplexitySuite;
 
 /** Suite kinds and the schema each is validated against. */
 const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
@@ -27,6 +28,7 @@ const SCHEMAS: Readonly<Record<Suite["kind"], string>> = {
   speculative: join(SUITES_DIR, "schema", "speculative.schema.json"),
   tokenizer: join(SUITES_DIR, "schema", "tokenizer.schema.json"),
   "chat-template": join(SUITES_DIR, "schema", "chat-template.schema.json"),
+  perplexity: join(SUITES_DIR, "schema", "perplexity.schema.json"),
 };
 
 /** Model suites live in suites/, kernel suites in kernels/ (DESIGN.md layout). */

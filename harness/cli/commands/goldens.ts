@@ -8,7 +8,9 @@ import { goldensModelDirName, makeGoldens, remakeGoldens } from "../../goldens/m
 import { renderGapDiff } from "../../goldens/gap-diff.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
-import { loadParitySuite } from "../../suites/load.js";
+import { CORPUS_MANIFEST_FILE, corpusGoldensDir, isCorpusGoldens, makeCorpusGoldens } from "../../perplexity/corpus-goldens.js";
+import { verifyCorpusGoldens } from "../../perplexity/verify-corpus-goldens.js";
+import { loadParitySuite, loadSuite } from "../../suites/load.js";
 import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
 import { paint, progress, say, warn } from "../output.js";
 import { setExitCode } from "../exit-code.js";
@@ -18,7 +20,7 @@ export function registerGoldens(program: Command): void {
 
   goldens
     .command("make")
-    .description("run the llama.cpp oracle on a suite's prompts and write its goldens atomically")
+    .description("run the llama.cpp oracle on a suite's prompts (a perplexity suite: its base model on its chunked corpus) and write its goldens atomically")
     .option("--suite <suite>", "suite name or path", "parity16")
     .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: every oracle the suite's arms answer to)")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
@@ -32,6 +34,15 @@ export function registerGoldens(program: Command): void {
           progress(`re-making ${directory}`);
           say(renderGapDiff({ ...(await remakeGoldens(directory)), directory: relative(process.cwd(), directory) }));
         }
+        return;
+      }
+      const named = loadSuite(options.suite);
+      if (named.kind === "perplexity") {
+        const model = await resolveModel(options.model ?? named.base.model);
+        const directory = options.out ?? corpusGoldensDir(named, model);
+        progress(`making corpus goldens for ${named.name} on ${model.id}`);
+        const manifest = await makeCorpusGoldens(named, model, directory);
+        say(`wrote ${directory} (${manifest.chunks} chunks × ${manifest.scored_per_chunk} scored of n_ctx ${manifest.n_ctx}, K=${manifest.K}, corpus sha256 ${manifest.corpus.sha256.slice(0, 16)}…, model sha256 ${manifest.model.sha256.slice(0, 16)}…)`);
         return;
       }
       const suite = loadParitySuite(options.suite);
@@ -50,16 +61,16 @@ export function registerGoldens(program: Command): void {
 
   goldens
     .command("verify")
-    .description("re-check every committed goldens directory against its model artifact, prompts, tokenizer and oracle settings")
+    .description("re-check every committed goldens directory against its model artifact, prompts (a perplexity suite's: corpus and chunking), tokenizer and oracle settings")
     .argument("[directories...]", "goldens directories (default: all under goldens/)")
     .option("--recompute", `also re-run the oracle: identical greedy ids, top-k log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats`)
     .action(async (directories: string[], options: { recompute?: boolean }) => {
-      const targets = directories.length > 0 ? directories : listGoldensDirectories();
+      const targets = directories.length > 0 ? directories : [...listGoldensDirectories(), ...listGoldensDirectories(undefined, CORPUS_MANIFEST_FILE)];
       if (targets.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make`" });
       let failed = 0;
       for (const directory of targets) {
         progress(`verifying ${directory}`);
-        const check = await verifyGoldens(directory, { recompute: options.recompute === true });
+        const check = await (isCorpusGoldens(directory) ? verifyCorpusGoldens : verifyGoldens)(directory, { recompute: options.recompute === true });
         if (check.status === "ok") {
           say(`${paint("OK", "green")}        ${directory}`);
           for (const warning of check.warnings) warn(`${directory}: ${warning}`);

@@ -35,8 +35,8 @@ export type ModuleCheckName = (typeof CHECKS_BY_KIND)[keyof typeof CHECKS_BY_KIN
  */
 type BatteryCheckName = "trace_demand" | "arm" | "load" | "parity_under_load";
 
-/** The state-reuse, speculative, tokenizer and chat-template kinds' checks, still run inline by their runners (reuse-runner.ts, speculative-runner.ts, tokenizer-runner.ts, chat-template-runner.ts). */
-type InlineCheckName = "reuse" | "reuse_efficacy" | "reuse_prefill" | "speculative_greedy" | "tokenizer_parity" | "detokenize_roundtrip" | "chat_template_server" | "chat_template_llama_server";
+/** The state-reuse, speculative, tokenizer, chat-template and perplexity kinds' checks, still run inline by their runners (reuse-runner.ts, speculative-runner.ts, tokenizer-runner.ts, chat-template-runner.ts, perplexity-runner.ts). */
+type InlineCheckName = "reuse" | "reuse_efficacy" | "reuse_prefill" | "speculative_greedy" | "tokenizer_parity" | "detokenize_roundtrip" | "chat_template_server" | "chat_template_llama_server" | "perplexity";
 
 /** Every name a cell's or a verdict's `check` column can hold (kernel suites: one per op of kernels/ops/registry.ts). */
 export type CheckName = ModuleCheckName | BatteryCheckName | InlineCheckName | KernelCheckName;

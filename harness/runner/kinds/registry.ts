@@ -5,6 +5,7 @@ import type { LegArm, SuiteKind } from "./kind.js";
 import { kernelsKind } from "./kernels.js";
 import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
+import { perplexityKind } from "./perplexity.js";
 import { reuseKind } from "./reuse.js";
 import { speculativeKind } from "./speculative.js";
 import { tokenizerKind } from "./tokenizer.js";
@@ -21,6 +22,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   speculative: speculativeKind,
   tokenizer: tokenizerKind,
   "chat-template": chatTemplateKind,
+  perplexity: perplexityKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */
