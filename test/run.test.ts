@@ -169,7 +169,7 @@ test("bad input: unknown suite field, missing goldens, goldens for another artif
 
   result = bench(["run", "--arm", "Q4_KM", "--runs-dir", runs]);
   assert.is(result.status, 2);
-  assert.match(result.stderr, /no arm "Q4_KM" in parity16, niah, serve-conformance, quant-kernels \(did you mean "Q4_K"\?\)/);
+  assert.match(result.stderr, /no arm "Q4_KM" in parity16, zoo-quick, niah-quick, serve-conformance, owned-kernels \(did you mean "Q4_K"\?\)/);
 });
 
 test("Ctrl-C mid-run: the SUT is stopped, finished cells are kept, status interrupted, exit 2", async () => {
