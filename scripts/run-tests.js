@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the uvu suites compiled into dist/test (or the directory given first) and ends with the
 // plain line CI reads: "N passed, N failed, N skipped", summed over every file.
-// Usage: node scripts/run-tests.js [dir] [--tier fast] [--jobs N] [--timings] [uvu flags]
+// Usage: node scripts/run-tests.js [dir] [--tier fast] [--jobs N] [--timings] [--durations FILE] [uvu flags]
 //   --tier fast  only the files whose first lines carry the marker `// test-tier: fast`; every other
 //                file (marked or not) runs only in the default, full run, so nothing is ever dropped
 //                from `npm test` by forgetting a marker.
@@ -9,9 +9,12 @@
 //                count, or BENCH_TEST_JOBS). A file whose leading comments say `// test-serial: REASON`
 //                runs with nothing else beside it (timing-sensitive checks).
 //   --timings    every file's wall time at the end (by default, the ten slowest).
+//   --durations FILE  measured wall times ({ "NAME.test.js": ms }) for files this checkout has not timed
+//                yet (default: test/durations.json, committed, when running dist/test).
 // Files start longest first, by the wall times the last run recorded (.timings.json beside the
-// compiled tests; a file never timed counts as the slowest), so one long file does not start last
-// and leave the other cores idle at the end.
+// compiled tests), else by the committed durations (a fresh clone or CI has no last run), and a file
+// timed by neither counts as the slowest, so one long file does not start last and leave the other
+// cores idle at the end.
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -33,6 +36,7 @@ const args = process.argv.slice(2);
 const givenDir = args[0] !== undefined && !args[0].startsWith("-");
 const dir = givenDir ? args.shift() : "dist/test";
 const allTimings = takeFlag("--timings");
+const durationsFile = takeOption("--durations", (value) => value !== "", "a file of measured wall times") ?? (givenDir ? undefined : fileURLToPath(new URL("../test/durations.json", import.meta.url)));
 const tier = takeOption("--tier", (value) => KNOWN_TIERS.has(value), `one of: ${[...KNOWN_TIERS].join(", ")}`);
 const jobs = Number(takeOption("--jobs", (value) => /^[1-9]\d*$/.test(value), "a whole number ≥ 1") ?? process.env.BENCH_TEST_JOBS ?? availableParallelism());
 if (!Number.isInteger(jobs) || jobs < 1) fail(`BENCH_TEST_JOBS needs a whole number ≥ 1 (got ${process.env.BENCH_TEST_JOBS})`);
@@ -107,6 +111,16 @@ function recordedTimings() {
   }
 }
 
+/** The committed measured wall times, for the files the last run did not time (a --durations file that cannot be read is an error: the order would silently fall back). */
+function committedDurations() {
+  if (durationsFile === undefined) return {};
+  try {
+    return JSON.parse(readFileSync(durationsFile, "utf8"));
+  } catch (error) {
+    fail(`--durations ${durationsFile}: ${error.message} (fix: name a JSON file of { "NAME.test.js": milliseconds }, e.g. a copy of dist/test/.timings.json)`);
+  }
+}
+
 /** The times of this run's files, over the last recorded times of the files that still exist (a fast run keeps the others'). */
 function saveTimings(previous, results, names) {
   const next = Object.fromEntries(Object.entries(previous).filter(([name]) => names.has(name)));
@@ -150,8 +164,8 @@ function runFile(file) {
  * Runs every file, at most `jobs` at once, longest first; a serial file waits until nothing else
  * runs and holds every slot while it runs.
  */
-async function runAll(files, previous) {
-  const expected = (file) => previous[file.name] ?? Number.POSITIVE_INFINITY;
+async function runAll(files, previous, committed) {
+  const expected = (file) => previous[file.name] ?? committed[file.name] ?? Number.POSITIVE_INFINITY;
   const queue = [...files].sort((a, b) => expected(b) - expected(a) || a.name.localeCompare(b.name));
   const results = [];
   let running = 0;
@@ -190,7 +204,7 @@ function printTimings(results, totalMs) {
 const files = chosenFiles();
 const previous = recordedTimings();
 const startedMs = performance.now();
-const results = await runAll(files, previous);
+const results = await runAll(files, previous, committedDurations());
 printTimings(results, performance.now() - startedMs);
 saveTimings(previous, results, new Set(allNames));
 const sum = (key) => results.reduce((total, result) => total + result[key], 0);

@@ -100,6 +100,23 @@ test("every file's wall time with --timings (the ten slowest without), before th
   assert.is(table.at(-1), "2 passed, 0 failed, 0 skipped");
 });
 
+test("files start longest first: by the last run's times, else by the committed durations; an unreadable --durations fails the run", () => {
+  const quick = `IMPORT_UVU\ntest("q", () => {});\ntest.run();\n`;
+  const files = { "a.test.js": quick, "b.test.js": quick, "c.test.js": quick };
+  const durations = join(work.path, "durations.json");
+  writeFileSync(durations, JSON.stringify({ "a.test.js": 10, "b.test.js": 30000, "c.test.js": 2000 }));
+  const order = (stdout: string) => [...stdout.matchAll(/^ok {3}(\w)\.test\.js/gm)].map((match) => match[1]).join("");
+  // One at a time, so the order they end in is the order they started in.
+  const committed = runFiles("durations", files, ["--jobs", "1", "--durations", durations]);
+  assert.is(order(committed.stdout), "bca", committed.stdout);
+  // The run recorded its own times beside the files: the next run orders by those, not the committed ones.
+  const recorded = JSON.parse(readFileSync(join(work.path, "durations", ".timings.json"), "utf8"));
+  assert.equal(Object.keys(recorded).sort(), ["a.test.js", "b.test.js", "c.test.js"]);
+  const missing = runFiles("durations-missing", files, ["--durations", join(work.path, "no-such.json")]);
+  assert.match(missing.stdout, /^run-tests: --durations .*no-such\.json: .*\(fix: name a JSON file of/m);
+  assert.is(missing.lastLine, "0 passed, 1 failed, 0 skipped");
+});
+
 // Each file of a pair announces itself in a shared directory, then waits for the other's announcement:
 // only two files that really run at the same time both pass.
 const rendezvous = (me: string, other: string, dir: string) => `IMPORT_UVU

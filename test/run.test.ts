@@ -169,7 +169,13 @@ test("bad input: unknown suite field, missing goldens, goldens for another artif
 
   result = bench(["run", "--arm", "Q4_KM", "--runs-dir", runs]);
   assert.is(result.status, 2);
-  assert.match(result.stderr, /no arm "Q4_KM" in parity16, niah, serve-conformance, quant-kernels \(did you mean "Q4_K"\?\)/);
+  assert.match(result.stderr, /no arm "Q4_KM" in parity16, zoo-quick, niah-quick, serve-conformance, owned-kernels \(did you mean "Q4_K"\?\)/);
+
+  // The default battery's parity suites hold 16 and 4 prompts: an index only parity16 has is refused before any arm runs.
+  result = bench(["run", "--prompt", "4", "--prompt", "5", "--runs-dir", runs]);
+  assert.is(result.status, 2);
+  assert.match(result.stderr, /zoo-quick\.json: --prompt: prompt index 4 is out of range \(fix: use 0\.\.3\)/);
+  assert.not.match(result.stdout, /correctness gate/, "no arm ran");
 });
 
 test("Ctrl-C mid-run: the SUT is stopped, finished cells are kept, status interrupted, exit 2", async () => {

@@ -44,7 +44,7 @@ test("only a whole, unsubsetted battery run validates an artifact; a passing sub
   assert.is(subset.status, 0, subset.stdout + subset.stderr);
   const refused = bench(["serve", "--model", "tiny-random", "--runs-dir", runs, "--port", "0"]);
   assert.is(refused.status, 2);
-  assert.match(refused.stderr, /refusing to serve an unvalidated build: no run validates this artifact \(sha256 [0-9a-f]{12}…\): the newest, run subset passed on it, but it was limited by --prompt: only a run of its whole battery \(parity16, niah, serve-conformance, quant-kernels\) validates \(fix: validate it with `bench run`, or pass --unvalidated\)/);
+  assert.match(refused.stderr, /refusing to serve an unvalidated build: no run validates this artifact \(sha256 [0-9a-f]{12}…\): the newest, run subset passed on it, but it was limited by --prompt: only a run of its whole battery \(parity16, zoo-quick, niah-quick, serve-conformance, owned-kernels\) validates \(fix: validate it with `bench run`, or pass --unvalidated\)/);
   // The whole default battery: parity through HTTP too, and the server's own conformance.
   const battery = bench(["run", "--runs-dir", runs, "--run-id", "battery"]);
   assert.is(battery.status, 0, battery.stdout + battery.stderr);

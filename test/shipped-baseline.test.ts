@@ -14,6 +14,8 @@ import { bench, temporaryDirectory } from "./helpers/workspace.js";
 const work = temporaryDirectory("shipped-baseline");
 test.after(() => work.remove());
 const SHIPPED = join(PACKAGE_ROOT, "reports", "baselines", "embedded-default.json");
+/** A bounded matvec case of owned-kernels (the default battery's kernel suite), as the baseline names it. */
+const Q8_0_MATVEC = "MATVEC(encoding=Q8_0:F32,rows=64,cols=1024,seed=112)";
 
 test("the shipped baseline was taken from a passing run and holds parity, needles, kernel cases and each bounded kernel case's ratio", () => {
   const baseline = readBaseline(SHIPPED);
@@ -32,7 +34,7 @@ test("the shipped baseline was taken from a passing run and holds parity, needle
 test("against the shipped baseline: the FAKE fp16-accumulating kernel fails; a ratio grown inside its bound fails the ratchet", () => {
   const runs = join(work.path, "runs");
   const suiteWithPlugin = (file: string, plugin: string) => {
-    const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "quant-kernels.json"), "utf8"));
+    const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "kernels", "owned-kernels.json"), "utf8"));
     delete suite.$schema;
     suite.arms = [{ label: "reference plugin", plugin, gate: "required" }];
     writeFileSync(join(work.path, file), JSON.stringify(suite));
@@ -43,17 +45,17 @@ test("against the shipped baseline: the FAKE fp16-accumulating kernel fails; a r
   assert.is(broken.status, 1, broken.stdout + broken.stderr);
   const brokenGate = bench(["gate", "half-accum", "--runs-dir", runs, "--baseline", SHIPPED, "--strict"]);
   assert.is(brokenGate.status, 1, brokenGate.stdout);
-  assert.match(brokenGate.stdout, /^FAIL {2}quant-kernels\/reference plugin\/matvec: kernel cases no longer pass: MATVEC\(type=Q8_0,rows=64,cols=1024,seed=11\)$/m);
+  assert.match(brokenGate.stdout, /^FAIL {2}owned-kernels\/reference plugin\/matvec: kernel cases no longer pass: .*MATVEC\(encoding=Q8_0:F32,rows=64,cols=1024,seed=112\)/m);
   // A kernel drifting inside its bound: FAKE injection of the ratio into a copy of a real reference-plugin run.
-  const clean = bench(["run", "--suite", "quant-kernels", "--runs-dir", runs, "--run-id", "clean"]);
+  const clean = bench(["run", "--suite", "owned-kernels", "--runs-dir", runs, "--run-id", "clean"]);
   assert.is(clean.status, 0, clean.stdout + clean.stderr);
   assert.is(bench(["gate", "clean", "--runs-dir", runs, "--baseline", SHIPPED]).status, 0);
   const grown = join(runs, "grown");
   cpSync(join(runs, "clean"), grown, { recursive: true });
-  writeFileSync(join(grown, "cells.arrow"), encodeCellsArrow(readRun(grown).cells.map((c) => (c.check === "matvec" && c.detail.startsWith("MATVEC(type=Q8_0,") ? { ...c, kernel_ratio: 0.388 } : c))));
+  writeFileSync(join(grown, "cells.arrow"), encodeCellsArrow(readRun(grown).cells.map((c) => (c.check === "matvec" && c.detail.startsWith(`${Q8_0_MATVEC}:`) ? { ...c, kernel_ratio: 0.388 } : c))));
   const drifted = bench(["gate", "grown", "--runs-dir", runs, "--baseline", SHIPPED]);
   assert.is(drifted.status, 1, drifted.stdout);
-  assert.match(drifted.stdout, /^FAIL {2}quant-kernels\/reference plugin\/matvec\/MATVEC\(type=Q8_0,rows=64,cols=1024,seed=11\): worst ratio to its bound grew [\d.e-]+% → 38\.8% /m);
+  assert.match(drifted.stdout, /^FAIL {2}owned-kernels\/reference plugin\/matvec\/MATVEC\(encoding=Q8_0:F32,rows=64,cols=1024,seed=112\): worst ratio to its bound grew [\d.e-]+% → 38\.8% /m);
   assert.is(drifted.stdout.match(/^FAIL {2}/gm)?.length, 1, `the ratio is the only failure (the rest of the battery is missing: warnings): ${drifted.stdout}`);
 });
 

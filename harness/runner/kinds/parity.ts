@@ -12,9 +12,14 @@ import type { SuiteKind } from "./kind.js";
 /** Greedy-id parity against the goldens, with the checks of runParityArm; arms grouped by the oracle they answer to. */
 export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
   arms: modelArms,
+  // Before any work: suites differ in prompt count (the default battery's zoo-quick has 4), so a --prompt
+  // one of the run's parity suites lacks is refused naming that suite, not found after others ran.
+  checkSelection(suites, options) {
+    for (const suite of suites) if (modelArms(suite, options).length > 0) selectedPrompts(suite, options.prompts);
+  },
   async run(suite, arms, battery) {
     const { options, recorder } = battery;
-    const prompts = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt");
+    const prompts = selectedPrompts(suite, options.prompts);
     // Arms are grouped by the oracle they answer to (one per model family in a zoo suite), in suite order.
     for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
       const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
@@ -38,3 +43,8 @@ export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
     }
   },
 };
+
+/** The prompt indices --prompt selects from a parity suite (all when none), each checked against its prompt count. */
+function selectedPrompts(suite: ParitySuite, requested: readonly number[] | undefined): number[] {
+  return selectIndices(suite.prompts.length, requested, "prompt index", "--prompt", suite.path);
+}
