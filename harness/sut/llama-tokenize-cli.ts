@@ -29,7 +29,7 @@ const CALL_TIMEOUT_MS = 30_000;
  * llama.cpp's own tokenizer CLI (tools/tokenize/tokenize.cpp) as a second llama.cpp side of a
  * tokenizer suite: one process per text and mode, the text on stdin byte for byte (`--no-escape`:
  * its default turns `\n` written as two characters into a newline), nothing added (`--no-bos`),
- * special-token text parsed or not (`--parse-special` / `--no-parse-special`), ids printed as a list
+ * special-token text parsed (its default) or not (`--no-parse-special`), ids printed as a list
  * (`--ids`). It cannot detokenize: the round trip and the pieces a difference names come from the
  * embedded llama.cpp on the same file. When the binary is not built, `missing` says so and the arm's
  * checks are SKIPPED with it, never passed.
@@ -42,6 +42,9 @@ export class LlamaTokenizeCliSut implements SystemUnderTest, LlamaCppTokenizer {
     private readonly modelPath: string,
     private readonly embedded: LlamaCppTokenizerSut,
   ) {}
+
+  /** Each text's ids per mode: the parity check and the round trip both ask for the parsed ids, and a call costs a process start and a vocabulary load. */
+  private readonly answered = new Map<string, number[]>();
 
   static async open(modelPath: string, label: string): Promise<LlamaTokenizeCliSut> {
     const embedded = await LlamaCppTokenizerSut.open(modelPath, label);
@@ -56,8 +59,16 @@ export class LlamaTokenizeCliSut implements SystemUnderTest, LlamaCppTokenizer {
   }
 
   tokenizeText(text: string, mode: SpecialTokenMode): number[] {
+    const key = `${mode}\u0000${text}`;
+    let ids = this.answered.get(key);
+    if (ids === undefined) this.answered.set(key, ids = this.runTool(text, mode));
+    return [...ids];
+  }
+
+  private runTool(text: string, mode: SpecialTokenMode): number[] {
     if (this.binary === undefined) throw new Error(this.missing);
-    const args = ["-m", this.modelPath, "--stdin", "--ids", "--no-bos", "--no-escape", "--log-disable", mode === "parsed" ? "--parse-special" : "--no-parse-special"];
+    // The tool parses special-token text by default (it has no --parse-special flag; that one is llama-imatrix's).
+    const args = ["-m", this.modelPath, "--stdin", "--ids", "--no-bos", "--no-escape", "--log-disable", ...(mode === "plain" ? ["--no-parse-special"] : [])];
     const result = spawnSync(this.binary, args, { input: text, encoding: "utf8", timeout: CALL_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
     if (result.error !== undefined) throw new Error(`llama-tokenize did not run: ${result.error.message}`);
     if (result.status !== 0) throw new Error(`llama-tokenize exited ${result.status ?? result.signal}: ${result.stderr.trim().split("\n").slice(-2).join(" / ")}`);
