@@ -66,9 +66,9 @@ function roundTrip(side: "llama.cpp" | "reference", text: string, ids: readonly 
  */
 async function compareCorpus(context: TokenizerArmContext, check: TokenizerComparison, level: GateLevel, compare: (text: string) => Comparison[]): Promise<void> {
   await runCheck(context, check, level, [], async (gate): Promise<CheckOutcome> => {
-    const unrunnable = context.tokenizer.missing ?? (context.texts.length === 0 ? "no corpus text selected: an empty corpus cannot fail" : undefined);
-    if (unrunnable !== undefined) {
-      const reason = unrunnable;
+    // A tool that is not built, or no text selected: nothing could fail, so SKIPPED, never passed.
+    const reason = context.tokenizer.missing ?? (context.texts.length === 0 ? "no corpus text selected: an empty corpus cannot fail" : undefined);
+    if (reason !== undefined) {
       await context.emit({ kind: "cells", cells: [makeCell(context, check, gate, { status: "skip", detail: reason })] });
       return { status: "skip", reason };
     }
