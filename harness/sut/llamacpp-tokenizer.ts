@@ -6,13 +6,22 @@ import type { SpecialTokenMode } from "../suites/tokenizer-suite.js";
 import { embeddedProvenance, llamaRuntime } from "./llamacpp.js";
 import type { SutProvenance, SystemUnderTest } from "./types.js";
 
+/** A llama.cpp tokenizer as a tokenizer suite asks it: ids in either special-token mode, ids back to text, one id's piece. */
+export interface LlamaCppTokenizer {
+  tokenizeText(text: string, mode: SpecialTokenMode): number[];
+  detokenizeIds(ids: readonly number[]): string;
+  piece(id: number): string;
+  /** Why this tokenizer cannot run here (a tool not built), or undefined when it can. */
+  readonly missing?: string;
+}
+
 /**
  * llama.cpp's tokenizer alone: a model loaded vocabulary-only (no weights read, no context), as a
  * tokenizer suite's SUT. Unlike the SUT `tokenize` capability (BOS added, special text plain), it
  * tokenizes with or without special-token parsing and adds nothing, so it can be held id for id to a
  * Hugging Face tokenizer called with `add_special_tokens=False`.
  */
-export class LlamaCppTokenizerSut implements SystemUnderTest {
+export class LlamaCppTokenizerSut implements SystemUnderTest, LlamaCppTokenizer {
   private constructor(readonly label: string, readonly provenance: SutProvenance, private readonly model: LlamaModel) {}
 
   static async open(modelPath: string, label: string): Promise<LlamaCppTokenizerSut> {

