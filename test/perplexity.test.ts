@@ -149,9 +149,9 @@ const llamaPerplexity = builtLlamaPerplexity();
   const baseModel = (await resolveModel(shipped.base.model)).path;
   const corpusArgs = ["-f", corpusPath, "--chunks", String(shipped.chunks)];
   // The plain run's PPL is the tool's precise one (double log-softmax); the run that saves the base file computes it in float.
-  const base = parseFinalEstimate(runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs], options));
+  const base = parseFinalEstimate(runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs], options, "Final estimate"));
   const baseFile = join(work.path, "base.kld");
-  runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs, "--kl-divergence-base", baseFile], options);
+  runLlamaPerplexity(llamaPerplexity, ["-m", baseModel, ...corpusArgs, "--kl-divergence-base", baseFile], options, undefined);
   // Its base file starts "_logits_", n_ctx, n_vocab, n_chunk, then the corpus tokens it scored: the same ids the suite fed, but for the BOS each chunk starts with.
   const header = readFileSync(baseFile);
   assert.is(header.subarray(0, 8).toString("latin1"), "_logits_");
@@ -172,7 +172,7 @@ const llamaPerplexity = builtLlamaPerplexity();
   for (const arm of ["Q8_0", "Q4_K"]) {
     const ours = metricsOf(arm);
     const model = (await resolveModel(shipped.arms.find((a) => a.label === arm)!.model)).path;
-    const report = parseKlDivergenceReport(runLlamaPerplexity(llamaPerplexity, ["-m", model, "--kl-divergence-base", baseFile, "--kl-divergence"], options));
+    const report = parseKlDivergenceReport(runLlamaPerplexity(llamaPerplexity, ["-m", model, "--kl-divergence-base", baseFile, "--kl-divergence"], options, "Same top p"));
     const line = (name: string) => { const entry = report.get(name); assert.ok(entry !== undefined, `no "${name}" line: ${[...report.keys()].join(", ")}`); return entry!; };
     const ctx = `${arm}: ours ${JSON.stringify(ours)}`;
     const pplQ = line("Mean PPL(Q)").value.value;
