@@ -10,7 +10,7 @@ interface ContextAccessAddon {
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
-  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
   firstPosition(handle: number, sequence: number): number;
@@ -66,11 +66,12 @@ export type NativeContext =
     /**
      * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
      * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
-     * on this thread, outside node-llama-cpp (which then does not know those tokens: the caller
-     * tracks positions and clears with clearSequence). Never while node-llama-cpp evaluates.
+     * on a worker thread (the event loop runs meanwhile), outside node-llama-cpp (which then does
+     * not know those tokens: the caller tracks positions and clears with clearSequence). Never
+     * while node-llama-cpp evaluates; until it settles, every other call here throws.
      * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
      */
-    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
+    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */

@@ -9,9 +9,10 @@
 // 2. Settling a batch's outputs before samplings start: llama.cpp reorders a batch's output rows in
 //    place on the first logits read, and node-llama-cpp samples each sequence on its own libuv
 //    thread, so two first reads at once can hand a sequence another's logits.
-// 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
+// 3. A greedy step with one thread hop: node-llama-cpp's per-token path (a decode on one libuv
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
-//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
+//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step,
+//    with the argmax taken on the same worker thread while the event loop serves HTTP.
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
@@ -24,6 +25,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -140,6 +142,8 @@ struct Handle {
   /** A batch of the context's batch size, allocated on first use. */
   llama_batch batch;
   bool hasBatch;
+  /** A decodeGreedy runs on a worker thread: nothing else may touch the context until it settles. */
+  bool busy;
 };
 std::map<uint32_t, Handle> handles;
 uint32_t nextHandle = 1;
@@ -152,6 +156,10 @@ Handle* handleAt(const Napi::CallbackInfo& info) {
   const auto found = info.Length() > 0 && info[0].IsNumber() ? handles.find(info[0].As<Napi::Number>().Uint32Value()) : handles.end();
   if (found == handles.end()) {
     Napi::Error::New(info.Env(), "no such context handle").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  if (found->second.busy) {
+    Napi::Error::New(info.Env(), "a decodeGreedy step is still running on this context: await it first").ThrowAsJavaScriptException();
     return nullptr;
   }
   return &found->second;
@@ -211,7 +219,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const uint32_t id = nextHandle++;
-  handles[id] = Handle{ctx, nullptr, {}, false};
+  handles[id] = Handle{ctx, nullptr, {}, false, false};
   return Napi::Number::New(env, id);
 }
 
@@ -260,13 +268,104 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, best);
 }
 
+/** One decodeGreedy call's work, copied out of JavaScript's arrays so that it can run off the main thread. */
+struct GreedyStep {
+  std::vector<int32_t> sequences;
+  std::vector<int32_t> counts;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> starts;
+  /** At most this many tokens per llama_decode. */
+  int32_t capacity;
+};
+
 /**
- * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Int32Array: a step of
- * greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a prompt to
- * prefill, or the one token to decode; `tokens` holds them back to back) at positions starts[i]
- * onwards, all in one llama_decode (several when they exceed the batch size), only each sequence's
- * last token with an output, and that output's argmax. No sampler and no thread hop: it runs on
- * the calling thread.
+ * Runs a step's llama_decodes and puts each entry's argmax in `next`; returns why it failed, or "".
+ * Touches no JavaScript value: it runs on a libuv worker thread.
+ */
+std::string runGreedyStep(Handle& handle, const GreedyStep& step, std::vector<int32_t>& next) {
+  llama_batch& batch = handle.batch;
+  std::vector<std::pair<size_t, int32_t>> outputs;  // (entry, batch index) of the chunk being filled
+  const auto flush = [&]() -> std::string {
+    if (batch.n_tokens == 0) return "";
+    const int32_t status = symbols.decode(handle.ctx, batch);
+    if (status != 0) return "llama_decode returned " + std::to_string(status);
+    for (const auto& [entry, index] : outputs) {
+      next[entry] = argmaxRow(handle.ctx, index);
+      if (next[entry] < 0) return "llama.cpp has no logits for a decoded token";
+    }
+    batch.n_tokens = 0;
+    outputs.clear();
+    return "";
+  };
+  batch.n_tokens = 0;
+  size_t offset = 0;
+  for (size_t e = 0; e < step.sequences.size(); e++) {
+    for (int32_t t = 0; t < step.counts[e]; t++, offset++) {
+      const int32_t i = batch.n_tokens++;
+      batch.token[i] = step.tokens[offset];
+      batch.pos[i] = step.starts[e] + t;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = step.sequences[e];
+      batch.logits[i] = t == step.counts[e] - 1;
+      if (batch.logits[i]) outputs.emplace_back(e, i);
+      if (batch.n_tokens == step.capacity) {
+        const std::string failed = flush();
+        if (!failed.empty()) return failed;
+      }
+    }
+  }
+  return flush();
+}
+
+/**
+ * A step on a libuv worker thread, so that the event loop goes on reading requests and writing
+ * streamed tokens while the graph computes (llama-server's HTTP threads do the same beside its
+ * decode loop). The handle is marked busy until the promise settles: every other call on it is
+ * refused meanwhile, since llama.cpp's context is not safe to use from two threads.
+ */
+class GreedyStepWorker : public Napi::AsyncWorker {
+ public:
+  GreedyStepWorker(Napi::Env env, Handle& handle, GreedyStep step)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(handle), step_(std::move(step)), next_(step_.sequences.size(), -1) {
+    handle_.busy = true;
+  }
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override { failure_ = runGreedyStep(handle_, step_, next_); }
+
+  void OnOK() override {
+    handle_.busy = false;
+    if (!failure_.empty()) {
+      deferred_.Reject(Napi::Error::New(Env(), failure_).Value());
+      return;
+    }
+    auto next = Napi::Int32Array::New(Env(), next_.size());
+    std::copy(next_.begin(), next_.end(), next.Data());
+    deferred_.Resolve(next);
+  }
+
+  void OnError(const Napi::Error& error) override {
+    handle_.busy = false;
+    deferred_.Reject(error.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Handle& handle_;
+  const GreedyStep step_;
+  std::vector<int32_t> next_;
+  std::string failure_;
+};
+
+/**
+ * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Promise<Int32Array>:
+ * a step of greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a
+ * prompt's stretch to prefill, or the one token to decode; `tokens` holds them back to back) at
+ * positions starts[i] onwards, all in one llama_decode (several when they exceed maxPerDecode or
+ * the batch size), only each sequence's last token with an output, and that output's argmax. No
+ * sampler; the decodes run on a worker thread (GreedyStepWorker).
  */
 Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -298,48 +397,17 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   }
   // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
   const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
-  const int32_t capacity = asked > 0 && asked < batchSize ? asked : batchSize;
-  llama_batch& batch = handle->batch;
-  auto next = Napi::Int32Array::New(env, entries);
-  std::vector<std::pair<size_t, int32_t>> outputs;  // (entry, batch index) of the chunk being filled
-  const auto flush = [&]() -> std::string {
-    if (batch.n_tokens == 0) return "";
-    const int32_t status = symbols.decode(handle->ctx, batch);
-    if (status != 0) return "llama_decode returned " + std::to_string(status);
-    for (const auto& [entry, index] : outputs) {
-      next[entry] = argmaxRow(handle->ctx, index);
-      if (next[entry] < 0) return "llama.cpp has no logits for a decoded token";
-    }
-    batch.n_tokens = 0;
-    outputs.clear();
-    return "";
+  GreedyStep step{
+      {sequences.Data(), sequences.Data() + entries},
+      {counts.Data(), counts.Data() + entries},
+      {tokens.Data(), tokens.Data() + total},
+      {starts.Data(), starts.Data() + entries},
+      asked > 0 && asked < batchSize ? asked : batchSize,
   };
-  batch.n_tokens = 0;
-  size_t offset = 0;
-  for (size_t e = 0; e < entries; e++) {
-    for (int32_t t = 0; t < counts[e]; t++, offset++) {
-      const int32_t i = batch.n_tokens++;
-      batch.token[i] = tokens[offset];
-      batch.pos[i] = starts[e] + t;
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = sequences[e];
-      batch.logits[i] = t == counts[e] - 1;
-      if (batch.logits[i]) outputs.emplace_back(e, i);
-      if (batch.n_tokens == capacity) {
-        const std::string failed = flush();
-        if (!failed.empty()) {
-          Napi::Error::New(env, failed).ThrowAsJavaScriptException();
-          return env.Undefined();
-        }
-      }
-    }
-  }
-  const std::string failed = flush();
-  if (!failed.empty()) {
-    Napi::Error::New(env, failed).ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  return next;
+  auto* worker = new GreedyStepWorker(env, *handle, std::move(step));  // node-addon-api deletes it once settled
+  const Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
 }
 
 /** clearSequence(handle, sequence): every cell and any recurrent state of one sequence. */
