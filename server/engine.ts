@@ -233,6 +233,9 @@ export class BatchEngine {
       if (this.inFlight === 0) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         this.wake = undefined;
+        // Requests that arrived together (clients in step, all answered by one step) are read in the
+        // same turn of the event loop: admit them together rather than the first one alone.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
       const started = performance.now();
@@ -253,8 +256,11 @@ export class BatchEngine {
       const throughNode = working.filter((slot) => !greedy.includes(slot));
       for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
-      // The step's llama_decode runs on a worker thread: requests are read and tokens streamed meanwhile.
-      if (greedy.length > 0) await this.stepGreedily(greedy, admitted);
+      if (greedy.length > 0) {
+        await this.stepGreedily(greedy, admitted);
+        // After a step on this thread, let sockets flush and requests arrive before the next one.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
   }
@@ -404,6 +410,10 @@ export class BatchEngine {
         Int32Array.from(entries.flatMap((e) => e.piece)),
         Int32Array.from(entries, (e) => e.start),
         this.cacheSettings.prefillChunk,
+        // A step with prompt tokens computes long enough to pay for a thread hop, and requests that
+        // arrive meanwhile are then read and queued for the next step; a decode-only step
+        // (a token per slot, well under a millisecond on small models) is cheaper without one.
+        entries.some((e) => e.piece.length > 1),
       );
     } catch (error) {
       for (const slot of live) this.fail(slot, error);

@@ -10,7 +10,8 @@ interface ContextAccessAddon {
   attachPool(handle: number, poll: number): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
-  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
   firstPosition(handle: number, sequence: number): number;
@@ -66,12 +67,13 @@ export type NativeContext =
     /**
      * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
      * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
-     * on a worker thread (the event loop runs meanwhile), outside node-llama-cpp (which then does
-     * not know those tokens: the caller tracks positions and clears with clearSequence). Never
-     * while node-llama-cpp evaluates; until it settles, every other call here throws.
-     * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
+     * outside node-llama-cpp (which then does not know those tokens: the caller tracks positions
+     * and clears with clearSequence). Never while node-llama-cpp evaluates. At most maxPerDecode
+     * tokens go into one llama_decode (a prefill chunk; the batch size caps it). On this thread,
+     * or with offThread on a worker thread while the event loop goes on (a hop each way: worth it
+     * for a step that carries prompt tokens); until that settles, every other call here throws.
      */
-    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
+    readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, offThread: boolean) => Promise<Int32Array>;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */
@@ -132,7 +134,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
-        decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
+        decodeGreedy: async (sequences, counts, tokens, starts, maxPerDecode, offThread) => (offThread ? loaded.decodeGreedyOffThread : loaded.decodeGreedy)(handle, sequences, counts, tokens, starts, maxPerDecode),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),
         firstPosition: (sequence) => loaded.firstPosition(handle, sequence),

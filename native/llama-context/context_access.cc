@@ -9,10 +9,11 @@
 // 2. Settling a batch's outputs before samplings start: llama.cpp reorders a batch's output rows in
 //    place on the first logits read, and node-llama-cpp samples each sequence on its own libuv
 //    thread, so two first reads at once can hand a sequence another's logits.
-// 3. A greedy step with one thread hop: node-llama-cpp's per-token path (a decode on one libuv
+// 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
-//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step,
-//    with the argmax taken on the same worker thread while the event loop serves HTTP.
+//    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
+//    A step that carries prompt tokens runs on a worker thread instead, so that the event loop
+//    reads requests and streams tokens while it computes.
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
@@ -360,20 +361,18 @@ class GreedyStepWorker : public Napi::AsyncWorker {
 };
 
 /**
- * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Promise<Int32Array>:
- * a step of greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a
- * prompt's stretch to prefill, or the one token to decode; `tokens` holds them back to back) at
- * positions starts[i] onwards, all in one llama_decode (several when they exceed maxPerDecode or
- * the batch size), only each sequence's last token with an output, and that output's argmax. No
- * sampler; the decodes run on a worker thread (GreedyStepWorker).
+ * A step's arguments (handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) as a
+ * GreedyStep: sequence i's next counts[i] tokens (a prompt's stretch to prefill, or the one token to
+ * decode; `tokens` holds them back to back) at positions starts[i] onwards, at most maxPerDecode
+ * (the batch size caps it) per llama_decode. Throws and returns false on a malformed call.
  */
-Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
+bool readGreedyStep(const Napi::CallbackInfo& info, Handle*& handle, GreedyStep& step) {
   Napi::Env env = info.Env();
-  Handle* handle = handleAt(info);
-  if (handle == nullptr) return env.Undefined();
+  handle = handleAt(info);
+  if (handle == nullptr) return false;
   if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
     Napi::TypeError::New(env, "decodeGreedy(handle, sequences, counts, tokens, starts)").ThrowAsJavaScriptException();
-    return env.Undefined();
+    return false;
   }
   const auto sequences = info[1].As<Napi::Int32Array>();
   const auto counts = info[2].As<Napi::Int32Array>();
@@ -388,7 +387,7 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   }
   if (!shaped || total != tokens.ElementLength()) {
     Napi::RangeError::New(env, "decodeGreedy: every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
-    return env.Undefined();
+    return false;
   }
   const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
   if (!handle->hasBatch) {
@@ -397,13 +396,48 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   }
   // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
   const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
-  GreedyStep step{
+  step = GreedyStep{
       {sequences.Data(), sequences.Data() + entries},
       {counts.Data(), counts.Data() + entries},
       {tokens.Data(), tokens.Data() + total},
       {starts.Data(), starts.Data() + entries},
       asked > 0 && asked < batchSize ? asked : batchSize,
   };
+  return true;
+}
+
+/**
+ * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?) -> Int32Array: a step of
+ * greedy requests as llama-server's loop runs it (readGreedyStep), only each sequence's last token
+ * with an output, and that output's argmax. No sampler and no thread hop: it runs on the calling
+ * thread, for steps too short to pay for a hop (one token per sequence).
+ */
+Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = nullptr;
+  GreedyStep step;
+  if (!readGreedyStep(info, handle, step)) return env.Undefined();
+  std::vector<int32_t> next(step.sequences.size(), -1);
+  const std::string failed = runGreedyStep(*handle, step, next);
+  if (!failed.empty()) {
+    Napi::Error::New(env, failed).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto out = Napi::Int32Array::New(env, next.size());
+  std::copy(next.begin(), next.end(), out.Data());
+  return out;
+}
+
+/**
+ * decodeGreedyOffThread(...decodeGreedy's arguments) -> Promise<Int32Array>: the same step on a
+ * libuv worker thread (GreedyStepWorker), for steps long enough that the event loop should go on
+ * meanwhile (prompt stretches).
+ */
+Napi::Value DecodeGreedyOffThread(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = nullptr;
+  GreedyStep step;
+  if (!readGreedyStep(info, handle, step)) return env.Undefined();
   auto* worker = new GreedyStepWorker(env, *handle, std::move(step));  // node-addon-api deletes it once settled
   const Napi::Promise promise = worker->Promise();
   worker->Queue();
@@ -500,6 +534,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  exports.Set("decodeGreedyOffThread", Napi::Function::New(env, DecodeGreedyOffThread));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
   exports.Set("firstPosition", Napi::Function::New(env, FirstPosition));
