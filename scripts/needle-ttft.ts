@@ -78,7 +78,7 @@ try {
   const prompts = await needlePrompts(spec, oursArm.model, settings);
   console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ${prompts.length} needle prompts of ${prompts.map((p) => p.length).join(", ")} tokens, max_tokens ${spec.maxTokens}; `
     + `ours: threads ${settings.threads}, context ${settings.contextSize}, KV ${settings.kvCacheType}, batch ${settings.batchSize}, flash attention ${settings.flashAttention ? "on" : "off"}; `
-    + `llama-server: ${(theirsArm.command ?? []).slice(1).join(" ")}; ${ROUNDS} rounds after a warm-up, sides alternating; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    + `llama-server: the suite's arm "${THEIRS}"; ${ROUNDS} rounds after a warm-up, sides alternating; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   // Boot to /health 200, which bench:niah's per-case time for a server arm includes (a third each).
   let bootStarted = performance.now();
   servers.ours = await startManagedServer({
@@ -87,8 +87,9 @@ try {
   });
   const oursBootS = (performance.now() - bootStarted) / 1000;
   bootStarted = performance.now();
-  servers["llama-server"] = await startServerCommand((theirsArm.command ?? []).map((part) => fillPlaceholders(part, model.path, theirSettings)), { label: THEIRS, bootTimeoutS: 120 });
-  console.log(`boot to /health 200: ours ${oursBootS.toFixed(2)} s, llama-server ${((performance.now() - bootStarted) / 1000).toFixed(2)} s`);
+  const llamaServer = await startServerCommand((theirsArm.command ?? []).map((part) => fillPlaceholders(part, model.path, theirSettings)), { label: THEIRS, bootTimeoutS: 120 });
+  servers["llama-server"] = llamaServer;
+  console.log(`boot to /health 200: ours ${oursBootS.toFixed(2)} s, llama-server ${((performance.now() - bootStarted) / 1000).toFixed(2)} s (${llamaServer.argv.slice(1).join(" ")})`);
   const met = await measure(servers as Record<Side, ManagedServer>, prompts);
   verdict = { line: `needle-ttft verdict: ${met}`, code: met === "PASS" ? EXIT.pass : EXIT.gateFailed };
 } catch (error) {

@@ -118,6 +118,15 @@ interface Job {
   reject: (error: unknown) => void;
 }
 
+/**
+ * A greedy step of at least this many tokens runs on a worker thread, so that requests arriving
+ * meanwhile are read and queued for the next step: a few milliseconds of compute even on the tiny
+ * fixtures. A shorter one stays on the JavaScript thread: the two thread wake-ups of a hop cost
+ * more than they save there — on a loaded 2-core machine, with every prefill of 32 tokens off the
+ * thread, output tok/s fell to about half of llama-server's (docs/performance.md).
+ */
+const OFF_THREAD_TOKENS = 256;
+
 /** The whole next-token distribution: for sampling at temperature > 0, and for log-probs. */
 const PROBE = { generateNext: { probabilities: true } } as const;
 /**
@@ -410,10 +419,7 @@ export class BatchEngine {
         Int32Array.from(entries.flatMap((e) => e.piece)),
         Int32Array.from(entries, (e) => e.start),
         this.cacheSettings.prefillChunk,
-        // A step with prompt tokens computes long enough to pay for a thread hop, and requests that
-        // arrive meanwhile are then read and queued for the next step; a decode-only step
-        // (a token per slot, well under a millisecond on small models) is cheaper without one.
-        entries.some((e) => e.piece.length > 1),
+        entries.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS,
       );
     } catch (error) {
       for (const slot of live) this.fail(slot, error);

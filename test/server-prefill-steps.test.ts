@@ -9,8 +9,9 @@ import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
 
-const CHUNK = 32;
-const LONG_TOKENS = 1536;
+/** Steps of a chunk run on a worker thread (server/engine.ts OFF_THREAD_TOKENS). */
+const CHUNK = 256;
+const LONG_TOKENS = 3072;
 
 async function tokenize(server: ManagedServer, text: string): Promise<number[]> {
   const response = await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text, add_special: true } });
@@ -48,7 +49,7 @@ async function streamed(server: ManagedServer, prompt: readonly number[], maxTok
 
 test("a long prompt prefills one chunk a step: the event loop serves meanwhile, and a short request sent during it gets its first token first", async () => {
   const model = await resolveModel("tiny-random:F32");
-  const server = await startManagedServer({ modelPath: model.path, slots: 2, queue: 2, contextSize: 2048, threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 512, prefillChunk: CHUNK, bootTimeoutS: 120 });
+  const server = await startManagedServer({ modelPath: model.path, slots: 2, queue: 2, contextSize: 4096, threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 512, prefillChunk: CHUNK, bootTimeoutS: 120 });
   try {
     const letter = "Dear friend, the harvest is late this year and the river is high; the mill wheel turns all night. ";
     const long = (await tokenize(server, letter.repeat(40))).slice(0, LONG_TOKENS);
