@@ -157,10 +157,10 @@ interface NextTokenOutput {
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
  * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
  * nothing decodes), then runs a decode token for every generating slot and prompt tokens for the
- * prefilling ones, as llama-server does: plain greedy requests in one llama_decode of our own on a
- * worker thread (stepGreedily, through native/llama-context), a long prompt one prefill chunk a
- * step so that admissions and other slots' tokens go on between its chunks; the rest in one batch
- * through node-llama-cpp.
+ * prefilling ones, as llama-server does: plain greedy requests in one llama_decode of our own
+ * (stepGreedily, through native/llama-context; a long step on a worker thread), a long prompt one
+ * prefill chunk a step so that admissions and other slots' tokens go on between its chunks; the
+ * rest in one batch through node-llama-cpp.
  * Its samplings start only once the batch's outputs are settled (sampling-order.ts):
  * node-llama-cpp's concurrent samplings can otherwise read another sequence's logits after a batch
  * whose outputs llama.cpp reordered (docs/findings.md).
@@ -436,8 +436,10 @@ export class BatchEngine {
         }
         // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
         if (this.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
+        const prefilling = job.prefill.length > 0;
+        if (prefilling) job.prefill.shift();
         // A stretch short of the prompt's end gives no token yet.
-        if (job.prefill.shift() !== undefined && job.prefill.length > 0) return;
+        if (prefilling && job.prefill.length > 0) return;
         this.accept(e.slot, { next: { token: decoded[i] as Token } });
       } catch (error) {
         this.fail(e.slot, error);

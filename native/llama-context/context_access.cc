@@ -12,7 +12,7 @@
 // 3. A greedy step without thread hops: node-llama-cpp's per-token path (a decode on one libuv
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
 //    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step.
-//    A step that carries prompt tokens runs on a worker thread instead, so that the event loop
+//    A long step (prompt tokens) can run on a worker thread instead, so that the event loop
 //    reads requests and streams tokens while it computes.
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
@@ -410,7 +410,7 @@ bool readGreedyStep(const Napi::CallbackInfo& info, Handle*& handle, GreedyStep&
  * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?) -> Int32Array: a step of
  * greedy requests as llama-server's loop runs it (readGreedyStep), only each sequence's last token
  * with an output, and that output's argmax. No sampler and no thread hop: it runs on the calling
- * thread, for steps too short to pay for a hop (one token per sequence).
+ * thread, for steps too short to pay for a hop (decode tokens, short prompts).
  */
 Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
