@@ -8,15 +8,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { buildHaystack } from "../harness/niah/haystack.js";
-import { needleFromSeed, needleSeed } from "../harness/niah/needle.js";
 import { armSettings } from "../harness/runner/open-sut.js";
 import { needleCases } from "../harness/runner/niah-runner.js";
 import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
-import { LlamaCppSut } from "../harness/sut/llamacpp.js";
+import { needlePrompts } from "./needle-prompts.js";
 import { openRaw } from "./raw-llamacpp.js";
 import { armsBySut, batteryTask, sideBySide } from "./side-by-side.js";
 
@@ -32,14 +29,8 @@ const lines: string[] = [];
 for (const arm of arms) {
   const settings = armSettings(arm, {}, 1);
   const model = await resolveModel(arm.model);
-  // The raw side gets the exact prompts the harness builds (the embedded tokenizer is the server's too), prepared once outside the timing.
-  const builder = await LlamaCppSut.open(model.path, settings);
-  const prompts: Token[][] = [];
-  for (const { length, depth, trial } of cases) {
-    const needle = needleFromSeed(needleSeed(trial, depth, length), spec.needleAlphabet, spec.needleLength);
-    prompts.push((await buildHaystack(builder, spec, needle, length, depth)).promptIds as Token[]);
-  }
-  await builder.close();
+  // The raw side gets the exact prompts the harness builds, prepared once outside the timing.
+  const prompts = await needlePrompts(spec, arm.model, settings);
   const kind = arm.sut === "http" ? "server" : "embedded";
   const what = `arm "${arm.label}" (${kind}): ${cases.length} cases at L = ${suite.lengths.join(", ")}, llama.cpp threads ${settings.threads}, KV ${settings.kvCacheType}`;
   const { harnessMs, rawMs, ratio } = await sideBySide(

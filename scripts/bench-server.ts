@@ -21,6 +21,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import { cpuSeconds } from "../harness/io/procfs.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { EXIT } from "../harness/results/exit-code.js";
 import { distribution } from "../harness/stats/distribution.js";
@@ -54,6 +55,8 @@ interface Round {
   readonly tpotP50: number;
   readonly lost: number;
   readonly busy: boolean;
+  /** CPU the server process used per output token (ms; its 2 warm-up requests included): a busy machine moves it less than wall time. */
+  readonly cpuMsPerToken: number;
 }
 
 /** Every figure and count the verdict line is made of, gathered as the points run. */
@@ -81,25 +84,28 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
     const rounds: Record<Side, Round[]> = { ours: [], "llama-server": [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of round % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+        const pid = servers[side].child.pid!;
         const measured = await quietRound(async () => {
+          const cpuBefore = cpuSeconds(pid);
           const result = await runLoadPoint({ url: `${servers[side].baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed: round });
           const summary = summarizeLoadPoint(side, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+          const cpuMsPerToken = ((cpuSeconds(pid) - cpuBefore) * 1000) / Math.max(1, summary.outputTokensPerSecond * result.durationS);
           // Every attempt's requests count, the busy ones set aside included: a loss is never measured away.
           const lost = summary.requests - summary.completed;
           tally.sent[side] += summary.requests;
           tally.lost[side] += lost;
           tally.retried[side] += summary.retriedOnFreshConnection;
           if (lost > 0) console.log(`  ${side} at ${clients} client(s), round ${round + 1}: ${lost}/${summary.requests} requests lost (${JSON.stringify(summary.errors)})`);
-          return summary;
+          return { summary, cpuMsPerToken };
         }, (foreignCores, attempt) => console.log(`  ${side} at ${clients} client(s), round ${round + 1}: other processes used ${foreignCores.toFixed(2)} cores meanwhile; measuring it again (attempt ${attempt + 1})`));
-        const summary = measured.value;
+        const { summary, cpuMsPerToken } = measured.value;
         tally.rounds++;
         if (measured.attempts > 1) tally.repeated++;
         if (measured.busy) tally.stillBusy++;
-        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy });
+        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy, cpuMsPerToken });
       }
     }
-    const median = (side: Side, key: "tps" | "ttftP99" | "tpotP50") => distribution(rounds[side].map((r) => r[key]))!.median;
+    const median = (side: Side, key: "tps" | "ttftP99" | "tpotP50" | "cpuMsPerToken") => distribution(rounds[side].map((r) => r[key]))!.median;
     const tpsRatio = median("ours", "tps") / median("llama-server", "tps");
     const ttftRatio = median("ours", "ttftP99") / median("llama-server", "ttftP99");
     const met = tpsRatio >= TARGET_TPS_RATIO && ttftRatio <= TARGET_TTFT_P99_RATIO;
@@ -108,7 +114,7 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
     const spread = (side: Side) => `output tok/s ${describeSpread(rounds[side].map((r) => r.tps))}, TTFT p99 ms ${describeSpread(rounds[side].map((r) => r.ttftP99), 1)}`;
     console.log(`${clients} client(s): ours ${median("ours", "tps").toFixed(0)} vs llama-server ${median("llama-server", "tps").toFixed(0)} output tok/s — ratio ${tpsRatio.toFixed(2)} (target ≥ ${TARGET_TPS_RATIO}); `
       + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
-      + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms ${met ? "OK" : "BELOW TARGET"}`);
+      + `TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms; server CPU ${median("ours", "cpuMsPerToken").toFixed(2)} vs ${median("llama-server", "cpuMsPerToken").toFixed(2)} ms per output token ${met ? "OK" : "BELOW TARGET"}`);
     for (const side of SIDES) console.log(`  ${side}: ${perRound(side)}\n    ${spread(side)}`);
   }
   // A reference figure, not a target: its failure is said and does not hide the verdict.

@@ -12,7 +12,7 @@ import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
-import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
+import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PrefillStop, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
 
@@ -125,9 +125,20 @@ interface Job {
   drafted: number;
   accepted: number;
   readonly acceptedDraftPositions: number[];
+  /** stepGreedily's prefill stops of the prompt not decoded yet (one a step); empty once its first token is out. */
+  prefill: PrefillStop[];
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
 }
+
+/**
+ * A greedy step of at least this many tokens runs on a worker thread, so that requests arriving
+ * meanwhile are read and queued for the next step: a few milliseconds of compute even on the tiny
+ * fixtures. A shorter one stays on the JavaScript thread: the two thread wake-ups of a hop cost
+ * more than they save there — on a loaded 2-core machine, with every prefill of 32 tokens off the
+ * thread, output tok/s fell to about half of llama-server's (docs/performance.md).
+ */
+const OFF_THREAD_TOKENS = 256;
 
 /** The whole next-token distribution: for sampling at temperature > 0, and for log-probs. */
 const PROBE = { generateNext: { probabilities: true } } as const;
@@ -158,9 +169,11 @@ interface NextTokenOutput {
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
  * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
- * nothing decodes), then runs every admitted prompt's prefill and a decode token for every other
- * active slot, as llama-server does: plain greedy requests in one llama_decode of our own
- * (stepGreedily, through native/llama-context), the rest in one batch through node-llama-cpp.
+ * nothing decodes), then runs a decode token for every generating slot and prompt tokens for the
+ * prefilling ones, as llama-server does: plain greedy requests in one llama_decode of our own
+ * (stepGreedily, through native/llama-context; a long step on a worker thread), a long prompt one
+ * prefill chunk a step so that admissions and other slots' tokens go on between its chunks; the
+ * rest in one batch through node-llama-cpp.
  * Its samplings start only once the batch's outputs are settled (sampling-order.ts):
  * node-llama-cpp's concurrent samplings can otherwise read another sequence's logits after a batch
  * whose outputs llama.cpp reordered (docs/findings.md).
@@ -221,7 +234,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject });
       this.wake?.();
     });
   }
@@ -244,6 +257,9 @@ export class BatchEngine {
       if (this.inFlight === 0) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         this.wake = undefined;
+        // Requests that arrived together (clients in step, all answered by one step) are read in the
+        // same turn of the event loop: admit them together rather than the first one alone.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
       const started = performance.now();
@@ -265,11 +281,11 @@ export class BatchEngine {
       for (const slot of throughNode) slot.throughNode = true;
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       if (greedy.length > 0) {
-        // With a draft model, decoding greedy slots speculate (admitted prompts prefill first).
-        const speculating = this.speculator === undefined ? [] : greedy.filter((slot) => !admitted.includes(slot));
+        // With a draft model, decoding greedy slots speculate (slots still prefilling step first).
+        const speculating = this.speculator === undefined ? [] : greedy.filter((slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0);
         if (speculating.length > 0) this.speculate(speculating);
-        this.stepGreedily(greedy.filter((slot) => !speculating.includes(slot)), admitted);
-        // The step ran on this thread: let sockets flush and requests arrive before the next one.
+        await this.stepGreedily(greedy.filter((slot) => !speculating.includes(slot)), admitted);
+        // After a step on this thread, let sockets flush and requests arrive before the next one.
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
@@ -382,11 +398,14 @@ export class BatchEngine {
   }
 
   /**
-   * One step for greedy requests without log-probs, as llama-server runs it: the admitted ones'
-   * prompts and the others' last tokens in one llama_decode, and each sequence's argmax, through
-   * our addon on this thread — no sampler, no thread hop. A failure fails these requests only.
+   * One step for greedy requests without log-probs, as llama-server's loop runs it: every
+   * generating slot's last token and every prefilling slot's next prompt stretch (up to a prefill
+   * chunk, or a checkpoint) in one llama_decode, and each finished prompt's or decoded token's
+   * argmax, through our addon — no sampler. A prompt longer than a chunk takes several steps, so
+   * requests admitted meanwhile and the other slots' tokens do not wait for all of it. A failure
+   * fails these requests only.
    */
-  private stepGreedily(slots: readonly Slot[], admitted: readonly Slot[]): void {
+  private async stepGreedily(slots: readonly Slot[], admitted: readonly Slot[]): Promise<void> {
     const live = slots.filter((slot) => {
       if (!slot.job!.request.signal.aborted) return true;
       this.finish(slot, "cancelled");
@@ -396,60 +415,54 @@ export class BatchEngine {
     const native = this.native;
     // Checkpoints only where the state cannot be cut back, and only for a cache that will use them.
     const checkpointed = this.cacheSettings.promptCache && this.stateKind !== "attention";
-    // Each entry's remaining stops: a decoding slot's last sampled token is one stop; an admitted
-    // prompt's uncached rest is split at its prefill stops (chunk edges, checkpoints).
+    for (const slot of live.filter((s) => admitted.includes(s))) {
+      const job = slot.job!;
+      // The uncached rest of an admitted prompt, split at its prefill stops (chunk edges, checkpoints).
+      job.prefill = prefillStops(slot.cache.tokens.length, job.request.promptIds.length, this.cacheSettings.prefillChunk, checkpointed, this.fault);
+      job.renderer = new PieceRenderer(this.model, job.request.promptIds.slice(-8));
+    }
+    // A generating slot's stretch is its last sampled token; a prefilling slot's, its prompt up to the next stop.
     const entries = live.map((slot) => {
       const job = slot.job!;
-      const from = slot.cache.tokens.length;
-      if (!admitted.includes(slot)) return { slot, from, tokens: [job.ids[job.ids.length - 1]], stops: [{ end: from + 1, checkpointAs: undefined, chunkEdge: false }] };
-      return { slot, from, tokens: job.request.promptIds.slice(from), stops: prefillStops(from, job.request.promptIds.length, this.cacheSettings.prefillChunk, checkpointed, this.fault) };
+      const start = slot.cache.tokens.length;
+      const stop = job.prefill[0] ?? { end: start + 1, checkpointAs: undefined, chunkEdge: false };
+      const piece = job.prefill.length > 0 ? job.request.promptIds.slice(start, stop.end) : [job.ids[job.ids.length - 1]];
+      return { slot, start, piece, stop };
     });
-    const next = new Map<Slot, number>();
-    const failed = new Set<Slot>();
-    // Round r decodes every entry's r-th stretch together, in one llama_decode (more past the chunk).
-    for (let round = 0; entries.some((e) => e.stops.length > round && !failed.has(e.slot)); round++) {
-      const inRound = entries.filter((e) => e.stops.length > round && !failed.has(e.slot)).map((e) => {
-        const start = round === 0 ? e.from : e.stops[round - 1].end;
-        return { slot: e.slot, start, piece: e.tokens.slice(start - e.from, e.stops[round].end - e.from), stop: e.stops[round] };
-      });
-      let decoded: Int32Array;
+    let decoded: Int32Array;
+    try {
+      const step = [
+        Int32Array.from(entries, (e) => e.slot.sequenceId),
+        Int32Array.from(entries, (e) => e.piece.length),
+        Int32Array.from(entries.flatMap((e) => e.piece)),
+        Int32Array.from(entries, (e) => e.start),
+        this.cacheSettings.prefillChunk,
+      ] as const;
+      decoded = entries.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step);
+    } catch (error) {
+      for (const slot of live) this.fail(slot, error);
+      return;
+    }
+    entries.forEach((e, i) => {
+      const job = e.slot.job!;
+      e.slot.cache.tokens.push(...e.piece);
       try {
-        decoded = native.decodeGreedy(
-          Int32Array.from(inRound, (e) => e.slot.sequenceId),
-          Int32Array.from(inRound, (e) => e.piece.length),
-          Int32Array.from(inRound.flatMap((e) => e.piece)),
-          Int32Array.from(inRound, (e) => e.start),
-          this.cacheSettings.prefillChunk,
-        );
-      } catch (error) {
-        for (const slot of live) this.fail(slot, error);
-        return;
-      }
-      inRound.forEach((e, i) => {
-        e.slot.cache.tokens.push(...e.piece);
-        next.set(e.slot, decoded[i]);
-        try {
-          if (e.stop.checkpointAs !== undefined) {
-            const data = native.saveCheckpoint(e.slot.sequenceId);
-            const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
-            e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
-          }
-        } catch (error) {
-          failed.add(e.slot);
-          this.fail(e.slot, error);
+        if (e.stop.checkpointAs !== undefined) {
+          const data = native.saveCheckpoint(e.slot.sequenceId);
+          const misfiled = e.stop.checkpointAs !== e.stop.end && this.stateKind === "recurrent";
+          e.slot.cache.keep({ tokens: e.stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, e.stop.checkpointAs) : data });
         }
         // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
         if (this.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
-      });
-    }
-    for (const slot of live.filter((s) => !failed.has(s))) {
-      try {
-        if (admitted.includes(slot)) slot.job!.renderer = new PieceRenderer(this.model, slot.job!.request.promptIds.slice(-8));
-        this.accept(slot, { next: { token: next.get(slot)! as Token } });
+        const prefilling = job.prefill.length > 0;
+        if (prefilling) job.prefill.shift();
+        // A stretch short of the prompt's end gives no token yet.
+        if (prefilling && job.prefill.length > 0) return;
+        this.accept(e.slot, { next: { token: decoded[i] as Token } });
       } catch (error) {
-        this.fail(slot, error);
+        this.fail(e.slot, error);
       }
-    }
+    });
   }
 
   /**

@@ -11,6 +11,7 @@ interface ContextAccessAddon {
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
   decodeVerify(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): VerifiedBatch;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
@@ -74,11 +75,13 @@ export type NativeContext =
     /**
      * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
      * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
-     * on this thread, outside node-llama-cpp (which then does not know those tokens: the caller
-     * tracks positions and clears with clearSequence). Never while node-llama-cpp evaluates.
-     * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
+     * outside node-llama-cpp (which then does not know those tokens: the caller tracks positions
+     * and clears with clearSequence). Never while node-llama-cpp evaluates. At most maxPerDecode
+     * tokens go into one llama_decode (a prefill chunk; the batch size caps it). On this thread.
      */
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
+    /** decodeGreedy's step on a worker thread, the event loop going on meanwhile (a hop each way: worth it for a step that carries prompt tokens); until it settles, every other call here throws. */
+    readonly decodeGreedyOffThread: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
     /**
      * As decodeGreedy, but with an output at every token (a speculative verification: the target
      * checks a sequence's drafted tokens in one evaluation): each one's argmax, and by how much the
@@ -146,6 +149,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
+        decodeGreedyOffThread: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeVerify: (sequences, counts, tokens, starts) => loaded.decodeVerify(handle, sequences, counts, tokens, starts),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),

@@ -13,6 +13,8 @@
 //    worker, a sampling on another, JavaScript in between) cost more than the graph itself on the
 //    tiny fixtures; our server's greedy requests are decoded here, in one llama_decode per step,
 //    and so are its speculative verifications (an output, an argmax, at every drafted position).
+//    A long step (prompt tokens) can run on a worker thread instead, so that the event loop
+//    reads requests and streams tokens while it computes.
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
@@ -25,6 +27,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -142,6 +145,8 @@ struct Handle {
   /** A batch of the context's batch size, allocated on first use. */
   llama_batch batch;
   bool hasBatch;
+  /** A decodeGreedy runs on a worker thread: nothing else may touch the context until it settles. */
+  bool busy;
 };
 std::map<uint32_t, Handle> handles;
 uint32_t nextHandle = 1;
@@ -154,6 +159,10 @@ Handle* handleAt(const Napi::CallbackInfo& info) {
   const auto found = info.Length() > 0 && info[0].IsNumber() ? handles.find(info[0].As<Napi::Number>().Uint32Value()) : handles.end();
   if (found == handles.end()) {
     Napi::Error::New(info.Env(), "no such context handle").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  if (found->second.busy) {
+    Napi::Error::New(info.Env(), "a decodeGreedy step is still running on this context: await it first").ThrowAsJavaScriptException();
     return nullptr;
   }
   return &found->second;
@@ -213,7 +222,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const uint32_t id = nextHandle++;
-  handles[id] = Handle{ctx, nullptr, {}, false};
+  handles[id] = Handle{ctx, nullptr, {}, false, false};
   return Napi::Number::New(env, id);
 }
 
@@ -262,57 +271,33 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, best);
 }
 
-/** The typed arrays of a decodeGreedy / decodeVerify call, checked: every sequence at least one token, and `tokens` exactly the counts. */
-struct DecodeRequest {
-  Napi::Int32Array sequences;
-  Napi::Int32Array counts;
-  Napi::Int32Array tokens;
-  Napi::Int32Array starts;
-  size_t entries;
+/** One decode call's work (decodeGreedy, decodeGreedyOffThread, decodeVerify), copied out of JavaScript's arrays so that it can run off the main thread. */
+struct DecodeStep {
+  std::vector<int32_t> sequences;
+  std::vector<int32_t> counts;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> starts;
+  /** At most this many tokens per llama_decode. */
+  int32_t capacity;
 };
 
-bool readDecodeRequest(const Napi::CallbackInfo& info, const char* usage, DecodeRequest& out) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
-    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
-    return false;
-  }
-  out = {info[1].As<Napi::Int32Array>(), info[2].As<Napi::Int32Array>(), info[3].As<Napi::Int32Array>(), info[4].As<Napi::Int32Array>(), 0};
-  out.entries = out.sequences.ElementLength();
-  size_t total = 0;
-  bool shaped = out.entries > 0 && out.counts.ElementLength() == out.entries && out.starts.ElementLength() == out.entries;
-  for (size_t e = 0; shaped && e < out.entries; e++) {
-    shaped = out.counts[e] > 0;
-    total += shaped ? static_cast<size_t>(out.counts[e]) : 0;
-  }
-  if (!shaped || total != out.tokens.ElementLength()) {
-    Napi::RangeError::New(env, std::string(usage) + ": every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
-    return false;
-  }
-  return true;
-}
-
 /**
- * Puts a request's tokens through llama_decode, at most `capacity` tokens per call: sequence e's
+ * Puts a step's tokens through llama_decode, at most `capacity` tokens per call: sequence e's
  * tokens at positions starts[e] onwards. A token gets an output where `wantsOutput(e, t)` says so,
- * and `onOutput(flatIndex, batchIndex)` reads it before the next call overwrites it. "" or why it failed.
+ * and `onOutput(e, flatIndex, batchIndex)` reads it before the next call overwrites it. Touches no
+ * JavaScript value (it may run on a libuv worker thread). "" or why it failed.
  */
 template <typename WantsOutput, typename OnOutput>
-std::string decodeInBatches(Handle* handle, const DecodeRequest& r, int32_t capacity, WantsOutput wantsOutput, OnOutput onOutput) {
-  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
-  if (!handle->hasBatch) {
-    handle->batch = symbols.batchInit(batchSize, 0, 1);
-    handle->hasBatch = true;
-  }
-  if (capacity <= 0 || capacity > batchSize) capacity = batchSize;
-  llama_batch& batch = handle->batch;
-  std::vector<std::pair<size_t, int32_t>> outputs;  // (flat token index, batch index) of the chunk being filled
+std::string decodeInBatches(Handle& handle, const DecodeStep& step, WantsOutput wantsOutput, OnOutput onOutput) {
+  llama_batch& batch = handle.batch;
+  struct Output { size_t entry; size_t flat; int32_t index; };
+  std::vector<Output> outputs;  // of the chunk being filled
   const auto flush = [&]() -> std::string {
     if (batch.n_tokens == 0) return "";
-    const int32_t status = symbols.decode(handle->ctx, batch);
+    const int32_t status = symbols.decode(handle.ctx, batch);
     if (status != 0) return "llama_decode returned " + std::to_string(status);
-    for (const auto& [flat, index] : outputs) {
-      if (!onOutput(flat, index)) return "llama.cpp has no logits for a decoded token";
+    for (const Output& o : outputs) {
+      if (!onOutput(o.entry, o.flat, o.index)) return "llama.cpp has no logits for a decoded token";
     }
     batch.n_tokens = 0;
     outputs.clear();
@@ -320,16 +305,16 @@ std::string decodeInBatches(Handle* handle, const DecodeRequest& r, int32_t capa
   };
   batch.n_tokens = 0;
   size_t offset = 0;
-  for (size_t e = 0; e < r.entries; e++) {
-    for (int32_t t = 0; t < r.counts[e]; t++, offset++) {
+  for (size_t e = 0; e < step.sequences.size(); e++) {
+    for (int32_t t = 0; t < step.counts[e]; t++, offset++) {
       const int32_t i = batch.n_tokens++;
-      batch.token[i] = r.tokens[offset];
-      batch.pos[i] = r.starts[e] + t;
+      batch.token[i] = step.tokens[offset];
+      batch.pos[i] = step.starts[e] + t;
       batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = r.sequences[e];
+      batch.seq_id[i][0] = step.sequences[e];
       batch.logits[i] = wantsOutput(e, t);
-      if (batch.logits[i]) outputs.emplace_back(offset, i);
-      if (batch.n_tokens == capacity) {
+      if (batch.logits[i]) outputs.push_back({e, offset, i});
+      if (batch.n_tokens == step.capacity) {
         const std::string failed = flush();
         if (!failed.empty()) return failed;
       }
@@ -338,36 +323,138 @@ std::string decodeInBatches(Handle* handle, const DecodeRequest& r, int32_t capa
   return flush();
 }
 
+/** Runs a greedy step's llama_decodes (only each entry's last token with an output) and puts each entry's argmax in `next`; returns why it failed, or "". */
+std::string runGreedyStep(Handle& handle, const DecodeStep& step, std::vector<int32_t>& next) {
+  return decodeInBatches(handle, step, [&](size_t e, int32_t t) { return t == step.counts[e] - 1; }, [&](size_t e, size_t, int32_t index) {
+    next[e] = argmaxRow(handle.ctx, index);
+    return next[e] >= 0;
+  });
+}
+
 /**
- * decodeGreedy(handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) -> Int32Array: a step of
- * greedy requests as llama-server's loop runs it — sequence i's next counts[i] tokens (a prompt to
- * prefill, or the one token to decode; `tokens` holds them back to back) at positions starts[i]
- * onwards, all in one llama_decode (several when they exceed the batch size), only each sequence's
- * last token with an output, and that output's argmax. No sampler and no thread hop: it runs on
- * the calling thread.
+ * A step on a libuv worker thread, so that the event loop goes on reading requests and writing
+ * streamed tokens while the graph computes (llama-server's HTTP threads do the same beside its
+ * decode loop). The handle is marked busy until the promise settles: every other call on it is
+ * refused meanwhile, since llama.cpp's context is not safe to use from two threads.
+ */
+class GreedyStepWorker : public Napi::AsyncWorker {
+ public:
+  GreedyStepWorker(Napi::Env env, Handle& handle, DecodeStep step)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(handle), step_(std::move(step)), next_(step_.sequences.size(), -1) {
+    handle_.busy = true;
+  }
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override { failure_ = runGreedyStep(handle_, step_, next_); }
+
+  void OnOK() override {
+    handle_.busy = false;
+    if (!failure_.empty()) {
+      deferred_.Reject(Napi::Error::New(Env(), failure_).Value());
+      return;
+    }
+    auto next = Napi::Int32Array::New(Env(), next_.size());
+    std::copy(next_.begin(), next_.end(), next.Data());
+    deferred_.Resolve(next);
+  }
+
+  void OnError(const Napi::Error& error) override {
+    handle_.busy = false;
+    deferred_.Reject(error.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Handle& handle_;
+  const DecodeStep step_;
+  std::vector<int32_t> next_;
+  std::string failure_;
+};
+
+/**
+ * A decode call's arguments (handle, sequences, counts, tokens, starts: Int32Array, maxPerDecode?) as
+ * a DecodeStep: sequence i's next counts[i] tokens (a prompt's stretch to prefill, or the one token to
+ * decode; `tokens` holds them back to back) at positions starts[i] onwards, at most maxPerDecode
+ * (the batch size caps it) per llama_decode. Throws and returns false on a malformed call.
+ */
+bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& handle, DecodeStep& step) {
+  Napi::Env env = info.Env();
+  handle = handleAt(info);
+  if (handle == nullptr) return false;
+  if (info.Length() < 5 || !info[1].IsTypedArray() || !info[2].IsTypedArray() || !info[3].IsTypedArray() || !info[4].IsTypedArray()) {
+    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
+    return false;
+  }
+  const auto sequences = info[1].As<Napi::Int32Array>();
+  const auto counts = info[2].As<Napi::Int32Array>();
+  const auto tokens = info[3].As<Napi::Int32Array>();
+  const auto starts = info[4].As<Napi::Int32Array>();
+  const size_t entries = sequences.ElementLength();
+  size_t total = 0;
+  bool shaped = entries > 0 && counts.ElementLength() == entries && starts.ElementLength() == entries;
+  for (size_t e = 0; shaped && e < entries; e++) {
+    shaped = counts[e] > 0;
+    total += shaped ? static_cast<size_t>(counts[e]) : 0;
+  }
+  if (!shaped || total != tokens.ElementLength()) {
+    Napi::RangeError::New(env, std::string(usage) + ": every sequence needs at least one token, and tokens must hold exactly the counts").ThrowAsJavaScriptException();
+    return false;
+  }
+  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
+  if (!handle->hasBatch) {
+    handle->batch = symbols.batchInit(batchSize, 0, 1);
+    handle->hasBatch = true;
+  }
+  // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
+  const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
+  step = DecodeStep{
+      {sequences.Data(), sequences.Data() + entries},
+      {counts.Data(), counts.Data() + entries},
+      {tokens.Data(), tokens.Data() + total},
+      {starts.Data(), starts.Data() + entries},
+      asked > 0 && asked < batchSize ? asked : batchSize,
+  };
+  return true;
+}
+
+/**
+ * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?) -> Int32Array: a step of
+ * greedy requests as llama-server's loop runs it (readDecodeStep), only each sequence's last token
+ * with an output, and that output's argmax. No sampler and no thread hop: it runs on the calling
+ * thread, for steps too short to pay for a hop (decode tokens, short prompts).
  */
 Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Handle* handle = handleAt(info);
-  if (handle == nullptr) return env.Undefined();
-  DecodeRequest r;
-  if (!readDecodeRequest(info, "decodeGreedy(handle, sequences, counts, tokens, starts)", r)) return env.Undefined();
-  // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
-  const int32_t capacity = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : 0;
-  auto next = Napi::Int32Array::New(env, r.entries);
-  // Flat index of each entry's last token, to file its output under the entry.
-  std::map<size_t, size_t> entryOfLast;
-  for (size_t e = 0, end = 0; e < r.entries; e++) entryOfLast[(end += r.counts[e]) - 1] = e;
-  const std::string failed = decodeInBatches(handle, r, capacity, [&](size_t e, int32_t t) { return t == r.counts[e] - 1; }, [&](size_t flat, int32_t index) {
-    const size_t e = entryOfLast[flat];
-    next[e] = argmaxRow(handle->ctx, index);
-    return next[e] >= 0;
-  });
+  Handle* handle = nullptr;
+  DecodeStep step;
+  if (!readDecodeStep(info, "decodeGreedy(handle, sequences, counts, tokens, starts)", handle, step)) return env.Undefined();
+  std::vector<int32_t> next(step.sequences.size(), -1);
+  const std::string failed = runGreedyStep(*handle, step, next);
   if (!failed.empty()) {
     Napi::Error::New(env, failed).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  return next;
+  auto out = Napi::Int32Array::New(env, next.size());
+  std::copy(next.begin(), next.end(), out.Data());
+  return out;
+}
+
+/**
+ * decodeGreedyOffThread(...decodeGreedy's arguments) -> Promise<Int32Array>: the same step on a
+ * libuv worker thread (GreedyStepWorker), for steps long enough that the event loop should go on
+ * meanwhile (prompt stretches).
+ */
+Napi::Value DecodeGreedyOffThread(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = nullptr;
+  DecodeStep step;
+  if (!readDecodeStep(info, "decodeGreedyOffThread(handle, sequences, counts, tokens, starts)", handle, step)) return env.Undefined();
+  auto* worker = new GreedyStepWorker(env, *handle, std::move(step));  // node-addon-api deletes it once settled
+  const Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
 }
 
 /**
@@ -379,20 +466,19 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
  */
 Napi::Value DecodeVerify(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Handle* handle = handleAt(info);
-  if (handle == nullptr) return env.Undefined();
-  DecodeRequest r;
-  if (!readDecodeRequest(info, "decodeVerify(handle, sequences, counts, tokens, starts)", r)) return env.Undefined();
-  const size_t total = r.tokens.ElementLength();
+  Handle* handle = nullptr;
+  DecodeStep step;
+  if (!readDecodeStep(info, "decodeVerify(handle, sequences, counts, tokens, starts)", handle, step)) return env.Undefined();
+  const size_t total = step.tokens.size();
   auto argmax = Napi::Int32Array::New(env, total);
   auto trail = Napi::Float32Array::New(env, total);
   std::vector<bool> lastOfEntry(total, false);
-  for (size_t e = 0, end = 0; e < r.entries; e++) lastOfEntry[(end += r.counts[e]) - 1] = true;
-  const std::string failed = decodeInBatches(handle, r, 0, [](size_t, int32_t) { return true; }, [&](size_t flat, int32_t index) {
+  for (size_t e = 0, end = 0; e < step.sequences.size(); e++) lastOfEntry[(end += step.counts[e]) - 1] = true;
+  const std::string failed = decodeInBatches(*handle, step, [](size_t, int32_t) { return true; }, [&](size_t, size_t flat, int32_t index) {
     argmax[flat] = argmaxRow(handle->ctx, index);
     if (argmax[flat] < 0) return false;
     const float* logits = symbols.getLogitsIth(handle->ctx, index);
-    trail[flat] = lastOfEntry[flat] ? std::nanf("") : logits[argmax[flat]] - logits[r.tokens[flat + 1]];
+    trail[flat] = lastOfEntry[flat] ? std::nanf("") : logits[argmax[flat]] - logits[step.tokens[flat + 1]];
     return true;
   });
   if (!failed.empty()) {
@@ -495,6 +581,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  exports.Set("decodeGreedyOffThread", Napi::Function::New(env, DecodeGreedyOffThread));
   exports.Set("decodeVerify", Napi::Function::New(env, DecodeVerify));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
