@@ -11,6 +11,7 @@ interface ContextAccessAddon {
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  teacherForcedTopK(handle: number, sequence: number, tokens: Int32Array, firstScored: number, k: number): NativeTopKRows;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
   firstPosition(handle: number, sequence: number): number;
@@ -28,6 +29,12 @@ export interface ContextShape {
   readonly sequences: number;
   readonly batchSize: number;
   readonly threads: number;
+}
+
+/** Top-k rows back to back: row r is entries [r*k, (r+1)*k), ids by falling log-probability. */
+export interface NativeTopKRows {
+  readonly ids: Int32Array;
+  readonly logprobs: Float64Array;
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */
@@ -71,6 +78,14 @@ export type NativeContext =
      * At most maxPerDecode tokens go into one llama_decode (a prefill chunk; the batch size caps it).
      */
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
+    /**
+     * Decodes `tokens` into an empty sequence at positions 0 onwards and returns, for every position
+     * from firstScored on, the top-k of the next-token log-softmax (double precision, full vocabulary,
+     * lower id first on ties), on this thread, outside node-llama-cpp (the caller clears the sequence
+     * before and after). What teacher forcing needs, without node-llama-cpp's Map of the whole
+     * vocabulary per position. Never while node-llama-cpp evaluates.
+     */
+    readonly teacherForcedTopK: (sequence: number, tokens: Int32Array, firstScored: number, k: number) => NativeTopKRows;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */
@@ -132,6 +147,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
+        teacherForcedTopK: (sequence, tokens, firstScored, k) => loaded.teacherForcedTopK(handle, sequence, tokens, firstScored, k),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),
         firstPosition: (sequence) => loaded.firstPosition(handle, sequence),

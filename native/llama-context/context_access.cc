@@ -24,8 +24,11 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -342,6 +345,97 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   return next;
 }
 
+/**
+ * The k most likely tokens of a batch output and their log-probabilities, a log-softmax over the
+ * whole vocabulary in double precision (METRICS.md's definition); ties go to the lower id. `order`
+ * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
+ */
+bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs) {
+  const float* logits = symbols.getLogitsIth(ctx, batchIndex);
+  if (logits == nullptr) return false;
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
+  double max = -INFINITY;
+  for (int32_t id = 0; id < vocab; id++) max = std::max(max, static_cast<double>(logits[id]));
+  double sum = 0;
+  for (int32_t id = 0; id < vocab; id++) sum += std::exp(static_cast<double>(logits[id]) - max);
+  const double logSum = max + std::log(sum);
+  order.resize(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (int32_t i = 0; i < k; i++) {
+    ids[i] = order[i];
+    logprobs[i] = static_cast<double>(logits[order[i]]) - logSum;
+  }
+  return true;
+}
+
+/**
+ * teacherForcedTopK(handle, sequence, tokens: Int32Array, firstScored, k) -> {ids: Int32Array, logprobs: Float64Array}:
+ * the tokens decoded into an empty sequence at positions 0 onwards (batch-size chunks), an output
+ * only at positions firstScored and after, each reduced to its top-k here, on the calling thread.
+ * Row r (position firstScored + r) is entries [r*k, (r+1)*k). node-llama-cpp reduces nothing: it
+ * hands JavaScript a Map of the whole vocabulary per position, which at a 152k vocabulary costs far
+ * more than the forward pass. Like decodeGreedy, outside node-llama-cpp: the caller clears the sequence.
+ */
+Napi::Value TeacherForcedTopK(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  if (info.Length() < 5 || !info[1].IsNumber() || !info[2].IsTypedArray() || !info[3].IsNumber() || !info[4].IsNumber()) {
+    Napi::TypeError::New(env, "teacherForcedTopK(handle, sequence, tokens, firstScored, k)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t sequence = info[1].As<Napi::Number>().Int32Value();
+  const auto tokens = info[2].As<Napi::Int32Array>();
+  const int32_t count = static_cast<int32_t>(tokens.ElementLength());
+  const int32_t firstScored = info[3].As<Napi::Number>().Int32Value();
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
+  const int32_t k = info[4].As<Napi::Number>().Int32Value();
+  if (firstScored < 0 || firstScored >= count || k < 1 || k > vocab) {
+    Napi::RangeError::New(env, "teacherForcedTopK: firstScored must index a token, and 1 <= k <= the vocabulary size").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
+  if (!handle->hasBatch) {
+    handle->batch = symbols.batchInit(batchSize, 0, 1);
+    handle->hasBatch = true;
+  }
+  const int32_t rows = count - firstScored;
+  auto ids = Napi::Int32Array::New(env, static_cast<size_t>(rows) * k);
+  auto logprobs = Napi::Float64Array::New(env, static_cast<size_t>(rows) * k);
+  std::vector<int32_t> order;
+  llama_batch& batch = handle->batch;
+  for (int32_t start = 0; start < count; start += batchSize) {
+    batch.n_tokens = 0;
+    for (int32_t position = start; position < std::min(count, start + batchSize); position++) {
+      const int32_t i = batch.n_tokens++;
+      batch.token[i] = tokens[position];
+      batch.pos[i] = position;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = sequence;
+      batch.logits[i] = position >= firstScored;
+    }
+    const int32_t status = symbols.decode(handle->ctx, batch);
+    if (status != 0) {
+      Napi::Error::New(env, "llama_decode returned " + std::to_string(status)).ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    for (int32_t i = 0; i < batch.n_tokens; i++) {
+      const int32_t row = batch.pos[i] - firstScored;
+      if (row < 0) continue;
+      if (!topKRow(handle->ctx, i, k, order, ids.Data() + static_cast<size_t>(row) * k, logprobs.Data() + static_cast<size_t>(row) * k)) {
+        Napi::Error::New(env, "llama.cpp has no logits for a scored position").ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+    }
+  }
+  batch.n_tokens = 0;
+  auto out = Napi::Object::New(env);
+  out.Set("ids", ids);
+  out.Set("logprobs", logprobs);
+  return out;
+}
+
 /** clearSequence(handle, sequence): every cell and any recurrent state of one sequence. */
 Napi::Value ClearSequence(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
@@ -432,6 +526,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  exports.Set("teacherForcedTopK", Napi::Function::New(env, TeacherForcedTopK));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
   exports.Set("firstPosition", Napi::Function::New(env, FirstPosition));
