@@ -5,10 +5,21 @@ import { RunDirectory } from "../harness/results/run-directory.js";
 import { EXIT } from "../harness/results/exit-code.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
 import { runBattery } from "../harness/runner/run.js";
+import { cpuSeconds } from "../harness/io/procfs.js";
 import { ownTreeSeconds } from "./quiet-rounds.js";
 
 /** BENCH_ROUNDS=N overrides a script's number of measured rounds (a loaded machine makes the defaults slow). */
 const BENCH_ROUNDS = process.env.BENCH_ROUNDS === undefined ? undefined : Math.max(1, Number.parseInt(process.env.BENCH_ROUNDS, 10) || 1);
+
+/**
+ * CPU seconds of this process, to the microsecond (process.cpuUsage), and of every process it
+ * started (/proc, 10 ms ticks: a goldens round is ~130 ms of CPU, so this process's own share must
+ * not be read in ticks).
+ */
+function treeCpuSeconds(): number {
+  const own = process.cpuUsage();
+  return (own.user + own.system) / 1e6 + (ownTreeSeconds() - cpuSeconds(process.pid));
+}
 
 /** One side's medians over its rounds, and the median of the per-round ratios harness/raw. */
 export interface SideBySide {
@@ -37,7 +48,7 @@ export async function sideBySide(
   const rounds = BENCH_ROUNDS ?? options.iterations;
   for (let round = 0; round <= rounds; round++) {
     for (const [side, task] of [["harness", harness], ["raw", raw]] as const) {
-      const cpuBefore = ownTreeSeconds();
+      const cpuBefore = treeCpuSeconds();
       const started = performance.now();
       try {
         await task.run();
@@ -45,7 +56,7 @@ export async function sideBySide(
         throw new Error(`${task.name}: ${error instanceof Error ? error.message : String(error)}`);
       }
       const wallMs = performance.now() - started;
-      const cpuMs = (ownTreeSeconds() - cpuBefore) * 1000;
+      const cpuMs = (treeCpuSeconds() - cpuBefore) * 1000;
       if (round === 0) continue; // warm-up: model loads, caches
       wall[side].push(wallMs);
       cpu[side].push(cpuMs);
