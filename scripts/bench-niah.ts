@@ -25,7 +25,10 @@ const EMBEDDED_TARGET = 1.05;
 
 const suite = loadSuite("niah") as NiahSuite;
 const spec = resolveNiahSuite(suite);
-const cases = needleCases(spec);
+/** BENCH_NIAH_CASES=4000:0.5:0,… runs only those cases (as `bench run --niah-case`) on both sides: one case is a quicker figure on a loaded machine. */
+const onlyCases = process.env.BENCH_NIAH_CASES?.split(",").filter((c) => c !== "");
+const cases = needleCases(spec, onlyCases);
+if (cases.length === 0) throw new Error(`BENCH_NIAH_CASES=${process.env.BENCH_NIAH_CASES} names no case of the niah suite (L:depth:trial, e.g. 4000:0.5:0)`);
 const groups = armsBySut(suite.arms);
 const arms = [...groups.embedded, ...groups.server];
 if (arms.length < suite.arms.length) console.log(`${suite.arms.length - arms.length} arm(s) that are neither embedded nor our server (runners) are not benchmarked here`);
@@ -46,7 +49,7 @@ for (const arm of arms) {
   const kind = arm.sut === "http" ? "server" : "embedded";
   const what = `arm "${arm.label}" (${kind}): ${cases.length} cases at L = ${suite.lengths.join(", ")}, llama.cpp threads ${settings.threads}, KV ${settings.kvCacheType}`;
   const result = await sideBySide(
-    { name: `harness: bench run --suite niah --arm "${arm.label}"`, run: batteryTask("niah", [arm.label], scratch) },
+    { name: `harness: bench run --suite niah --arm "${arm.label}"`, run: batteryTask("niah", [arm.label], scratch, { niahCases: onlyCases }) },
     {
       name: `raw node-llama-cpp in-process: greedy on the same ${prompts.length} prompts`,
       run: async () => {

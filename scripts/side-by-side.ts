@@ -5,6 +5,7 @@ import { RunDirectory } from "../harness/results/run-directory.js";
 import { EXIT } from "../harness/results/exit-code.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
 import { runBattery } from "../harness/runner/run.js";
+import type { RunOptions } from "../harness/runner/run-options.js";
 import { cpuSeconds } from "../harness/io/procfs.js";
 import { ownTreeSeconds } from "./quiet-rounds.js";
 
@@ -85,15 +86,16 @@ export function describeRatios(result: SideBySide, target?: number): string {
 
 /**
  * The harness side of a battery benchmark: `bench run --suite <suite> --arm …` into a fresh run
- * directory under `scratch` each time. The arms are named so the raw side can do exactly their work.
+ * directory under `scratch` each time. The arms (and needle cases, when a selection names them) are
+ * named so the raw side can do exactly their work.
  */
-export function batteryTask(suite: string, arms: readonly string[], scratch: string): () => Promise<void> {
+export function batteryTask(suite: string, arms: readonly string[], scratch: string, selection: Pick<RunOptions, "niahCases"> = {}): () => Promise<void> {
   let runNumber = 0;
   return async () => {
     const recorder = new RunDirectory(`run-${runNumber++}`, scratch, [`bench:${suite}`]);
     await recorder.open();
     try {
-      await runBattery({ suites: [suite], arms }, recorder, recorder.record);
+      await runBattery({ suites: [suite], arms, ...selection }, recorder, recorder.record);
     } catch (error) {
       await recorder.flush("error", EXIT.error, error instanceof Error ? error.message : String(error));
       throw error;
