@@ -36,7 +36,8 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
   const next = { generateNext: { token: true } } as const;
   const distribution = { generateNext: { probabilities: true } } as const;
   return {
-    tokenize: (text) => [model.tokens.bos!, ...model.tokenize(text)],
+    // BOS where the file's add_bos_token says so, as the harness's embedded SUT tokenizes (Qwen3's vocabulary names one it never adds).
+    tokenize: (text) => (model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos, ...model.tokenize(text)] : model.tokenize(text)),
     async greedy(prompt, maxTokens) {
       await sequence.clearHistory();
       const out: Token[] = [];

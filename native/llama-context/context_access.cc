@@ -347,7 +347,7 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
 
 /**
  * The k most likely tokens of a batch output and their log-probabilities, a log-softmax over the
- * whole vocabulary in double precision (METRICS.md's definition); ties go to the lower id. `order`
+ * whole vocabulary in double precision (the field's definition of a gap, docs/metrics.md); ties go to the lower id. `order`
  * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
  */
 bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs) {
