@@ -113,7 +113,10 @@ function loadAddon(): ContextAccessAddon | string {
     return existsSync(failed) ? `the llama-context addon did not build: ${readFileSync(failed, "utf8").trim().split("\n").pop()}` : "the llama-context addon is not built";
   }
   try {
-    return createRequire(import.meta.url)(path) as ContextAccessAddon;
+    const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
+    // A build from before a function was added: this checkout's code would call what is not there.
+    if (typeof loaded.teacherForcedTopK !== "function") return "the llama-context addon is older than this checkout (no teacherForcedTopK): rebuild it with npm run build:native";
+    return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
   }
