@@ -20,8 +20,8 @@ function machineBusySeconds(): number {
   return cpus().reduce((sum, cpu) => sum + cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq, 0) / 1000;
 }
 
-/** CPU seconds this process, its live descendants and every child they reaped have used (Linux /proc). */
-function ownTreeSeconds(): number {
+/** CPU seconds this process, its live descendants and every child they reaped have used (Linux /proc, 10 ms ticks). */
+export function ownTreeSeconds(): number {
   return [process.pid, ...descendants(process.pid)].reduce((sum, pid) => sum + cpuSeconds(pid, true), 0);
 }
 

@@ -1,7 +1,9 @@
 /**
  * The baseline for the harness's overhead benchmarks: the same evaluations written directly
  * against node-llama-cpp, with nothing of the harness in between (no validation, hashing,
- * scoring or result files). Same settings as the oracle recipe.
+ * scoring or result files). Same settings as the oracle recipe, and the cheapest way to the same
+ * answers: greedy tokens sampled natively, and teacher-forced top-k reduced natively by the addon
+ * where it is built (node-llama-cpp's own full-vocabulary Map where it is not), as the harness does.
  */
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
@@ -10,15 +12,9 @@ import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacp
 export interface RawSession {
   tokenize(text: string): Token[];
   greedy(prompt: Token[], maxTokens: number): Promise<Token[]>;
+  /** Per continuation position, its top-k as [id, log-prob]. */
   teacherForced(prompt: Token[], continuation: Token[], k: number): Promise<Array<Array<[Token, number]>>>;
   close(): Promise<void>;
-}
-
-function argmax(probabilities: Map<Token, number>): Token {
-  let best = -1 as Token;
-  let bestP = -Infinity;
-  for (const [id, p] of probabilities) if (p > bestP) { best = id; bestP = p; }
-  return best;
 }
 
 let runtime: ReturnType<typeof getLlama> | undefined;
@@ -36,25 +32,34 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
   // The same threading as the harness's embedded SUT, so the two sides differ only in the harness.
   const native = reachNativeContext(context, settings);
   const sequence: LlamaContextSequence = context.getSequence();
-  const probe = { generateNext: { probabilities: true } } as const;
+  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId;
+  const next = { generateNext: { token: true } } as const;
+  const distribution = { generateNext: { probabilities: true } } as const;
   return {
-    tokenize: (text) => [model.tokens.bos!, ...model.tokenize(text)],
+    // BOS where the file's add_bos_token says so, as the harness's embedded SUT tokenizes (Qwen3's vocabulary names one it never adds).
+    tokenize: (text) => (model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos, ...model.tokenize(text)] : model.tokenize(text)),
     async greedy(prompt, maxTokens) {
       await sequence.clearHistory();
       const out: Token[] = [];
-      let result = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], probe]]);
+      let result = await sequence.controlledEvaluate([...prompt.slice(0, -1), [prompt[prompt.length - 1], next]]);
       for (;;) {
-        const next = argmax(result[result.length - 1]!.next.probabilities!);
-        out.push(next);
+        const token = result[result.length - 1]!.next.token!;
+        out.push(token);
         if (out.length === maxTokens) return out;
-        result = await sequence.controlledEvaluate([[next, probe]]);
+        result = await sequence.controlledEvaluate([[token, next]]);
       }
     },
     async teacherForced(prompt, continuation, k) {
       await sequence.clearHistory();
       const ids = [...prompt, ...continuation];
-      const result = await sequence.controlledEvaluate(ids.slice(0, -1).map((id, i) => (i >= prompt.length - 1 ? [id, probe] as [Token, typeof probe] : id)));
-      return continuation.map((_, j) => [...result[prompt.length - 1 + j]!.next.probabilities!.entries()].sort((a, b) => b[1] - a[1]).slice(0, k));
+      if (native.reached) {
+        native.clearSequence(sequenceId);
+        const rows = native.teacherForcedTopK(sequenceId, Int32Array.from(ids.slice(0, -1)), prompt.length - 1, k);
+        native.clearSequence(sequenceId);
+        return continuation.map((_, j) => Array.from({ length: k }, (_, r) => [rows.ids[j * k + r] as Token, rows.logprobs[j * k + r]] as [Token, number]));
+      }
+      const result = await sequence.controlledEvaluate(ids.slice(0, -1).map((id, i) => (i >= prompt.length - 1 ? [id, distribution] as [Token, typeof distribution] : id)));
+      return continuation.map((_, j) => [...result[prompt.length - 1 + j]!.next.probabilities!.entries()].sort((a, b) => b[1] - a[1]).slice(0, k).map(([id, p]) => [id, Math.log(p)] as [Token, number]));
     },
     async close() {
       await context.dispose();

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadSuite } from "../harness/suites/load.js";
-import { armsBySut, batteryTask } from "../scripts/side-by-side.js";
+import { armsBySut, batteryTask, describeRatios, sideBySide } from "../scripts/side-by-side.js";
 import { describeSpread, quietRound } from "../scripts/quiet-rounds.js";
 import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -30,6 +30,26 @@ test("the harness side of a benchmark runs exactly the arms the raw side stands 
   // Finalised like a CLI run, not left "running".
   assert.is(summary.status, "complete");
   assert.is(summary.exit_code, 0);
+});
+
+/** Burns `ms` of CPU time (not wall time: a loaded machine would stretch a wall-clock spin) in this process. */
+function burnCpu(ms: number): void {
+  const start = process.cpuUsage();
+  while ((process.cpuUsage(start).user + process.cpuUsage(start).system) / 1000 < ms);
+}
+
+test("side by side counts each side's CPU time, that of the processes it starts included, beside its wall time", async () => {
+  const child = `const s = process.cpuUsage(); while ((process.cpuUsage(s).user + process.cpuUsage(s).system) / 1000 < 400);`;
+  const result = await sideBySide(
+    { name: "in-process", run: async () => burnCpu(400) },
+    { name: "in a child", run: async () => { spawnSync(process.execPath, ["-e", child]); } },
+    { iterations: 1 },
+  );
+  assert.ok(result.harnessCpuMs >= 380 && result.harnessCpuMs < 600, `in-process CPU ${result.harnessCpuMs} ms`);
+  assert.ok(result.rawCpuMs >= 380 && result.rawCpuMs < 900, `a child's CPU is counted: ${result.rawCpuMs} ms`);
+  assert.ok(result.harnessMs >= 380, `wall ${result.harnessMs} ms`);
+  assert.match(describeRatios(result, 1.1), /^wall harness\/raw \d\.\d{3}, CPU harness\/raw \d\.\d{3} \(target ≤ 1\.10: (OK|OVER TARGET)\)$/);
+  assert.match(describeRatios({ ...result, ratio: 1.05, cpuRatio: 1.2 }, 1.1), /OVER TARGET/, "a CPU ratio over the target fails it even where the wall ratio does not");
 });
 
 test("a side's spread over its rounds: median, range, and half the range over the median", () => {

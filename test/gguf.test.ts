@@ -2,7 +2,7 @@
 
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gguf as hfGguf } from "@huggingface/gguf";
 import { readGguf } from "../harness/gguf/read.js";
@@ -59,6 +59,20 @@ test("writer and reader agree on every metadata value type, arrays and alignment
   assert.is(file.tensors[1].offset % 64, 0);
   for (const [key, value] of everyType) assert.equal(file.metadata.get(key), value, key);
   assert.equal(file.tensors[1].dims, [3, 2]);
+});
+
+test("a header read again is parsed again unless its file is unchanged and settled: a rewrite of the same size is never served stale", async () => {
+  const fixture = await ensureFixture("tiny-random", "F32");
+  if (Date.now() - statSync(fixture).ctimeMs > 2000) assert.is(readGguf(fixture), readGguf(fixture), "an unchanged, settled file is parsed once");
+  const path = join(work.path, "reread.gguf");
+  const encode = (value: number) => encodeGguf([["general.alignment", gguf.u32(32)], ["x", gguf.u32(value)]], []);
+  writeFileSync(path, encode(1));
+  assert.is.not(readGguf(path), readGguf(path), "a file written just now is parsed on every read");
+  // The same length of bytes and the old mtime put back: the inode's ctime still moves, so the new value is read.
+  const mtime = statSync(path).mtime;
+  writeFileSync(path, encode(2));
+  utimesSync(path, mtime, mtime);
+  assert.is(readGguf(path).metadata.get("x")?.value, 2);
 });
 
 test("@huggingface/gguf parses every fixture variant we write, with the same tensors and metadata", async () => {

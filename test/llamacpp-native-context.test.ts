@@ -45,6 +45,41 @@ test("the addon reaches node-llama-cpp's llama.cpp context and gives it a persis
   await model.dispose();
 });
 
+test("the addon's teacher-forced top-k is node-llama-cpp's full distribution reduced: same ids in the same order, log-probs within float rounding, none of the sequence left behind", async () => {
+  const { model, context } = await openContext();
+  const native = reachNativeContext(context, shape);
+  assert.ok(native.reached, native.reached ? "" : native.reason);
+  if (!native.reached) return;
+  const sequence = context.getSequence();
+  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId;
+  const ids = [model.tokens.bos!, ...model.tokenize("the model runs fast, and then it stops")] as Token[];
+  const firstScored = 5;
+  const k = 20;
+  const probe = { generateNext: { probabilities: true } } as const;
+  const shipped = await sequence.controlledEvaluate(ids.map((id, position) => (position >= firstScored ? [id, probe] as [Token, typeof probe] : id)));
+  await sequence.clearHistory();
+  const rows = native.teacherForcedTopK(sequenceId, Int32Array.from(ids), firstScored, k);
+  assert.is(rows.ids.length, (ids.length - firstScored) * k);
+  let largest = 0;
+  for (let position = firstScored; position < ids.length; position++) {
+    const expected = [...shipped[position]!.next.probabilities!.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, k);
+    const row = (position - firstScored) * k;
+    assert.equal(Array.from(rows.ids.subarray(row, row + k)), expected.map(([id]) => id), `position ${position}`);
+    expected.forEach(([, p], r) => { largest = Math.max(largest, Math.abs(rows.logprobs[row + r] - Math.log(p))); });
+  }
+  // node-llama-cpp normalises in float; the addon in double over the same logits.
+  assert.ok(largest < 1e-5, `largest log-prob difference ${largest}`);
+  assert.ok(largest > 0 || rows.logprobs.some((lp) => lp < -1), "a row of near-certain tokens would not tell the two apart");
+  native.clearSequence(sequenceId);
+  assert.is(native.firstPosition(sequenceId), -1, "the caller's clear leaves the sequence empty");
+  assert.throws(() => native.teacherForcedTopK(sequenceId, Int32Array.from(ids), ids.length, k), /firstScored must index a token/);
+  assert.throws(() => native.teacherForcedTopK(sequenceId, Int32Array.from(ids), 0, 1_000_000), /k <= the vocabulary size/);
+  sequence.dispose();
+  await context.dispose();
+  releaseNativeContext(native);
+  await model.dispose();
+});
+
 test("a context that does not match what the caller says is refused before its pointer is used, with the reason", async () => {
   const { model, context } = await openContext();
   for (const wrong of [{ ...shape, sequences: 3 }, { ...shape, threads: 1 }, { ...shape, batchSize: 512 }, { ...shape, contextSize: 4096 }]) {

@@ -43,6 +43,16 @@ export function cpuSeconds(pid: number, withReapedChildren = false): number {
   }
 }
 
+/** A live process's peak resident memory so far (/proc/<pid>/status VmHWM), in bytes; undefined when it is gone or /proc does not say. */
+export function peakResidentBytes(pid: number): number | undefined {
+  try {
+    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kib === undefined ? undefined : Number(kib) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Children, grandchildren and so on of `root`. */
 export function descendants(root: number, table = processTable()): number[] {
   const found: number[] = [];

@@ -1,13 +1,38 @@
-import { Bool, Float64, Int32, Table, Uint32, Utf8, tableToIPC, vectorFromArray } from "apache-arrow";
+import { Bool, Float64, Int32, Table, Uint32, Utf8, tableToIPC, vectorFromArray, type RecordBatch } from "apache-arrow";
 import type { CellRecord } from "./types.js";
 
 /** cells.arrow: Arrow IPC file, one row per cell; columns typed, inapplicable values null. */
 export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
+  return tableToIPC(cellsTable(cells), "file");
+}
+
+/**
+ * cells.arrow for a run that rewrites it after every arm: each cell is encoded once, into a record
+ * batch of the cells new since the last rewrite, and the file is assembled from the batches (Arrow
+ * files hold any number; readers see one table). Re-encoding every cell at every arm's end cost a
+ * parity battery more than its scoring did.
+ */
+export class CellsArrowFile {
+  private readonly batches: RecordBatch[] = [];
+  private encoded = 0;
+
+  /** The file's bytes for `cells`, which only ever grows (the run's cells so far). */
+  bytes(cells: readonly CellRecord[]): Uint8Array {
+    if (cells.length < this.encoded) throw new Error(`cells.arrow: ${cells.length} cells, ${this.encoded} already written (cells are only appended)`);
+    if (cells.length > this.encoded) {
+      this.batches.push(...cellsTable(cells.slice(this.encoded)).batches);
+      this.encoded = cells.length;
+    }
+    return this.batches.length === 0 ? encodeCellsArrow([]) : tableToIPC(new Table(this.batches), "file");
+  }
+}
+
+function cellsTable(cells: readonly CellRecord[]): Table {
   const text = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as string | null), new Utf8());
   const int = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => c[key] as number | null), new Int32());
   // Cells written before kernel timing existed lack these columns: null, not undefined.
   const float = (key: keyof CellRecord) => vectorFromArray(cells.map((c) => (c[key] ?? null) as number | null), new Float64());
-  const table = new Table({
+  return new Table({
     suite: text("suite"),
     arm: text("arm"),
     check: text("check"),
@@ -35,5 +60,4 @@ export function encodeCellsArrow(cells: readonly CellRecord[]): Uint8Array {
     detail: text("detail"),
     reproduce: text("reproduce"),
   });
-  return tableToIPC(table, "file");
 }

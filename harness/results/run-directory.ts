@@ -5,7 +5,7 @@ import { EXIT } from "./exit-code.js";
 import { assertMatchesSchema } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { HARNESS_VERSION } from "../version.js";
-import { encodeCellsArrow } from "./cells-arrow.js";
+import { CellsArrowFile } from "./cells-arrow.js";
 import { renderJunit } from "./junit.js";
 import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
 import { renderMarkdownSummary } from "./markdown.js";
@@ -74,6 +74,7 @@ export interface RunSelection {
 export class RunDirectory {
   readonly directory: string;
   private readonly cells: CellRecord[] = [];
+  private readonly cellsArrow = new CellsArrowFile();
   private readonly verdicts: GateVerdict[] = [];
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo;
@@ -168,7 +169,7 @@ export class RunDirectory {
   private async write(status: RunStatus, exitCode: number | null, error?: string): Promise<void> {
     const counts = countVerdicts(this.verdicts);
     await writeFileAtomic(join(this.directory, "summary.json"), this.summaryJson(status, exitCode, error));
-    await writeFileAtomic(join(this.directory, "cells.arrow"), encodeCellsArrow(this.cells));
+    await writeFileAtomic(join(this.directory, "cells.arrow"), this.cellsArrow.bytes(this.cells));
     if (this.samplesArrow !== undefined) await writeFileAtomic(join(this.directory, "samples.arrow"), this.samplesArrow);
     await writeFileAtomic(join(this.directory, "junit.xml"), renderJunit(this.runId, this.verdicts, this.provenance.legs));
     await writeFileAtomic(join(this.directory, "summary.md"), renderMarkdownSummary({

@@ -1,14 +1,28 @@
 import { execFileSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../paths.js";
 
 /** What a suite's command writes for llama.cpp's own server, built by scripts/build-llama-server.sh. */
 export const LLAMA_SERVER_PLACEHOLDER = "{llama-server}";
 
-/** Where the build script puts (or would put) llama-server for this checkout's llama.cpp: the script alone knows its cache key. */
+/** The script's answers in this process, by what its cache key and root are made of (the bundle it hashes, the environment it reads). */
+const pathsByInputs = new Map<string, string>();
+
+/**
+ * Where the build script puts (or would put) llama-server for this checkout's llama.cpp: the script
+ * alone knows its cache key. It hashes node-llama-cpp's 35 MB source bundle to find it, which every
+ * `bench run` asks for, so its answer is kept while the bundle and the environment stay the same.
+ */
 export function llamaServerPath(): string {
-  return execFileSync("bash", [join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), "--path"], { encoding: "utf8" }).trim();
+  const bundle = statSync(join(PACKAGE_ROOT, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle"), { throwIfNoEntry: false });
+  const inputs = [bundle?.size, bundle?.mtimeMs, bundle?.ino, process.env.BENCH_BUILD_CACHE_DIR, process.env.XDG_CACHE_HOME, process.env.HOME].join("\0");
+  let path = pathsByInputs.get(inputs);
+  if (path === undefined) {
+    path = execFileSync("bash", [join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), "--path"], { encoding: "utf8" }).trim();
+    pathsByInputs.set(inputs, path);
+  }
+  return path;
 }
 
 /** The built binary, or undefined when this machine has not built it. */

@@ -13,6 +13,7 @@ interface ContextAccessAddon {
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
   decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
   decodeVerify(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): VerifiedBatch;
+  teacherForcedTopK(handle: number, sequence: number, tokens: Int32Array, firstScored: number, k: number): NativeTopKRows;
   clearSequence(handle: number, sequence: number): void;
   removeFrom(handle: number, sequence: number, position: number): boolean;
   firstPosition(handle: number, sequence: number): number;
@@ -37,6 +38,12 @@ export interface ContextShape {
   readonly sequences: number;
   readonly batchSize: number;
   readonly threads: number;
+}
+
+/** Top-k rows back to back: row r is entries [r*k, (r+1)*k), ids by falling log-probability. */
+export interface NativeTopKRows {
+  readonly ids: Int32Array;
+  readonly logprobs: Float64Array;
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */
@@ -88,6 +95,14 @@ export type NativeContext =
      * batch's next token of that sequence trails it. One call may span several llama_decodes.
      */
     readonly decodeVerify: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array) => VerifiedBatch;
+    /**
+     * Decodes `tokens` into an empty sequence at positions 0 onwards and returns, for every position
+     * from firstScored on, the top-k of the next-token log-softmax (double precision, full vocabulary,
+     * lower id first on ties), on this thread, outside node-llama-cpp (the caller clears the sequence
+     * before and after). What teacher forcing needs, without node-llama-cpp's Map of the whole
+     * vocabulary per position. Never while node-llama-cpp evaluates.
+     */
+    readonly teacherForcedTopK: (sequence: number, tokens: Int32Array, firstScored: number, k: number) => NativeTopKRows;
     /** Removes every cell and any recurrent state of a sequence. */
     readonly clearSequence: (sequence: number) => void;
     /** Drops a sequence's cells at and after a position; false where its memory cannot (recurrent state). */
@@ -115,7 +130,10 @@ function loadAddon(): ContextAccessAddon | string {
     return existsSync(failed) ? `the llama-context addon did not build: ${readFileSync(failed, "utf8").trim().split("\n").pop()}` : "the llama-context addon is not built";
   }
   try {
-    return createRequire(import.meta.url)(path) as ContextAccessAddon;
+    const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
+    // A build from before a function was added: this checkout's code would call what is not there.
+    if (typeof loaded.teacherForcedTopK !== "function") return "the llama-context addon is older than this checkout (no teacherForcedTopK): rebuild it with npm run build:native";
+    return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
   }
@@ -151,6 +169,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeGreedyOffThread: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeVerify: (sequences, counts, tokens, starts) => loaded.decodeVerify(handle, sequences, counts, tokens, starts),
+        teacherForcedTopK: (sequence, tokens, firstScored, k) => loaded.teacherForcedTopK(handle, sequence, tokens, firstScored, k),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),
         removeFrom: (sequence, position) => loaded.removeFrom(handle, sequence, position),
         firstPosition: (sequence) => loaded.firstPosition(handle, sequence),

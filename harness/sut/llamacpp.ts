@@ -8,7 +8,7 @@ import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
 import { reachNativeContext, releaseNativeContext, type NativeContext } from "./llamacpp-native-context.js";
-import { argmaxToken, topKFromProbabilities } from "./topk.js";
+import { topKFromProbabilities } from "./topk.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** Settings that change what llama.cpp computes or how fast; all recorded in provenance. */
@@ -183,14 +183,14 @@ export class LlamaCppSut implements SystemUnderTest {
     let next: TokenId[] = [];
     for (const [i, request] of requests.entries()) {
       const prompt = request.promptIds as Token[];
-      next.push(await evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]));
+      next.push(await evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], GREEDY_NEXT]]));
     }
     for (;;) {
       const active = requests.map((_, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
       active.forEach((i) => generated[i].push(next[i]));
       const continuing = active.filter((i) => generated[i].length < requests[i].maxTokens);
       if (continuing.length === 0) return generated;
-      const stepped = await Promise.all(continuing.map((i) => evaluateNext(sequences[i], [[next[i] as Token, { generateNext: { probabilities: true } }]])));
+      const stepped = await Promise.all(continuing.map((i) => evaluateNext(sequences[i], [[next[i] as Token, GREEDY_NEXT]])));
       next = [...next];
       continuing.forEach((i, j) => { next[i] = stepped[j]; });
     }
@@ -205,16 +205,9 @@ export class LlamaCppSut implements SystemUnderTest {
       assertFits(this.settings, ids.length);
       // The distribution before continuation token j comes from the position of the token just before it.
       const firstScored = request.promptIds.length - 1;
-      const input = ids.slice(0, -1).map((id, position) =>
-        position >= firstScored ? ([id as Token, { generateNext: { probabilities: true } }] as const) : (id as Token));
-      const output = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
-      const rows: TopK[] = [];
-      for (let position = firstScored; position < ids.length - 1; position++) {
-        const probabilities = output[position]?.next.probabilities;
-        if (probabilities === undefined) throw new Error(`llama.cpp returned no distribution at position ${position}`);
-        rows.push(topKFromProbabilities(probabilities, request.k));
-      }
-      results.push(rows);
+      results.push(this.native.reached
+        ? nativeTopK(this.native, sequence, ids.slice(0, -1), firstScored, request.k)
+        : await topKThroughNode(sequence, ids, firstScored, request.k));
     }
     return results;
   }
@@ -235,22 +228,62 @@ function assertFits(settings: LlamaCppSettings, tokens: number): void {
   }
 }
 
+/**
+ * Teacher forcing through the addon: the top-k is taken in native code from llama.cpp's logits, so
+ * no position's whole vocabulary becomes a JavaScript Map (at a 152k vocabulary that cost far more
+ * than the forward pass). The sequence is empty for node-llama-cpp before and after.
+ */
+function nativeTopK(native: Extract<NativeContext, { reached: true }>, sequence: LlamaContextSequence, input: readonly TokenId[], firstScored: number, k: number): TopK[] {
+  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId; // private in its typings; the version is pinned exactly
+  native.clearSequence(sequenceId);
+  try {
+    const flat = native.teacherForcedTopK(sequenceId, Int32Array.from(input), firstScored, k);
+    return Array.from({ length: input.length - firstScored }, (_, row) => ({
+      ids: Array.from(flat.ids.subarray(row * k, (row + 1) * k)),
+      logprobs: Array.from(flat.logprobs.subarray(row * k, (row + 1) * k)),
+    }));
+  } finally {
+    native.clearSequence(sequenceId);
+  }
+}
+
+/** Teacher forcing where the addon is not there: node-llama-cpp's full distribution per position, reduced here. */
+async function topKThroughNode(sequence: LlamaContextSequence, ids: readonly TokenId[], firstScored: number, k: number): Promise<TopK[]> {
+  const input = ids.slice(0, -1).map((id, position) =>
+    position >= firstScored ? ([id as Token, { generateNext: { probabilities: true } }] as const) : (id as Token));
+  const output = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
+  const rows: TopK[] = [];
+  for (let position = firstScored; position < ids.length - 1; position++) {
+    const probabilities = output[position]?.next.probabilities;
+    if (probabilities === undefined) throw new Error(`llama.cpp returned no distribution at position ${position}`);
+    rows.push(topKFromProbabilities(probabilities, k));
+  }
+  return rows;
+}
+
+/**
+ * The next token as llama.cpp's greedy sampler picks it (the first largest logit), sampled in
+ * native code: asking for the distribution instead would build a Map of the whole vocabulary per
+ * token in JavaScript, which at a 152k vocabulary costs more than the forward pass.
+ */
+const GREEDY_NEXT = { generateNext: { token: true } } as const;
+
 async function greedyOnSequence(sequence: LlamaContextSequence, request: GreedyRequest): Promise<TokenId[]> {
   await sequence.clearHistory();
   const generated: TokenId[] = [];
   const prompt = request.promptIds as Token[];
-  let next = await evaluateNext(sequence, [...prompt.slice(0, -1), [prompt[prompt.length - 1], { generateNext: { probabilities: true } }]]);
+  let next = await evaluateNext(sequence, [...prompt.slice(0, -1), [prompt[prompt.length - 1], GREEDY_NEXT]]);
   while (generated.length < request.maxTokens) {
     generated.push(next);
     if (generated.length === request.maxTokens) break;
-    next = await evaluateNext(sequence, [[next as Token, { generateNext: { probabilities: true } }]]);
+    next = await evaluateNext(sequence, [[next as Token, GREEDY_NEXT]]);
   }
   return generated;
 }
 
 async function evaluateNext(sequence: LlamaContextSequence, input: Parameters<LlamaContextSequence["controlledEvaluate"]>[0]): Promise<TokenId> {
   const output = await sequence.controlledEvaluate(input);
-  const probabilities = output[output.length - 1]?.next.probabilities;
-  if (probabilities === undefined) throw new Error("llama.cpp returned no next-token distribution");
-  return argmaxToken(probabilities);
+  const token = output[output.length - 1]?.next.token;
+  if (token === undefined || token === null) throw new Error("llama.cpp returned no next token");
+  return token;
 }

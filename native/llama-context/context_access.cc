@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -491,6 +492,80 @@ Napi::Value DecodeVerify(const Napi::CallbackInfo& info) {
   return out;
 }
 
+/**
+ * The k most likely tokens of a batch output and their log-probabilities, a log-softmax over the
+ * whole vocabulary in double precision (the field's definition of a gap, docs/metrics.md); ties go to the lower id. `order`
+ * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
+ */
+bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs) {
+  const float* logits = symbols.getLogitsIth(ctx, batchIndex);
+  if (logits == nullptr) return false;
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
+  double max = -INFINITY;
+  for (int32_t id = 0; id < vocab; id++) max = std::max(max, static_cast<double>(logits[id]));
+  double sum = 0;
+  for (int32_t id = 0; id < vocab; id++) sum += std::exp(static_cast<double>(logits[id]) - max);
+  const double logSum = max + std::log(sum);
+  order.resize(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (int32_t i = 0; i < k; i++) {
+    ids[i] = order[i];
+    logprobs[i] = static_cast<double>(logits[order[i]]) - logSum;
+  }
+  return true;
+}
+
+/**
+ * teacherForcedTopK(handle, sequence, tokens: Int32Array, firstScored, k) -> {ids: Int32Array, logprobs: Float64Array}:
+ * the tokens decoded into an empty sequence at positions 0 onwards (batch-size chunks), an output
+ * only at positions firstScored and after, each reduced to its top-k here, on the calling thread.
+ * Row r (position firstScored + r) is entries [r*k, (r+1)*k). node-llama-cpp reduces nothing: it
+ * hands JavaScript a Map of the whole vocabulary per position, which at a 152k vocabulary costs far
+ * more than the forward pass. Like decodeGreedy, outside node-llama-cpp: the caller clears the sequence.
+ */
+Napi::Value TeacherForcedTopK(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  if (info.Length() < 5 || !info[1].IsNumber() || !info[2].IsTypedArray() || !info[3].IsNumber() || !info[4].IsNumber()) {
+    Napi::TypeError::New(env, "teacherForcedTopK(handle, sequence, tokens, firstScored, k)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t sequence = info[1].As<Napi::Number>().Int32Value();
+  const auto tokens = info[2].As<Napi::Int32Array>();
+  const int32_t count = static_cast<int32_t>(tokens.ElementLength());
+  const int32_t firstScored = info[3].As<Napi::Number>().Int32Value();
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
+  const int32_t k = info[4].As<Napi::Number>().Int32Value();
+  if (firstScored < 0 || firstScored >= count || k < 1 || k > vocab) {
+    Napi::RangeError::New(env, "teacherForcedTopK: firstScored must index a token, and 1 <= k <= the vocabulary size").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t batchSize = static_cast<int32_t>(symbols.nBatch(handle->ctx));
+  if (!handle->hasBatch) {
+    handle->batch = symbols.batchInit(batchSize, 0, 1);
+    handle->hasBatch = true;
+  }
+  const int32_t rows = count - firstScored;
+  auto ids = Napi::Int32Array::New(env, static_cast<size_t>(rows) * k);
+  auto logprobs = Napi::Float64Array::New(env, static_cast<size_t>(rows) * k);
+  std::vector<int32_t> order;
+  const DecodeStep step{{sequence}, {count}, {tokens.Data(), tokens.Data() + count}, {0}, batchSize};
+  const std::string failed = decodeInBatches(*handle, step, [&](size_t, int32_t t) { return t >= firstScored; }, [&](size_t, size_t flat, int32_t index) {
+    const size_t row = flat - static_cast<size_t>(firstScored);
+    return topKRow(handle->ctx, index, k, order, ids.Data() + row * k, logprobs.Data() + row * k);
+  });
+  if (!failed.empty()) {
+    Napi::Error::New(env, failed).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto out = Napi::Object::New(env);
+  out.Set("ids", ids);
+  out.Set("logprobs", logprobs);
+  return out;
+}
+
 /** clearSequence(handle, sequence): every cell and any recurrent state of one sequence. */
 Napi::Value ClearSequence(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
@@ -583,6 +658,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
   exports.Set("decodeGreedyOffThread", Napi::Function::New(env, DecodeGreedyOffThread));
   exports.Set("decodeVerify", Napi::Function::New(env, DecodeVerify));
+  exports.Set("teacherForcedTopK", Napi::Function::New(env, TeacherForcedTopK));
   exports.Set("clearSequence", Napi::Function::New(env, ClearSequence));
   exports.Set("removeFrom", Napi::Function::New(env, RemoveFrom));
   exports.Set("firstPosition", Napi::Function::New(env, FirstPosition));

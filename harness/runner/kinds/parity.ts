@@ -1,7 +1,7 @@
 import { validateLlamaMetadata } from "../../gguf/llama-metadata.js";
 import { readGguf } from "../../gguf/read.js";
 import { loadVerifiedGoldens } from "../../goldens/verified.js";
-import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
+import { OnDemandOracle } from "../../oracle/llamacpp-oracle.js";
 import { TeacherForcedCache } from "../../oracle/teacher-forced-cache.js";
 import { armOracle, type ParitySuite, type SuiteArm } from "../../suites/parity-suite.js";
 import { modelArms, selectIndices } from "../arm-selection.js";
@@ -24,7 +24,7 @@ export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
     for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
       const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
       const { goldens, oracleModel } = await loadVerifiedGoldens(suite, oracleReference);
-      const oracle = await openLlamaCppOracle(oracleModel);
+      const oracle = await OnDemandOracle.open(oracleModel);
       recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
       try {
         const cache = new TeacherForcedCache(oracle);

@@ -1,0 +1,174 @@
+/**
+ * npm run bench:vocab — what a real 151,936-row vocabulary costs, measured side by side in one run
+ * against the char-vocabulary fixture of the same stack (qwen35-qwen3-vocab against qwen35-tiny),
+ * each time with llama.cpp doing the same work as the floor:
+ *
+ * 1. making parity16's goldens (16 prompts, greedy T = 16, teacher-forced top-20): `bench goldens
+ *    make` against raw node-llama-cpp doing the same evaluations (scripts/raw-llamacpp.ts);
+ * 2. a parity16 battery on the embedded F32 arm (real-vocab's, and zoo's "qwen35 F32" on the same
+ *    prompts, T, K and checks) against raw node-llama-cpp doing the arm's evaluations;
+ * 3. our server against llama.cpp's llama-server on each fixture (same slots, threads, KV type and
+ *    context): output tokens streamed per second over a closed-loop load of streamed greedy
+ *    requests, and the server process's peak resident memory.
+ *
+ * Rows print each side's medians, harness/floor (wall and CPU) per fixture, and real/char per side.
+ * BENCH_ROUNDS=N rounds per side (default 2); BENCH_REQUESTS requests per server round (default 32).
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { resolveModel, type ModelRef } from "../harness/fixtures/registry.js";
+import { makeGoldens } from "../harness/goldens/make.js";
+import { peakResidentBytes } from "../harness/io/procfs.js";
+import { randomPrompts, type LoadPrompt } from "../harness/load/prompts.js";
+import { runLoadPoint } from "../harness/load/run-load.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
+import { describeMachine, machineInfo } from "../harness/results/machine.js";
+import { distribution } from "../harness/stats/distribution.js";
+import { loadParitySuite } from "../harness/suites/load.js";
+import type { ParitySuite } from "../harness/suites/parity-suite.js";
+import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { startServerCommand } from "../harness/sut/server-command.js";
+import { openRaw, type RawSession } from "./raw-llamacpp.js";
+import { batteryTask, describeRatios, sideBySide, type SideBySide } from "./side-by-side.js";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 32);
+const SLOTS = 4;
+const SERVER_THREADS = 1;
+const CONTEXT_PER_SLOT = 256;
+const INPUT_TOKENS = 32;
+const OUTPUT_TOKENS = 32;
+
+/** The two fixtures, each with the parity suite and embedded F32 arm that hold it to its own goldens. */
+const FIXTURES = [
+  { name: "real vocab", suite: "real-vocab", arm: "qwen35 qwen3-vocab F32" },
+  { name: "char vocab", suite: "zoo", arm: "qwen35 F32" },
+] as const;
+type FixtureName = (typeof FIXTURES)[number]["name"];
+
+/** The SUT evaluations a parity battery asks of an embedded arm: 3 rounds of greedy + teacher-forced (greedy_parity, determinism, the scored pass) and one more greedy (batch invariance's batch). */
+async function paritySutWork(raw: RawSession, suite: ParitySuite): Promise<void> {
+  const prompts = suite.prompts.map((text) => raw.tokenize(text));
+  for (let round = 0; round < 3; round++) {
+    for (const prompt of prompts) await raw.teacherForced(prompt, await raw.greedy(prompt, suite.max_tokens), suite.top_k);
+  }
+  for (const prompt of prompts) await raw.greedy(prompt, suite.max_tokens);
+}
+
+/** The evaluations goldens making does: greedy, then teacher forcing on that continuation, per prompt. */
+async function goldensSutWork(raw: RawSession, suite: ParitySuite): Promise<void> {
+  for (const text of suite.prompts) {
+    const prompt = raw.tokenize(text);
+    await raw.teacherForced(prompt, await raw.greedy(prompt, suite.max_tokens), suite.top_k);
+  }
+}
+
+function withRaw(model: ModelRef, work: (raw: RawSession) => Promise<void>): () => Promise<void> {
+  return async () => {
+    const raw = await openRaw(model.path);
+    try {
+      await work(raw);
+    } finally {
+      await raw.close();
+    }
+  };
+}
+
+interface ServerFigures {
+  readonly outputTokensPerSecond: number;
+  readonly peakBytes: number | undefined;
+  /** Streams that ended in an error, each with its first error text. */
+  readonly failed: number;
+  readonly firstError: string | undefined;
+}
+
+/**
+ * A closed loop of streamed greedy requests against one server: output tokens streamed per second
+ * (a stream the server ended early counts the tokens it did stream: that is the work it did), and
+ * its process's peak resident memory after it. llama-server ends some streams on the real
+ * vocabulary: its output parser refuses what a random model writes there ("does not match the
+ * expected Content-only format"); they are counted and said, never hidden.
+ */
+async function loadServer(server: ManagedServer, prompts: readonly LoadPrompt[], seed: number): Promise<ServerFigures> {
+  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: SLOTS }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed });
+  const streamed = result.samples.reduce((sum, sample) => sum + (sample.usage?.completionTokens ?? sample.clientTokens), 0);
+  const failed = result.samples.filter((sample) => sample.status !== "ok");
+  return { outputTokensPerSecond: streamed / result.durationS, peakBytes: server.child.pid === undefined ? undefined : peakResidentBytes(server.child.pid), failed: failed.length, firstError: failed[0]?.error ?? undefined };
+}
+
+/** Our server and llama-server on one fixture, with the same numerics and slots, rounds alternating. */
+async function serverRow(model: ModelRef, llamaServer: string): Promise<Record<"ours" | "llama-server", { tps: number; peakBytes: number | undefined; failed: string }>> {
+  const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: REQUESTS, contextSize: CONTEXT_PER_SLOT, threads: SERVER_THREADS, flashAttention: false, kvCacheType: "F16", batchSize: 512, bootTimeoutS: 300 });
+  let theirs: ManagedServer | undefined;
+  try {
+    theirs = await startServerCommand([llamaServer, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
+      "-t", String(SERVER_THREADS), "-tb", String(SERVER_THREADS), "-fa", "off", "-b", "512", "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 300 });
+    const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+    const prompts = await randomPrompts(REQUESTS + 2, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
+    const rounds = { ours: [] as ServerFigures[], "llama-server": [] as ServerFigures[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      rounds.ours.push(await loadServer(ours, prompts, round));
+      rounds["llama-server"].push(await loadServer(theirs, prompts, round));
+    }
+    const figures = (side: keyof typeof rounds) => {
+      const failed = rounds[side].reduce((sum, r) => sum + r.failed, 0);
+      const error = rounds[side].find((r) => r.firstError !== undefined)?.firstError;
+      return {
+        tps: distribution(rounds[side].map((r) => r.outputTokensPerSecond))!.median, peakBytes: rounds[side].at(-1)!.peakBytes,
+        failed: failed === 0 ? "" : ` (${failed} of ${REQUESTS * ROUNDS} streams ended early: ${error})`,
+      };
+    };
+    return { ours: figures("ours"), "llama-server": figures("llama-server") };
+  } finally {
+    await stopManagedServer(ours);
+    if (theirs !== undefined) await stopManagedServer(theirs);
+  }
+}
+
+const mib = (bytes: number | undefined) => (bytes === undefined ? "n/a" : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare our server against`);
+const llamaServer = build.stdout.trim().split("\n").at(-1)!;
+const scratch = mkdtempSync(join(tmpdir(), "bench-vocab-"));
+const goldens = new Map<FixtureName, SideBySide>();
+const battery = new Map<FixtureName, SideBySide>();
+const servers = new Map<FixtureName, Awaited<ReturnType<typeof serverRow>>>();
+try {
+  for (const fixture of FIXTURES) {
+    const suite = loadParitySuite(fixture.suite);
+    const model = await resolveModel(suite.oracle.model);
+    console.log(`\n${fixture.name}: ${model.id}`);
+    goldens.set(fixture.name, await sideBySide(
+      { name: `harness: bench goldens make --suite ${fixture.suite}`, run: () => makeGoldens(suite, model, join(scratch, fixture.suite)).then(() => undefined) },
+      { name: "floor: raw node-llama-cpp, same evaluations", run: withRaw(model, (raw) => goldensSutWork(raw, suite)) },
+      { iterations: ROUNDS },
+    ));
+    battery.set(fixture.name, await sideBySide(
+      { name: `harness: bench run --suite ${fixture.suite} --arm "${fixture.arm}"`, run: batteryTask(fixture.suite, [fixture.arm], scratch) },
+      { name: "floor: raw node-llama-cpp, the arm's evaluations", run: withRaw(model, (raw) => paritySutWork(raw, suite)) },
+      { iterations: ROUNDS },
+    ));
+    servers.set(fixture.name, await serverRow(model, llamaServer));
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const [real, char] = FIXTURES.map((f) => f.name);
+console.log(`\nmachine: ${describeMachine(machineInfo())}, load average after ${loadavg().map((l) => l.toFixed(1)).join(" ")}; medians of ${ROUNDS} rounds per side`);
+for (const [what, rows] of [["goldens making (parity16 prompts, T 16, K 20)", goldens], ["parity16 battery, embedded F32 arm", battery]] as const) {
+  const [r, c] = [rows.get(real)!, rows.get(char)!];
+  console.log(`${what}:\n  ${real}: harness ${seconds(r.harnessMs)} (CPU ${seconds(r.harnessCpuMs)}), floor ${seconds(r.rawMs)} (CPU ${seconds(r.rawCpuMs)}) — ${describeRatios(r)}` +
+    `\n  ${char}: harness ${seconds(c.harnessMs)} (CPU ${seconds(c.harnessCpuMs)}), floor ${seconds(c.rawMs)} (CPU ${seconds(c.rawCpuMs)}) — ${describeRatios(c)}` +
+    `\n  ${real} / ${char}: harness wall ×${(r.harnessMs / c.harnessMs).toFixed(2)} CPU ×${(r.harnessCpuMs / c.harnessCpuMs).toFixed(2)}; floor wall ×${(r.rawMs / c.rawMs).toFixed(2)} CPU ×${(r.rawCpuMs / c.rawCpuMs).toFixed(2)}`);
+}
+const [rs, cs] = [servers.get(real)!, servers.get(char)!];
+console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed greedy requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens at ${SLOTS} clients):` +
+  `\n  ${real}: ours ${rs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(rs.ours.peakBytes)}${rs.ours.failed}; llama-server ${rs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(rs["llama-server"].peakBytes)}${rs["llama-server"].failed} — ours/llama-server tok/s ${(rs.ours.tps / rs["llama-server"].tps).toFixed(2)}` +
+  `\n  ${char}: ours ${cs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(cs.ours.peakBytes)}${cs.ours.failed}; llama-server ${cs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(cs["llama-server"].peakBytes)}${cs["llama-server"].failed} — ours/llama-server tok/s ${(cs.ours.tps / cs["llama-server"].tps).toFixed(2)}` +
+  `\n  ${real} / ${char}: ours tok/s ×${(rs.ours.tps / cs.ours.tps).toFixed(2)}, llama-server tok/s ×${(rs["llama-server"].tps / cs["llama-server"].tps).toFixed(2)}`);
