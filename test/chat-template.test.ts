@@ -50,8 +50,8 @@ test("the jinja renderer on Gemma 3's and Llama 3's tokenizer_config.json templa
   assert.throws(() => new ChatTemplate("{% if %}"), (error: unknown) => error instanceof ChatTemplateError && error.stage === "parse");
 });
 
-test("the shipped suite on the Qwen3 vocabulary fixture: our server token-identical to the reference on every conversation, llama-server too but for its listed difference", () => {
-  const { result, cells, verdict } = runShipped("shipped");
+test("the shipped suite's Qwen3 arm: our server token-identical to the reference on every conversation, llama-server too but for its listed difference", () => {
+  const { result, cells, verdict } = runShipped("shipped", ["--arm", "qwen3 vocab"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   const server = verdict("chat_template_server");
   assert.equal([server.status, server.gate, server.metrics?.agree, server.metrics?.unexplained, server.metrics?.props], ["pass", "required", corpus.conversations.length, 0, "pass"]);
@@ -76,7 +76,7 @@ test("the shipped suite on the Qwen3 vocabulary fixture: our server token-identi
 });
 
 test("FAULT chat-template-own (our old template although the file has one) fails the suite naming the conversation, the token and the character", () => {
-  const { result, cells, verdict } = runShipped("fault", ["--prompt", "0", "--prompt", "9"], { BENCH_SERVER_FAULT: "chat-template-own" });
+  const { result, cells, verdict } = runShipped("fault", ["--arm", "qwen3 vocab", "--prompt", "0", "--prompt", "9"], { BENCH_SERVER_FAULT: "chat-template-own" });
   assert.is(result.status, 1, result.stdout + result.stderr);
   assert.is(verdict("chat_template_server").status, "fail");
   const failing = cells().filter((c) => c.check === "chat_template_server" && c.status === "fail");
@@ -98,7 +98,7 @@ test("fail closed: a listed difference that agrees fails, an unlisted one fails 
   const typo = bench(["run", "--suite", write("typo", [{ conversation: "no-such-conversation", side: "server", reason: "names nothing in the corpus" }]), "--runs-dir", runs]);
   assert.is(typo.status, 2, typo.stdout + typo.stderr);
   assert.match(typo.stderr + typo.stdout, /known_differences\[0\]\.conversation: known difference names no conversation of the corpus: "no-such-conversation"/);
-  const stale = bench(["run", "--suite", write("stale", [{ conversation: "one-user-turn", side: "server", reason: "a difference that is not there" }]), "--prompt", "0", "--prompt", "4", "--runs-dir", runs, "--run-id", "stale"]);
+  const stale = bench(["run", "--suite", write("stale", [{ conversation: "one-user-turn", side: "server", reason: "a difference that is not there" }]), "--arm", "qwen3 vocab", "--prompt", "0", "--prompt", "4", "--runs-dir", runs, "--run-id", "stale"]);
   assert.is(stale.status, 1, stale.stdout + stale.stderr);
   const cells = readFileSync(join(runs, "stale", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Cell);
   assert.ok(cells.some((c) => c.check === "chat_template_server" && c.status === "fail" && c.gate === "required" && /^one-user-turn: listed as a known difference of server but it agrees/.test(c.detail)));
