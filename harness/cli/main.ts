@@ -1,14 +1,22 @@
 import { Command } from "commander";
 import { HARNESS_VERSION } from "../version.js";
-import { registerFixtures } from "./commands/fixtures.js";
-import { registerGoldens } from "./commands/goldens.js";
-import { registerRun } from "./commands/run.js";
-import { registerReport } from "./commands/report.js";
-import { registerGate } from "./commands/gate.js";
-import { registerServe } from "./commands/serve.js";
-import { registerLoad } from "./commands/load.js";
-import { registerMerge } from "./commands/merge.js";
 import { runToEnd } from "./exit-code.js";
+
+/**
+ * Each command's module, loaded only when needed: together they import the whole harness (the
+ * runner, llama.cpp bindings, Arrow, the server), which took about two seconds per process on a
+ * 2-core machine — paid by every `bench serve` a suite starts and every CLI call a test makes.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<(program: Command) => void>>> = {
+  run: async () => (await import("./commands/run.js")).registerRun,
+  report: async () => (await import("./commands/report.js")).registerReport,
+  gate: async () => (await import("./commands/gate.js")).registerGate,
+  merge: async () => (await import("./commands/merge.js")).registerMerge,
+  serve: async () => (await import("./commands/serve.js")).registerServe,
+  load: async () => (await import("./commands/load.js")).registerLoad,
+  fixtures: async () => (await import("./commands/fixtures.js")).registerFixtures,
+  goldens: async () => (await import("./commands/goldens.js")).registerGoldens,
+};
 
 const program = new Command()
   .name("bench")
@@ -17,14 +25,11 @@ const program = new Command()
   .showHelpAfterError("(run with --help for the options)")
   .exitOverride();
 
-registerRun(program);
-registerReport(program);
-registerGate(program);
-registerMerge(program);
-registerServe(program);
-registerLoad(program);
-registerFixtures(program);
-registerGoldens(program);
+// The command named first on the line is the only one registered; anything else (help, an unknown
+// command, --version) registers them all, in this order, so commander answers as it always did.
+const named = process.argv[2];
+const needed = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+for (const register of await Promise.all(needed.map((name) => COMMANDS[name]()))) register(program);
 
 /** Errors become one line and every ending an exit code in exit-code.ts, and only there. */
 await runToEnd(() => program.parseAsync(process.argv));
