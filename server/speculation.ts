@@ -15,7 +15,7 @@ export interface SpeculationSettings {
  * by at most this much, parity16's near-tie band (band_mnats 500): the band inside which the parity
  * suites forgive a different id, so a wrong token kept here is one a parity gate would forgive.
  */
-export const NEAR_TIE_BAND_NATS = 0.5;
+const NEAR_TIE_BAND_NATS = 0.5;
 
 /** A slot speculating this step: its target sequence, what that holds, and where the request stands. */
 export interface SpeculatingSlot {

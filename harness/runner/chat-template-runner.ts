@@ -8,6 +8,7 @@ import { httpCall } from "../sut/http.js";
 import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { judgeAgainstKnownList, type ReferenceComparison } from "./known-differences.js";
 
 /** A server whose /apply-template renders the conversations, or why this run has none. */
 export type TemplateServer = { readonly baseUrl: string } | { readonly absent: string };
@@ -70,12 +71,8 @@ async function serverRendering(context: ChatTemplateArmContext, side: ChatTempla
   return { text: parsed.prompt, ids: ids as number[] };
 }
 
-/** One comparison: agreement (how), or the difference with its first differing token and character. */
-type Comparison =
-  | { readonly difference: undefined; readonly agreement: string }
-  | { readonly difference: Pick<CellRecord, "position" | "expected_id" | "observed_id"> & { readonly detail: string } };
 
-function compare(context: ChatTemplateArmContext, side: ChatTemplateSide, expected: Rendering, observed: Rendering): Comparison {
+function compare(context: ChatTemplateArmContext, side: ChatTemplateSide, expected: Rendering, observed: Rendering): ReferenceComparison {
   if ("refused" in expected) {
     if ("refused" in observed) return { difference: undefined, agreement: `both refuse: reference "${expected.refused}", ${side} "${observed.refused}"` };
     return { difference: { position: null, expected_id: null, observed_id: null, detail: `the reference refuses (${expected.refused}), ${side} renders it` } };
@@ -140,7 +137,7 @@ async function compareSide(context: ChatTemplateArmContext, side: ChatTemplateSi
     for (const conversation of context.conversations) {
       if (context.signal.aborted) break;
       const { name } = conversation;
-      let comparison: Comparison;
+      let comparison: ReferenceComparison;
       try {
         comparison = compare(context, side, referenceRendering(context, conversation), await serverRendering(context, side, server.baseUrl, conversation));
       } catch (error) {
@@ -149,20 +146,12 @@ async function compareSide(context: ChatTemplateArmContext, side: ChatTemplateSi
         await context.emit({ kind: "cells", cells: [cell(conversation, { status: "error", detail: error instanceof Error ? error.message : String(error) })] });
         continue;
       }
-      const known = knownDifference(context, name, side);
-      let record: CellRecord;
-      if (comparison.difference === undefined) {
-        if (known === undefined) { counts.agree++; record = cell(conversation, { status: "pass", detail: comparison.agreement }); }
-        else {
-          counts.stale++;
-          failing.push(`${name} (listed but agrees)`);
-          record = cell(conversation, { status: "fail", detail: `listed as a known difference of ${side} but it agrees (${comparison.agreement}); remove the entry from ${context.suite.path}` });
-        }
-      } else {
-        const { detail, ...ids } = comparison.difference;
-        if (known !== undefined) { counts.known++; record = cell(conversation, { status: "fail", ...ids, detail: `KNOWN DIFFERENCE, ${detail}; why: ${known.reason}` }, "informational"); }
-        else { counts.unexplained++; failing.push(name); record = cell(conversation, { status: "fail", ...ids, detail }); }
-      }
+      const judged = judgeAgainstKnownList(comparison, knownDifference(context, name, side),
+        (agreement) => `listed as a known difference of ${side} but it agrees (${agreement}); remove the entry from ${context.suite.path}`);
+      counts[judged.outcome]++;
+      if (judged.outcome === "stale") failing.push(`${name} (listed but agrees)`);
+      if (judged.outcome === "unexplained") failing.push(name);
+      const record = cell(conversation, judged.fields, judged.informational ? "informational" : gate);
       await context.emit({ kind: "cells", cells: [record] });
     }
     const compared = counts.agree + counts.known + counts.unexplained + counts.stale;

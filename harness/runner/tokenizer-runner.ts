@@ -7,6 +7,7 @@ import { firstDivergence } from "../speculative/compare.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
 import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { judgeAgainstKnownList, type ReferenceComparison } from "./known-differences.js";
 
 export interface TokenizerArmContext extends ArmScope {
   readonly suite: TokenizerSuite;
@@ -18,10 +19,7 @@ export interface TokenizerArmContext extends ArmScope {
 }
 
 /** One comparison of one text: the two sides agree (and how), or where they first differ. */
-type Comparison = { readonly where: KnownTokenizerDifference["where"] } & (
-  | { readonly difference: undefined; readonly agreement: string }
-  | { readonly difference: Pick<CellRecord, "position" | "expected_id" | "observed_id"> & { readonly detail: string } }
-);
+type Comparison = { readonly where: KnownTokenizerDifference["where"] } & ReferenceComparison;
 
 const MAX_QUOTED = 48;
 /** A text as a cell quotes it: JSON-escaped (tabs, CR, zero-width characters visible), long ones cut. */
@@ -88,19 +86,12 @@ async function compareCorpus(context: TokenizerArmContext, check: TokenizerCompa
         continue;
       }
       const cells = comparisons.map((comparison) => {
-        const known = knownDifference(context.suite, context.arm, name, check, comparison.where);
-        if (comparison.difference === undefined) {
-          if (known === undefined) { counts.agree++; return cell({ status: "pass", detail: comparison.agreement }); }
-          counts.stale++;
-          unexplained.push(`${name} (${comparison.where}, listed but agrees)`);
-          return cell({ status: "fail", detail: `listed as a known difference (${comparison.where}) but the two agree: ${comparison.agreement}; remove the entry from ${context.suite.path}` });
-        }
-        const { where } = comparison;
-        const { detail, ...ids } = comparison.difference;
-        if (known !== undefined) { counts.known++; return cell({ status: "fail", ...ids, detail: `KNOWN DIFFERENCE, ${detail}; why: ${known.reason}` }, "informational"); }
-        counts.unexplained++;
-        unexplained.push(`${name} (${where})`);
-        return cell({ status: "fail", ...ids, detail });
+        const judged = judgeAgainstKnownList(comparison, knownDifference(context.suite, context.arm, name, check, comparison.where),
+          (agreement) => `listed as a known difference (${comparison.where}) but the two agree: ${agreement}; remove the entry from ${context.suite.path}`);
+        counts[judged.outcome]++;
+        if (judged.outcome === "stale") unexplained.push(`${name} (${comparison.where}, listed but agrees)`);
+        if (judged.outcome === "unexplained") unexplained.push(`${name} (${comparison.where})`);
+        return cell(judged.fields, judged.informational ? "informational" : gate);
       });
       await context.emit({ kind: "cells", cells });
     }
