@@ -1,19 +1,30 @@
 import type { CellRecord } from "../results/types.js";
 import type { GateLevel } from "../suites/parity-suite.js";
-import { SPECIAL_TOKEN_MODES, type KnownTokenizerDifference, type TokenizerArm, type TokenizerComparison, type TokenizerSuite } from "../suites/tokenizer-suite.js";
-import type { LlamaCppTokenizer } from "../sut/llamacpp-tokenizer.js";
+import { SPECIAL_TOKEN_MODES, type KnownTokenizerDifference, type SpecialTokenMode, type TokenizerArm, type TokenizerComparison, type TokenizerSideName, type TokenizerSuite } from "../suites/tokenizer-suite.js";
 import type { CorpusText } from "../tokenizer/corpus.js";
 import { firstDivergence } from "../speculative/compare.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
-import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
 import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 import { judgeAgainstKnownList, type ReferenceComparison } from "./known-differences.js";
+
+/** One tokenizer as the comparisons read it: ids with nothing added, ids back to text (special tokens rendered), one id's piece. Async: a runner answers over the protocol. */
+export interface TokenizerSide {
+  readonly name: TokenizerSideName;
+  encode(text: string, mode: SpecialTokenMode): Promise<number[]>;
+  decode(ids: readonly number[]): Promise<string>;
+  piece(id: number): Promise<string>;
+}
 
 export interface TokenizerArmContext extends ArmScope {
   readonly suite: TokenizerSuite;
   readonly arm: TokenizerArm;
-  readonly tokenizer: LlamaCppTokenizer;
-  readonly reference: ReferenceTokenizer;
+  /** The side the other is held to (the Hugging Face reference; llama.cpp on a runner arm), and the side held to it. */
+  readonly expected: TokenizerSide;
+  readonly observed: TokenizerSide;
+  /** The sides whose round trips (text → ids → text) are checked. */
+  readonly roundTrips: readonly TokenizerSide[];
+  /** Why the arm cannot be compared here (a tool not built, a runner without `tokenize_special`), or undefined when it can. */
+  readonly missing: string | undefined;
   /** The corpus texts this run asks, with their index in the corpus (`--prompt` selects them). */
   readonly texts: ReadonlyArray<CorpusText & { readonly index: number }>;
 }
@@ -31,29 +42,30 @@ function knownDifference(suite: TokenizerSuite, arm: TokenizerArm, text: string,
 }
 
 /** Both tokenizers on one text in one special-token mode: the first differing id and both pieces, or agreement. */
-function compareIds(context: TokenizerArmContext, text: string, mode: (typeof SPECIAL_TOKEN_MODES)[number]): Comparison {
-  const expected = context.reference.encode(text, mode);
-  const observed = context.tokenizer.tokenizeText(text, mode);
-  const diff = firstDivergence(expected, observed);
-  if (diff === undefined) return { where: mode, difference: undefined, agreement: `${observed.length} ids identical (${mode})` };
-  const piece = (id: number | null, of: (id: number) => string) => (id === null ? "(end)" : `${id} ${quote(of(id))}`);
+async function compareIds(context: TokenizerArmContext, text: string, mode: SpecialTokenMode): Promise<Comparison> {
+  const { expected, observed } = context;
+  const [expectedIds, observedIds] = [await expected.encode(text, mode), await observed.encode(text, mode)];
+  const diff = firstDivergence(expectedIds, observedIds);
+  if (diff === undefined) return { where: mode, difference: undefined, agreement: `${observedIds.length} ids identical (${mode})` };
+  const piece = async (id: number | null, side: TokenizerSide) => `${side.name} ${id === null ? "(end)" : `${id} ${quote(await side.piece(id))}`}`;
   return {
     where: mode,
     difference: {
       position: diff.position, expected_id: diff.expected, observed_id: diff.observed,
-      detail: `special tokens ${mode}: first differs at id ${diff.position}: reference ${piece(diff.expected, context.reference.piece)} vs llama.cpp ${piece(diff.observed, (id) => context.tokenizer.piece(id))}; ${expected.length} vs ${observed.length} ids`,
+      detail: `special tokens ${mode}: first differs at id ${diff.position}: ${await piece(diff.expected, expected)} vs ${await piece(diff.observed, observed)}; ${expectedIds.length} vs ${observedIds.length} ids`,
     },
   };
 }
 
 /** One side's ids (special tokens parsed) decoded back: the text that went in, or where it first differs. */
-function roundTrip(side: "llama.cpp" | "reference", text: string, ids: readonly number[], decode: (ids: readonly number[]) => string): Comparison {
-  const back = decode(ids);
+async function roundTrip(side: TokenizerSide, text: string): Promise<Comparison> {
+  const ids = await side.encode(text, "parsed");
+  const back = await side.decode(ids);
   const at = firstTextDifference(text, back);
-  if (at === undefined) return { where: side, difference: undefined, agreement: `${side}: ${ids.length} ids decode to the text` };
+  if (at === undefined) return { where: side.name, difference: undefined, agreement: `${side.name}: ${ids.length} ids decode to the text` };
   return {
-    where: side,
-    difference: { position: at, expected_id: null, observed_id: null, detail: `${side}: its ${ids.length} ids decode to ${quote(back.slice(Math.max(0, at - 8)))} where the text has ${quote(text.slice(Math.max(0, at - 8)))} (first differing UTF-16 unit ${at})` },
+    where: side.name,
+    difference: { position: at, expected_id: null, observed_id: null, detail: `${side.name}: its ${ids.length} ids decode to ${quote(back.slice(Math.max(0, at - 8)))} where the text has ${quote(text.slice(Math.max(0, at - 8)))} (first differing UTF-16 unit ${at})` },
   };
 }
 
@@ -62,10 +74,10 @@ function roundTrip(side: "llama.cpp" | "reference", text: string, ids: readonly 
  * recorded as an informational failure with its reason, an unlisted one fails the check, and a
  * listed one that no longer differs fails it too (the list must not outlive what it explains).
  */
-async function compareCorpus(context: TokenizerArmContext, check: TokenizerComparison, level: GateLevel, compare: (text: string) => Comparison[]): Promise<void> {
+async function compareCorpus(context: TokenizerArmContext, check: TokenizerComparison, level: GateLevel, compare: (text: string) => Promise<Comparison[]>): Promise<void> {
   await runCheck(context, check, level, [], async (gate): Promise<CheckOutcome> => {
-    // A tool that is not built, or no text selected: nothing could fail, so SKIPPED, never passed.
-    const reason = context.tokenizer.missing ?? (context.texts.length === 0 ? "no corpus text selected: an empty corpus cannot fail" : undefined);
+    // A tool that is not built, a runner that cannot be asked, or no text selected: nothing could fail, so SKIPPED, never passed.
+    const reason = context.missing ?? (context.texts.length === 0 ? "no corpus text selected: an empty corpus cannot fail" : undefined);
     if (reason !== undefined) {
       await context.emit({ kind: "cells", cells: [makeCell(context, check, gate, { status: "skip", detail: reason })] });
       return { status: "skip", reason };
@@ -78,7 +90,7 @@ async function compareCorpus(context: TokenizerArmContext, check: TokenizerCompa
         makeCell(context, check, cellGate, { prompt: index, prompt_class: name, ...fields, detail: `${name} ${quote(text)}: ${fields.detail}` }, ` --prompt ${index}`);
       let comparisons: Comparison[];
       try {
-        comparisons = compare(text);
+        comparisons = await compare(text);
       } catch (error) {
         counts.errored++;
         unexplained.push(name);
@@ -106,13 +118,18 @@ async function compareCorpus(context: TokenizerArmContext, check: TokenizerCompa
   });
 }
 
-/** A tokenizer arm: ids in both special-token modes, then both sides' round trips. */
+/** A tokenizer arm: ids in both special-token modes, then the round trips. */
 export async function runTokenizerArm(context: TokenizerArmContext): Promise<{ summaryLine: string | undefined }> {
-  const { suite, tokenizer, reference } = context;
-  await compareCorpus(context, "tokenizer_parity", suite.checks.tokenizer_parity, (text) => SPECIAL_TOKEN_MODES.map((mode) => compareIds(context, text, mode)));
-  await compareCorpus(context, "detokenize_roundtrip", suite.checks.detokenize_roundtrip, (text) => [
-    roundTrip("llama.cpp", text, tokenizer.tokenizeText(text, "parsed"), (ids) => tokenizer.detokenizeIds(ids)),
-    roundTrip("reference", text, reference.encode(text, "parsed"), reference.decode),
-  ]);
+  const { suite } = context;
+  await compareCorpus(context, "tokenizer_parity", suite.checks.tokenizer_parity, async (text) => {
+    const comparisons: Comparison[] = [];
+    for (const mode of SPECIAL_TOKEN_MODES) comparisons.push(await compareIds(context, text, mode));
+    return comparisons;
+  });
+  await compareCorpus(context, "detokenize_roundtrip", suite.checks.detokenize_roundtrip, async (text) => {
+    const comparisons: Comparison[] = [];
+    for (const side of context.roundTrips) comparisons.push(await roundTrip(side, text));
+    return comparisons;
+  });
   return { summaryLine: undefined };
 }

@@ -40,7 +40,7 @@ function differsFrom(first: SystemUnderTest, fresh: SystemUnderTest): string | u
 }
 
 /** Every capability is a method of the same name; a `Record` makes the list complete at compile time. */
-const METHODS = Object.keys({ tokenize: 0, detokenize: 0, inspectTokens: 0, greedy: 0, tracedGreedy: 0, batchedGreedy: 0, teacherForcedTopK: 0, cachedGreedy: 0, cachedChat: 0, slotAction: 0, traceDemand: 0, kernel: 0, kernelTime: 0 } satisfies Record<Capability, 0>) as Capability[];
+const METHODS = Object.keys({ tokenize: 0, detokenize: 0, tokenizeSpecial: 0, detokenizeSpecial: 0, inspectTokens: 0, greedy: 0, tracedGreedy: 0, batchedGreedy: 0, teacherForcedTopK: 0, cachedGreedy: 0, cachedChat: 0, slotAction: 0, traceDemand: 0, kernel: 0, kernelTime: 0 } satisfies Record<Capability, 0>) as Capability[];
 
 /**
  * A runner held to the per-case timeout that is replaced instead of given up on: a request it does

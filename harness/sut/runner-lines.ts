@@ -11,6 +11,13 @@ export const RUNNER_PROTOCOL_VERSION = 1;
 /** The method a runner lists to say it answers kernel requests (its hello then lists the pairs). */
 export const KERNEL_METHOD = "kernel";
 
+/**
+ * Not a method: a runner that lists it takes `add_special` and `parse_special` in `tokenize` and
+ * `render_special` in `detokenize` (without it, tokenize adds BOS and reads special-token text as
+ * plain text, and detokenize drops special tokens: protocol version 1 as first written).
+ */
+export const TOKENIZE_SPECIAL_CAPABILITY = "tokenize_special";
+
 /** Wire method names, snake_case, for each capability the harness knows. */
 export const RUNNER_METHODS = {
   tokenize: "tokenize",

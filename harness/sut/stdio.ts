@@ -2,11 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./child-process.js";
-import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, type Hello, type RunnerAnswer } from "./runner-lines.js";
+import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, TOKENIZE_SPECIAL_CAPABILITY, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
 import { UnsupportedRequestError } from "./unsupported.js";
-import type { GreedyRequest, KernelRequest, KernelTimingPlan, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
+import type { GreedyRequest, KernelRequest, KernelTimingPlan, SpecialTokenOptions, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
 /**
  * The runner protocol (docs/runner-protocol.md): a system under test is any command that speaks
@@ -180,6 +180,8 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);
   const wireGreedy = (requests: readonly GreedyRequest[], mode?: "traced") => ({ requests: requests.map((r) => ({ prompt_ids: r.promptIds, max_tokens: r.maxTokens })), ...(mode === undefined ? {} : { mode }) });
+  const special = hello.capabilities.includes(TOKENIZE_SPECIAL_CAPABILITY);
+  const detokenized = (result: unknown, count: number) => field("detokenize", result, "texts", count, (t): t is string => typeof t === "string");
   const traced = has("greedy") && Array.isArray(hello.modes) && hello.modes.includes("traced");
   const removed = hello.capabilities.filter((method) => (REMOVED_KERNEL_METHODS as readonly string[]).includes(method));
   const provenance: SutProvenance = {
@@ -194,9 +196,14 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
     label: options.label,
     provenance,
     ...(has("tokenize") ? { tokenize: async (texts: readonly string[]) => field("tokenize", await call("tokenize", { texts }), "ids", texts.length, isIds) } : {}),
-    ...(has("detokenize") ? {
-      detokenize: async (sequences: readonly (readonly TokenId[])[]) =>
-        field("detokenize", await call("detokenize", { sequences }), "texts", sequences.length, (t): t is string => typeof t === "string"),
+    ...(has("detokenize") ? { detokenize: async (sequences: readonly (readonly TokenId[])[]) => detokenized(await call("detokenize", { sequences }), sequences.length) } : {}),
+    ...(has("tokenize") && special ? {
+      tokenizeSpecial: async (texts: readonly string[], options: SpecialTokenOptions) =>
+        field("tokenize", await call("tokenize", { texts, add_special: options.addSpecial, parse_special: options.parseSpecial }), "ids", texts.length, isIds),
+    } : {}),
+    ...(has("detokenize") && special ? {
+      detokenizeSpecial: async (sequences: readonly (readonly TokenId[])[], options: { readonly renderSpecial: boolean }) =>
+        detokenized(await call("detokenize", { sequences, render_special: options.renderSpecial }), sequences.length),
     } : {}),
     ...(has("inspectTokens") ? {
       inspectTokens: async (ids: readonly TokenId[]) =>

@@ -159,7 +159,13 @@ export interface KernelTiming {
   readonly callsPerSample: number;
 }
 
-export type Capability = "tokenize" | "detokenize" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
+/** How special tokens are treated when text becomes ids (llama.cpp's add_special and parse_special). */
+export interface SpecialTokenOptions {
+  readonly addSpecial: boolean;
+  readonly parseSpecial: boolean;
+}
+
+export type Capability = "tokenize" | "detokenize" | "tokenizeSpecial" | "detokenizeSpecial" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -170,6 +176,14 @@ export interface SystemUnderTest {
   tokenize?(texts: readonly string[]): Promise<TokenId[][]>;
   /** Ids to text, for each sequence (BOS and control tokens drop out). */
   detokenize?(sequences: readonly (readonly TokenId[])[]): Promise<string[]>;
+  /**
+   * Text to ids with both of a tokenizer's special-token choices said: `addSpecial` adds what the
+   * vocabulary adds (BOS, EOS), `parseSpecial` reads special-token text as the special token. What a
+   * tokenizer suite holds to llama.cpp's tokenizer, id for id.
+   */
+  tokenizeSpecial?(texts: readonly string[], options: SpecialTokenOptions): Promise<TokenId[][]>;
+  /** Ids to text, special tokens rendered as their text (`renderSpecial`) or dropped. */
+  detokenizeSpecial?(sequences: readonly (readonly TokenId[])[], options: { readonly renderSpecial: boolean }): Promise<string[]>;
   /** The kind of each id (to refuse text a tokenizer can only spell in byte-fallback pieces). */
   inspectTokens?(ids: readonly TokenId[]): Promise<TokenKind[]>;
   /** Greedy (temperature 0) continuations, each prompt evaluated alone. */

