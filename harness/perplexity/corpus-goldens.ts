@@ -15,11 +15,12 @@ import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { sha256Bytes } from "../io/sha256.js";
 import { ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
 import { GOLDENS_DIR } from "../paths.js";
-import { suiteArgument } from "../suites/load.js";
+import { loadSuite, suiteArgument } from "../suites/load.js";
 import type { PerplexitySuite } from "../suites/perplexity-suite.js";
 import { LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import { HARNESS_VERSION } from "../version.js";
 import { corpusChunks, scoredPerChunk, type CorpusChunk } from "./chunks.js";
+import { corpusGoldensDiff, type CorpusGoldensDiff } from "./corpus-goldens-diff.js";
 import { readCorpusText } from "./corpus.js";
 import type { BasePosition } from "./statistics.js";
 
@@ -112,6 +113,21 @@ export async function evaluateBase(suite: PerplexitySuite, model: ModelRef): Pro
 export async function makeCorpusGoldens(suite: PerplexitySuite, model: ModelRef, directory = corpusGoldensDir(suite, model)): Promise<CorpusGoldensManifest> {
   const { chunks, base, manifest } = await evaluateBase(suite, model);
   return writeCorpusGoldens(directory, chunks, base, manifest);
+}
+
+/**
+ * Re-makes one directory of corpus goldens in place from what its manifest names (suite, base model)
+ * and says what moved. The old goldens are read first, without the model check: the model's bytes
+ * may be what changed.
+ */
+export async function remakeCorpusGoldens(directory: string): Promise<CorpusGoldensDiff> {
+  const before = readCorpusGoldens(directory);
+  const suite = loadSuite(before.manifest.suite);
+  if (suite.kind !== "perplexity") {
+    throw new BenchError(`suite ${suite.name} is a ${suite.kind} suite, these are a perplexity suite's corpus goldens`, { file: join(directory, CORPUS_MANIFEST_FILE), field: "suite", fix: "name the perplexity suite the goldens were made for, or remove the directory" });
+  }
+  await makeCorpusGoldens(suite, await resolveModel(before.manifest.model.id), directory);
+  return corpusGoldensDiff(before, readCorpusGoldens(directory));
 }
 
 async function writeCorpusGoldens(directory: string, chunks: readonly CorpusChunk[], base: readonly (readonly BasePosition[])[], manifest: Omit<CorpusGoldensManifest, "files">): Promise<CorpusGoldensManifest> {

@@ -8,7 +8,8 @@ import { goldensModelDirName, makeGoldens, remakeGoldens } from "../../goldens/m
 import { renderGapDiff } from "../../goldens/gap-diff.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS } from "../../goldens/logprob-tolerance.js";
 import { listGoldensDirectories, verifyGoldens } from "../../goldens/verify.js";
-import { CORPUS_MANIFEST_FILE, corpusGoldensDir, isCorpusGoldens, makeCorpusGoldens } from "../../perplexity/corpus-goldens.js";
+import { CORPUS_MANIFEST_FILE, corpusGoldensDir, isCorpusGoldens, makeCorpusGoldens, remakeCorpusGoldens } from "../../perplexity/corpus-goldens.js";
+import { renderCorpusGoldensDiff } from "../../perplexity/corpus-goldens-diff.js";
 import { verifyCorpusGoldens } from "../../perplexity/verify-corpus-goldens.js";
 import { loadParitySuite, loadSuite } from "../../suites/load.js";
 import { goldensSuiteName, suiteOracles } from "../../suites/parity-suite.js";
@@ -24,15 +25,20 @@ export function registerGoldens(program: Command): void {
     .option("--suite <suite>", "suite name or path", "parity16")
     .option("--model <model>", "oracle model (fixture[:QUANT] or .gguf path; default: every oracle the suite's arms answer to)")
     .option("--out <dir>", "target directory (default: goldens/<model>/<suite>)")
-    .option("--all", "re-make every committed goldens directory (after a fixture change) and print, per directory, how the greedy ids and the top-1/top-2 gaps moved")
+    .option("--all", "re-make every committed goldens directory (after a fixture change or a llama.cpp update), a perplexity suite's corpus goldens included, and print per directory what moved (greedy ids and top-1/top-2 gaps; chunk ids, base top-1, next-token log-probs and perplexity)")
     .action(async (options: { suite: string; model?: string; out?: string; all?: boolean }) => {
       if (options.all === true) {
         if (options.model !== undefined || options.out !== undefined) throw new BenchError("--all re-makes every committed goldens directory in place", { field: "--all", fix: "drop --model and --out, or drop --all" });
         const directories = listGoldensDirectories();
-        if (directories.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make --suite NAME`" });
+        const corpusDirectories = listGoldensDirectories(undefined, CORPUS_MANIFEST_FILE);
+        if (directories.length + corpusDirectories.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make --suite NAME`" });
         for (const directory of directories) {
           progress(`re-making ${directory}`);
           say(renderGapDiff({ ...(await remakeGoldens(directory)), directory: relative(process.cwd(), directory) }));
+        }
+        for (const directory of corpusDirectories) {
+          progress(`re-making ${directory}`);
+          say(renderCorpusGoldensDiff({ ...(await remakeCorpusGoldens(directory)), directory: relative(process.cwd(), directory) }));
         }
         return;
       }
