@@ -5,7 +5,7 @@ import { resolveModel } from "../fixtures/registry.js";
 import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
 import { GOLDENS_DIR, SUITES_DIR } from "../paths.js";
 import { loadParitySuite } from "../suites/load.js";
-import { ORACLE_SETTINGS, llamaCppEngineVersion } from "../sut/llamacpp.js";
+import { ORACLE_SETTINGS, llamaCppEngineVersion, sameLlamaCppEngine } from "../sut/llamacpp.js";
 import { promptIdsSha256, promptTextsSha256, readGoldens } from "./goldens.js";
 import { assertGoldensMatchModel } from "./model-check.js";
 import { GOLDEN_LOGPROB_TOLERANCE_NATS, topKDifference } from "./logprob-tolerance.js";
@@ -60,7 +60,7 @@ export async function verifyGoldens(directory: string, options: { recompute?: bo
         }
       }
       const engine = await llamaCppEngineVersion();
-      if (engine !== manifest.oracle.engine) warnings.push(`made with ${manifest.oracle.engine}, this machine runs ${engine}: numbers may shift; re-make if parity drifts`);
+      if (!sameLlamaCppEngine(manifest.oracle.engine, engine)) warnings.push(`made with ${manifest.oracle.engine}, this machine runs ${engine}: numbers may shift; re-make if parity drifts`);
     }
     if (manifest.prompts.texts_sha256 !== null || options.recompute === true) {
       const oracle = await openLlamaCppOracle(model);

@@ -44,11 +44,25 @@ export const ORACLE_SETTINGS: LlamaCppSettings = {
   promptOverflow: "error",
 };
 
-/** The package hides package.json behind "exports"; find it beside the resolved entry point. */
-const NODE_LLAMA_CPP_VERSION: string = (() => {
+/** node-llama-cpp's package directory: the package hides package.json behind "exports", so it is found beside the resolved entry point. */
+const NODE_LLAMA_CPP_ROOT: string = (() => {
   const entry = createRequire(import.meta.url).resolve("node-llama-cpp");
-  const manifest = join(entry.slice(0, entry.lastIndexOf("/node_modules/node-llama-cpp/") + "/node_modules/node-llama-cpp/".length), "package.json");
-  return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+  return entry.slice(0, entry.lastIndexOf("/node_modules/node-llama-cpp/") + "/node_modules/node-llama-cpp/".length);
+})();
+
+const NODE_LLAMA_CPP_VERSION: string = (JSON.parse(readFileSync(join(NODE_LLAMA_CPP_ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/**
+ * The commit of the llama.cpp source node-llama-cpp bundles (llama/gitRelease.bundle, whose header
+ * line names it: "<sha> HEAD"), which its binaries are built from; undefined where the package ships none.
+ */
+const BUNDLED_LLAMA_CPP_COMMIT: string | undefined = (() => {
+  try {
+    const header = readFileSync(join(NODE_LLAMA_CPP_ROOT, "llama", "gitRelease.bundle")).subarray(0, 512).toString("latin1");
+    return /^([0-9a-f]{40}) HEAD$/m.exec(header)?.[1];
+  } catch {
+    return undefined;
+  }
 })();
 
 let llamaInstance: Promise<Llama> | undefined;
@@ -59,9 +73,19 @@ export function llamaRuntime(): Promise<Llama> {
   return llamaInstance;
 }
 
+/**
+ * The embedded engine, both parts said: the node-llama-cpp package, and the llama.cpp release it
+ * binds (its own version, as llama.cpp's CMakeLists.txt and `llama-server --version` say it) with
+ * the commit of the source it bundles, e.g. `node-llama-cpp 3.21.1 / llama.cpp v0.4.0 (ggml-org/llama.cpp@80fb11ac73e6)`.
+ */
 export async function llamaCppEngineVersion(): Promise<string> {
-  const llama = await llamaRuntime();
-  return `node-llama-cpp ${NODE_LLAMA_CPP_VERSION} / llama.cpp ${llama.llamaCppRelease.release}`;
+  const { repo, release } = (await llamaRuntime()).llamaCppRelease;
+  return `node-llama-cpp ${NODE_LLAMA_CPP_VERSION} / llama.cpp ${release}${BUNDLED_LLAMA_CPP_COMMIT === undefined ? "" : ` (${repo}@${BUNDLED_LLAMA_CPP_COMMIT.slice(0, 12)})`}`;
+}
+
+/** Whether a recorded engine is this one: the same string, or (recorded before commits were) the same string without the commit. */
+export function sameLlamaCppEngine(recorded: string, running: string): boolean {
+  return recorded === running || recorded === running.replace(/ \([^()]*@[0-9a-f]{12}\)$/, "");
 }
 
 /**
