@@ -1,8 +1,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { SUITES_DIR } from "../harness/paths.js";
+import { PACKAGE_ROOT, SUITES_DIR } from "../harness/paths.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 // A runner's tokenizer held to llama.cpp's over the runner protocol (tokenize_special): the shipped
@@ -95,6 +96,20 @@ process.stdin.on("end", () => process.exit(0));\n`);
   assert.is(run.result.status, 0, run.result.stdout + run.result.stderr);
   assert.equal(run.verdicts().map((v) => [v.arm, v.check, v.status, v.metrics?.agree]), [["runner", "tokenizer_parity", "pass", 4], ["runner", "detokenize_roundtrip", "pass", 2]]);
   assert.ok(run.cells().every((c) => c.arm === "runner" && c.status === "pass"));
+});
+
+test("bench_runner.py lists tokenize_special for a model object that says it takes the fields", () => {
+  const hello = (flag: string) => {
+    const script = `import sys; sys.path.insert(0, ${JSON.stringify(join(PACKAGE_ROOT, "scripts", "runners"))}); import bench_runner
+class M:
+    tokenize_special = ${flag}
+    def tokenize(self, params): return {"ids": []}
+bench_runner.serve(M(), "FAKE")`;
+    const result = spawnSync("python3", ["-c", script], { input: "", encoding: "utf8" });
+    return (JSON.parse(result.stdout.split("\n")[0]) as { capabilities: string[] }).capabilities;
+  };
+  assert.equal(hello("True"), ["tokenize", "tokenize_special"]);
+  assert.equal(hello("False"), ["tokenize"]);
 });
 
 test.run();

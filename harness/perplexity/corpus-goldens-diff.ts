@@ -46,8 +46,8 @@ export function corpusGoldensDiff(before: CorpusGoldens, after: CorpusGoldens): 
   };
 }
 
-/** One line per directory, e.g. `goldens/x/perplexity: chunk ids 0/16 changed; top-1 0/1008 positions changed; next-token log-prob max |Δ| 2.1e-6 nats; base perplexity 312.41 → 312.41`. */
+/** One line per directory, e.g. `goldens/x/perplexity: chunk ids 0/16 changed; top-1 0/1008 positions changed; next-token log-prob max |Δ| 2.1e-6 nats; base perplexity 312.41337 → 312.41340`. */
 export function renderCorpusGoldensDiff(diff: CorpusGoldensDiff): string {
   return `${diff.directory}: chunk ids ${diff.chunksChanged}/${diff.chunkCount} changed; top-1 ${diff.top1Changed}/${diff.positionCount} positions changed; `
-    + `next-token log-prob max |Δ| ${diff.maxNextLogprobDelta.toExponential(1)} nats; base perplexity ${diff.perplexityBefore.toFixed(2)} → ${diff.perplexityAfter.toFixed(2)}`;
+    + `next-token log-prob max |Δ| ${diff.maxNextLogprobDelta.toExponential(1)} nats; base perplexity ${diff.perplexityBefore.toPrecision(8)} → ${diff.perplexityAfter.toPrecision(8)}`;
 }

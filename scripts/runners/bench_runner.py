@@ -37,6 +37,8 @@ def serve(model, engine, settings=None, kernel_ops=None, model_path=None):
     `model_path`: the model file the forward pass loaded; its sha256 goes into the hello, so the harness can check
     that this is the artifact the goldens were made from (without it the arm's identity is "unverified")."""
     capabilities = [m for m in METHODS if callable(getattr(model, m, None))]
+    if getattr(model, "tokenize_special", False) is True:
+        capabilities.append("tokenize_special")  # tokenize takes add_special / parse_special, detokenize render_special
     hello = {"protocol": PROTOCOL, "version": VERSION, "engine": engine, "capabilities": capabilities, "settings": settings or {}}
     if model_path is not None:
         hello["model_sha256"] = file_sha256(model_path)
