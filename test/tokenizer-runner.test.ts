@@ -98,6 +98,16 @@ process.stdin.on("end", () => process.exit(0));\n`);
   assert.ok(run.cells().every((c) => c.arm === "runner" && c.status === "pass"));
 });
 
+test("bad input: a runner arm without a command, or with a reference it is not held to, is refused in one line (exit 2)", () => {
+  const { command: _command, ...noCommand } = runnerOn("qwen35-qwen3-vocab");
+  const missing = runSuite({ ...shippedSuite, arms: [noCommand] }, "no-command");
+  assert.is(missing.result.status, 2, missing.result.stdout + missing.result.stderr);
+  assert.match(missing.result.stderr, /arms\.0\.command: required field is missing/);
+  const withReference = runSuite({ ...shippedSuite, arms: [{ ...runnerOn("qwen35-qwen3-vocab"), reference: "qwen3" }] }, "with-reference");
+  assert.is(withReference.result.status, 2, withReference.result.stdout + withReference.result.stderr);
+  assert.match(withReference.result.stderr, /arms\[0\]\.reference: arm "runner qwen3 tokenizer\.json" is a runner arm: it is held to llama\.cpp's tokenizer of its model, not to a reference \(fix: drop reference/);
+});
+
 test("bench_runner.py lists tokenize_special for a model object that says it takes the fields", () => {
   const hello = (flag: string) => {
     const script = `import sys; sys.path.insert(0, ${JSON.stringify(join(PACKAGE_ROOT, "scripts", "runners"))}); import bench_runner

@@ -37,6 +37,19 @@ function corpusOf(suite: TokenizerSuite) {
   return corpus;
 }
 
+/** A runner arm is held to llama.cpp, a llama.cpp arm to its reference: a field of the other kind would be silently ignored. */
+function assertArmFields(suite: TokenizerSuite): void {
+  // As loaded from JSON: the schema requires each kind's own field, not the other's absence.
+  (suite.arms as ReadonlyArray<{ readonly label: string; readonly side?: string; readonly reference?: unknown; readonly command?: unknown }>).forEach((arm, i) => {
+    if (arm.side === "runner" && arm.reference !== undefined) {
+      throw new BenchError(`arm "${arm.label}" is a runner arm: it is held to llama.cpp's tokenizer of its model, not to a reference`, { file: suite.path, field: `arms[${i}].reference`, fix: "drop reference, or drop \"side\": \"runner\" and command to hold llama.cpp to the reference" });
+    }
+    if (arm.side !== "runner" && arm.command !== undefined) {
+      throw new BenchError(`arm "${arm.label}" has a command but is no runner arm`, { file: suite.path, field: `arms[${i}].command`, fix: "add \"side\": \"runner\", or drop command" });
+    }
+  });
+}
+
 /**
  * With --runner, one required runner arm on the vocabulary of the arm --arm names (else the first),
  * held to llama.cpp's tokenizer of that arm's model, as --runner does for the model suites.
@@ -67,6 +80,7 @@ const isLlamaCppTokenizer = (opened: SystemUnderTest): opened is SystemUnderTest
 export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
   arms: tokenizerArms,
   async run(suite, arms, battery) {
+    assertArmFields(suite);
     const corpus = corpusOf(suite);
     const texts = selectIndices(corpus.length, battery.options.prompts, "corpus text", "--prompt", suite.path).map((index) => ({ ...corpus[index], index }));
     await battery.legs(suite, arms, openArm, async (arm, sut, opened, signal) => {
