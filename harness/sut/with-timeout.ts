@@ -50,13 +50,22 @@ function stopReason(signal: AbortSignal | undefined): string | undefined {
 }
 
 /**
+ * One call of a SUT made outside its SystemUnderTest (a server's timed greedy, its /apply-template)
+ * under the same per-case timeout and stop as the SUT's own methods: SutTimeoutError after
+ * `seconds`, SutStoppedError as soon as `signal` aborts, so a server that never answers cannot hang the run.
+ */
+export function timedCall<A extends unknown[], R>(label: string, method: string, fn: (...args: A) => Promise<R>, seconds: number, signal?: AbortSignal): (...args: A) => Promise<R> {
+  return (...args: A) => race(fn(...args), seconds, signal, () => new SutTimeoutError(label, method, seconds), () => new SutStoppedError(label, method, stopReason(signal)));
+}
+
+/**
  * Wraps any SUT so every batch call fails with SutTimeoutError after `seconds`, or with
  * SutStoppedError as soon as `signal` aborts, instead of hanging the run. Capabilities are
  * preserved exactly: an absent method stays absent.
  */
 export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: AbortSignal): SystemUnderTest {
   const wrap = <A extends unknown[], R>(method: string, fn: ((...args: A) => Promise<R>) | undefined): ((...args: A) => Promise<R>) | undefined =>
-    fn === undefined ? undefined : (...args: A) => race(fn.apply(sut, args), seconds, signal, () => new SutTimeoutError(sut.label, method, seconds), () => new SutStoppedError(sut.label, method, stopReason(signal)));
+    fn === undefined ? undefined : timedCall(sut.label, method, fn.bind(sut), seconds, signal);
   return {
     label: sut.label,
     provenance: sut.provenance,
