@@ -31,7 +31,7 @@ test("a shard dealt no arm runs nothing, says so, and exits 77 (nothing was test
     assert.is(run.status, 77, run.stdout + run.stderr);
     assert.match(run.stdout, /shard 2\/2: no arm of 1 arms/);
     const summary = JSON.parse(readFileSync(join(work.path, "empty", "summary.json"), "utf8"));
-    assert.equal(summary.selection.shard, { index: 2, count: 2 });
+    assert.equal(summary.selection.shard, { index: 2, count: 2, dealt: [] });
     assert.equal(summary.suites.map((s: { name: string }) => s.name), ["traced-reference"]);
     assert.is(summary.verdicts.length, 0);
   } finally {

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { BenchError } from "../errors.js";
-import { positionInBattery, shardLabel, type Shard } from "../runner/shard.js";
+import { armKey, positionInBattery, shardLabel, type Shard } from "../runner/shard.js";
 import { EXIT, type ExitCode } from "./exit-code.js";
 import type { StoredRun } from "./read-run.js";
 import { RunDirectory, type RunSelection } from "./run-directory.js";
@@ -100,7 +100,11 @@ function armsInOrder(run: StoredRun): string[] {
 export async function writeMergedRun(shards: readonly ShardRun[], out: string, command: readonly string[]): Promise<{ readonly directory: string; readonly exitCode: ExitCode; readonly verdicts: readonly GateVerdict[] }> {
   const target = resolve(out);
   if (existsSync(target)) throw new BenchError("the merged run's directory already exists", { file: target, fix: "choose another --out, or remove it" });
-  const arms = shards.flatMap(({ run, shard }) => armsInOrder(run).map((key, k) => ({ key, position: positionInBattery(shard, k) }))).sort((a, b) => a.position - b.position).map((a) => a.key);
+  const arms = shards.flatMap(({ run, shard }) => {
+    // Where the shard recorded its deal, each arm's own position; a shard run from before it did, the round-robin inverse.
+    const dealt = new Map(run.summary.selection?.shard?.dealt?.map((d) => [armKey(d), d.position]));
+    return armsInOrder(run).map((key, k) => ({ key, position: dealt.get(key) ?? positionInBattery(shard, k) }));
+  }).sort((a, b) => a.position - b.position).map((a) => a.key);
   const byArm = <T extends { readonly suite: string; readonly arm: string }>(rows: readonly T[]) =>
     arms.flatMap((key) => rows.filter((row) => `${row.suite}\u0000${row.arm}` === key));
   const all = <T>(pick: (run: StoredRun) => readonly T[] | undefined) => shards.flatMap(({ run }) => [...(pick(run) ?? [])]);

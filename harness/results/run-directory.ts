@@ -12,6 +12,7 @@ import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
 import type { TraceDemand } from "./read-run.js";
 import type { LegRecord } from "./legs.js";
+import type { DealtArm } from "../runner/shard.js";
 import { countVerdicts } from "./verdicts.js";
 
 export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");
@@ -62,8 +63,8 @@ export interface RunSelection {
   readonly niah_cases: readonly string[];
   /** `--op`: only these kernel ops' cases (absent: every op; older runs never record it). */
   readonly ops?: readonly string[];
-  /** `--shard i/n`: this run holds only its share of the battery's arms (absent: all of them). */
-  readonly shard?: { readonly index: number; readonly count: number };
+  /** `--shard i/n`: this run holds only its share of the battery's arms (absent: all of them), and which (older runs do not record them). */
+  readonly shard?: { readonly index: number; readonly count: number; readonly dealt?: readonly DealtArm[] };
 }
 
 /**

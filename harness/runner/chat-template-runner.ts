@@ -5,9 +5,10 @@ import type { CellRecord } from "../results/types.js";
 import { firstDivergence } from "../speculative/compare.js";
 import { CHAT_TEMPLATE_SIDES, CHECK_OF_SIDE, type ChatTemplateArm, type ChatTemplateSide, type ChatTemplateSuite, type KnownChatTemplateDifference } from "../suites/chat-template-suite.js";
 import { httpCall } from "../sut/http.js";
+import { endsTheSut, timedCall } from "../sut/with-timeout.js";
 import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
-import { makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
+import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
 import { judgeAgainstKnownList, type ReferenceComparison } from "./known-differences.js";
 
 /** A server whose /apply-template renders the conversations, or why this run has none. */
@@ -24,6 +25,19 @@ export interface ChatTemplateArmContext extends ArmScope {
   /** The model file's `tokenizer.chat_template` (undefined: it carries none). */
   readonly fileTemplate: string | undefined;
   readonly servers: Readonly<Record<ChatTemplateSide, TemplateServer>>;
+  /** Seconds a server has for each request (the per-case timeout): one that never answers is an error, not a hung run. */
+  readonly caseTimeoutS: number;
+}
+
+/** A GET or POST to a server under the per-case timeout and the arm's stop; a failed call names the server and the endpoint. */
+async function callServer(context: ChatTemplateArmContext, side: ChatTemplateSide, url: string, body?: unknown) {
+  const path = new URL(url).pathname;
+  try {
+    return await timedCall(side, path, () => httpCall(url, { body, signal: context.signal }), context.caseTimeoutS, context.signal)();
+  } catch (error) {
+    if (endsTheSut(error)) throw error;
+    throw new Error(`${side} ${path} gave no answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
 }
 
 /** A rendering and its ids, or the refusal (a template's raise_exception, a server's 4xx/5xx) with its one-line reason. */
@@ -54,7 +68,7 @@ function referenceRendering(context: ChatTemplateArmContext, conversation: Conve
  */
 async function serverRendering(context: ChatTemplateArmContext, side: ChatTemplateSide, baseUrl: string, conversation: Conversation): Promise<Rendering> {
   const body = { messages: conversation.messages, ...(conversation.tools === undefined ? {} : { tools: conversation.tools }), add_generation_prompt: conversation.addGenerationPrompt };
-  const response = await httpCall(`${baseUrl}/apply-template`, { body, signal: context.signal });
+  const response = await callServer(context, side, `${baseUrl}/apply-template`, body);
   let parsed: { prompt?: unknown; prompt_token_ids?: unknown; error?: { message?: unknown } };
   try {
     parsed = JSON.parse(response.text) as typeof parsed;
@@ -103,7 +117,7 @@ function knownDifference(context: ChatTemplateArmContext, conversation: string, 
 /** The server's /props must name the model file's template as the one it renders with (ours: `chat_template_origin` "gguf" too). */
 async function propsCell(context: ChatTemplateArmContext, side: ChatTemplateSide, baseUrl: string): Promise<{ status: "pass" | "fail"; detail: string }> {
   if (context.fileTemplate === undefined) return { status: "fail", detail: `${context.arm.model} carries no tokenizer.chat_template: the servers render a default, nothing of the file's is compared` };
-  const response = await httpCall(`${baseUrl}/props`, { signal: context.signal });
+  const response = await callServer(context, side, `${baseUrl}/props`);
   const props = (response.status === 200 ? JSON.parse(response.text) : {}) as { chat_template?: unknown; chat_template_origin?: unknown };
   // llama-server reports the source less one trailing newline, which Jinja drops when rendering anyway (keep_trailing_newline off).
   const sameTemplate = props.chat_template === context.fileTemplate || `${String(props.chat_template)}\n` === context.fileTemplate;
@@ -134,16 +148,22 @@ async function compareSide(context: ChatTemplateArmContext, side: ChatTemplateSi
     await context.emit({ kind: "cells", cells: [cell(undefined, props)] });
     const counts = { agree: 0, known: 0, unexplained: 0, stale: 0, errored: 0 };
     const failing: string[] = props.status === "fail" ? ["props"] : [];
+    // Set once the server stopped answering (a per-case timeout): the conversations after it are not asked, each an error saying why.
+    let gone: string | undefined;
+    let erroredFirst: string | undefined;
     for (const conversation of context.conversations) {
       if (context.signal.aborted) break;
       const { name } = conversation;
       let comparison: ReferenceComparison;
       try {
+        if (gone !== undefined) throw new Error(`not asked: ${gone}`);
         comparison = compare(context, side, referenceRendering(context, conversation), await serverRendering(context, side, server.baseUrl, conversation));
       } catch (error) {
         counts.errored++;
-        failing.push(name);
-        await context.emit({ kind: "cells", cells: [cell(conversation, { status: "error", detail: error instanceof Error ? error.message : String(error) })] });
+        const reason = error instanceof Error ? error.message : String(error);
+        if (endsTheSut(error)) gone = `the server stopped answering at ${name} (${reason})`;
+        erroredFirst ??= `${name}: ${reason}`;
+        await context.emit({ kind: "cells", cells: [cell(conversation, { status: "error", detail: reason })] });
         continue;
       }
       const judged = judgeAgainstKnownList(comparison, knownDifference(context, name, side),
@@ -155,7 +175,11 @@ async function compareSide(context: ChatTemplateArmContext, side: ChatTemplateSi
       await context.emit({ kind: "cells", cells: [record] });
     }
     const compared = counts.agree + counts.known + counts.unexplained + counts.stale;
-    if (compared === 0 && counts.errored === 0) return { status: "skip", reason: "the run was stopped before the first conversation" };
+    // As a parity prompt that errored: the server did not answer, so the check could not decide (exit 2), whatever else it found.
+    if (counts.errored > 0) {
+      throw new ErrorsInCells(`${counts.errored} conversation(s) errored (${erroredFirst}); see their cells${failing.length === 0 ? "" : `; also failing: ${failing.slice(0, 6).join(", ")}`}`);
+    }
+    if (compared === 0) return { status: "skip", reason: "the run was stopped before the first conversation" };
     const failed = failing.length;
     return {
       status: failed === 0 ? "pass" : "fail",

@@ -11,7 +11,7 @@ import type { Battery, LegArm } from "./kinds/kind.js";
 import { suiteKind } from "./kinds/registry.js";
 import { runLegs } from "./legs.js";
 import { resolveOptions, type ResolvedRunOptions, type RunOptions } from "./run-options.js";
-import { armKey, armsOfShard } from "./shard.js";
+import { armKey, dealtArms, type BatteryArm } from "./shard.js";
 
 /**
  * Arms on llama.cpp's own server need it built (scripts/build-llama-server.sh). Where it is not,
@@ -69,8 +69,8 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
     const planned = suites.map((suite) => ({ suite, arms: suiteKind(suite).arms(suite, unsharded) })).filter(({ arms }) => arms.length > 0);
     if (planned.length === 0) throw nothingToRun(suites, unsharded);
     recorder.provenance.box = boxProvenance(unsharded.box.settings);
-    const legs = planned.flatMap(({ suite, arms }) => arms.map((arm) => ({ suite: suite.name, arm: arm.label })));
-    const options = shardOptions(unsharded, legs);
+    const legs = planned.flatMap(({ suite, arms }) => arms.map((arm) => ({ suite: suite.name, arm: arm.label, beside: suiteKind(suite).referenceOf?.(arm) })));
+    const options = shardOptions(unsharded, legs, recorder);
     const battery = batteryOf(options, recorder, emit);
     const deal = { batteryArms: legs.length, arms: legs.filter((leg) => options.inShard(leg.suite, leg.arm)).map((leg) => `${leg.suite}/${leg.arm}`) };
     for (const { suite, arms } of planned) {
@@ -92,9 +92,12 @@ export interface BatteryDeal {
   readonly batteryArms: number;
 }
 
-/** The options limited to the run's shard (an empty share runs nothing). */
-function shardOptions(options: ResolvedRunOptions, battery: readonly { suite: string; arm: string }[]): ResolvedRunOptions {
+/** The options limited to the run's shard (an empty share runs nothing); the run records the arms it was dealt and their battery positions, for bench merge. */
+function shardOptions(options: ResolvedRunOptions, battery: readonly BatteryArm[], recorder: RunDirectory): ResolvedRunOptions {
   if (options.shard === undefined) return options;
-  const mine = armsOfShard(battery, options.shard);
+  const dealt = dealtArms(battery, options.shard);
+  const selection = recorder.provenance.selection;
+  if (selection?.shard !== undefined) recorder.provenance.selection = { ...selection, shard: { ...selection.shard, dealt } };
+  const mine = new Set(dealt.map(armKey));
   return { ...options, inShard: (suite, arm) => mine.has(armKey({ suite, arm })) };
 }

@@ -28,6 +28,15 @@ interface Case {
   readonly request: GreedyRequest;
 }
 
+/** A case's answer, or an error that names the case and the server (a reset connection alone says neither). */
+async function answerOf(server: ServerGreedy, side: "plain" | "speculating", mode: string, c: Case): Promise<TimedGreedy> {
+  try {
+    return await server(c.request);
+  } catch (error) {
+    throw new Error(`prompt ${c.prompt} (${mode}, T=${c.request.maxTokens}): the ${side} server gave no answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
 const counts = (answer: TimedGreedy): PassCounts => ({ generated: answer.predictedN, generatingMs: answer.predictedMs, drafted: answer.draftN, accepted: answer.draftAccepted });
 
 /** Whether the token at a position came from a kept draft, where the server says so. */
@@ -63,7 +72,7 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
     const cases: Case[] = indices.flatMap((prompt, i) => context.maxTokens.map((maxTokens) => ({ prompt, request: { promptIds: ids[i], maxTokens } })));
     const plain = await context.withPlainServer(async (server) => {
       const answers: TimedGreedy[] = [];
-      for (const c of cases) answers.push(await server(c.request));
+      for (const c of cases) answers.push(await answerOf(server, "plain", "single", c));
       return answers;
     });
     for (const [i, answer] of plain.entries()) {
@@ -72,10 +81,10 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
       if (!checked.ok) throw new Error(`the plain server's answer to prompt ${cases[i].prompt} (T=${cases[i].request.maxTokens}) is malformed: ${checked.reason}`);
     }
     const single: TimedGreedy[] = [];
-    for (const c of cases) single.push(await speculating(c.request));
+    for (const c of cases) single.push(await answerOf(speculating, "speculating", "single", c));
     const concurrent: TimedGreedy[] = [];
     for (let start = 0; start < cases.length; start += context.concurrency) {
-      concurrent.push(...await Promise.all(cases.slice(start, start + context.concurrency).map((c) => speculating(c.request))));
+      concurrent.push(...await Promise.all(cases.slice(start, start + context.concurrency).map((c) => answerOf(speculating, "speculating", `B=${context.concurrency}`, c))));
     }
     let divergent = 0;
     let rejected = 0;

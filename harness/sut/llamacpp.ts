@@ -125,6 +125,35 @@ export class LlamaCppSut implements SystemUnderTest {
   }
 
   private readonly sequences: LlamaContextSequence[];
+  /** The evaluation in flight, settled or not: the next one starts after it, so two never share a sequence. */
+  private inFlight: Promise<unknown> = Promise.resolve();
+  /** Evaluations are numbered as they are asked for; those numbered below `abandonedBefore` stop at their next step. */
+  private asked = 0;
+  private abandonedBefore = 0;
+
+  /**
+   * Runs one evaluation after the one before it has settled. `live` throws once the evaluation
+   * was abandoned (a per-case timeout): checked before every decode step, so an abandoned greedy
+   * stops within one token and the next evaluation finds its sequence to itself. Without this, an
+   * abandoned greedy kept decoding on sequence 0 beside the next case: the next answer was wrong,
+   * then llama.cpp refused the interleaved positions ("Eval has failed") and the process died.
+   */
+  private exclusive<T>(method: string, evaluate: (live: () => void) => Promise<T>): Promise<T> {
+    const number = this.asked++;
+    const live = () => {
+      if (number < this.abandonedBefore) throw new Error(`${this.label}: ${method} abandoned (the per-case timeout gave up on it)`);
+    };
+    const run = this.inFlight.then(() => {
+      live();
+      return evaluate(live);
+    });
+    this.inFlight = run.catch(() => undefined);
+    return run;
+  }
+
+  abandon(): void {
+    this.abandonedBefore = this.asked;
+  }
 
   static async open(modelPath: string, settings: LlamaCppSettings, label?: string): Promise<LlamaCppSut> {
     validateLlamaMetadata(readGguf(modelPath), modelPath);
@@ -184,13 +213,19 @@ export class LlamaCppSut implements SystemUnderTest {
     return { ...request, promptIds: [request.promptIds[0], ...request.promptIds.slice(request.promptIds.length - keep)] };
   }
 
-  async greedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
-    const results: TokenId[][] = [];
-    for (const request of requests) results.push(await greedyOnSequence(this.sequences[0], this.fitPrompt(request)));
-    return results;
+  greedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
+    return this.exclusive("greedy", async (live) => {
+      const results: TokenId[][] = [];
+      for (const request of requests) results.push(await greedyOnSequence(this.sequences[0], this.fitPrompt(request), live));
+      return results;
+    });
   }
 
-  async batchedGreedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
+  batchedGreedy(requests: readonly GreedyRequest[]): Promise<TokenId[][]> {
+    return this.exclusive("batchedGreedy", (live) => this.batchedGreedyNow(requests, live));
+  }
+
+  private async batchedGreedyNow(requests: readonly GreedyRequest[], live: () => void): Promise<TokenId[][]> {
     if (requests.length > this.settings.sequences) {
       throw new BenchError(`${requests.length} prompts in one batch need ${requests.length} sequences, the context has ${this.settings.sequences}`, {
         field: "sequences", fix: "open the SUT with sequences >= the batch size",
@@ -207,9 +242,11 @@ export class LlamaCppSut implements SystemUnderTest {
     let next: TokenId[] = [];
     for (const [i, request] of requests.entries()) {
       const prompt = request.promptIds as Token[];
+      live();
       next.push(await evaluateNext(sequences[i], [...prompt.slice(0, -1), [prompt[prompt.length - 1], GREEDY_NEXT]]));
     }
     for (;;) {
+      live();
       const active = requests.map((_, i) => i).filter((i) => generated[i].length < requests[i].maxTokens);
       active.forEach((i) => generated[i].push(next[i]));
       const continuing = active.filter((i) => generated[i].length < requests[i].maxTokens);
@@ -220,10 +257,15 @@ export class LlamaCppSut implements SystemUnderTest {
     }
   }
 
-  async teacherForcedTopK(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]> {
+  teacherForcedTopK(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]> {
+    return this.exclusive("teacherForcedTopK", (live) => this.teacherForcedTopKNow(requests, live));
+  }
+
+  private async teacherForcedTopKNow(requests: readonly TeacherForcedRequest[], live: () => void): Promise<TopK[][]> {
     const sequence = this.sequences[0];
     const results: TopK[][] = [];
     for (const request of requests) {
+      live();
       await sequence.clearHistory();
       const ids = [...request.promptIds, ...request.continuationIds];
       assertFits(this.settings, ids.length);
@@ -292,14 +334,17 @@ async function topKThroughNode(sequence: LlamaContextSequence, ids: readonly Tok
  */
 const GREEDY_NEXT = { generateNext: { token: true } } as const;
 
-async function greedyOnSequence(sequence: LlamaContextSequence, request: GreedyRequest): Promise<TokenId[]> {
+/** Greedy on one sequence; `live` throws where the call was abandoned, checked before every decode step. */
+async function greedyOnSequence(sequence: LlamaContextSequence, request: GreedyRequest, live: () => void): Promise<TokenId[]> {
   await sequence.clearHistory();
   const generated: TokenId[] = [];
   const prompt = request.promptIds as Token[];
+  live();
   let next = await evaluateNext(sequence, [...prompt.slice(0, -1), [prompt[prompt.length - 1], GREEDY_NEXT]]);
   while (generated.length < request.maxTokens) {
     generated.push(next);
     if (generated.length === request.maxTokens) break;
+    live();
     next = await evaluateNext(sequence, [[next as Token, GREEDY_NEXT]]);
   }
   return generated;

@@ -217,6 +217,13 @@ export interface SystemUnderTest {
   /** Why a capability is absent, where the SUT found out (an HTTP server's dialect probes): the skip reason names it. */
   readonly unsupported?: Readonly<Partial<Record<Capability, string>>>;
 
+  /**
+   * The per-case timeout gave up on the calls made so far (harness/sut/with-timeout.ts): an
+   * in-process SUT, whose work cannot be killed with a process, stops them at their next step, so
+   * the next call does not share its state with an abandoned one. Absent: nothing to stop.
+   */
+  abandon?(): void;
+
   /** Releases the SUT (engine, processes); safe to call twice. */
   close(): Promise<void>;
 }

@@ -20,13 +20,19 @@ export function endsTheSut(error: unknown): boolean {
   return error instanceof SutGoneError || error instanceof SutTimeoutError || error instanceof SutStoppedError;
 }
 
-function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefined, onTimeout: () => Error, onStop: () => Error): Promise<T> {
+function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefined, onTimeout: () => Error, onStop: () => Error, giveUp: () => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), seconds * 1000);
+    timer = setTimeout(() => {
+      giveUp();
+      reject(onTimeout());
+    }, seconds * 1000);
     // A stop does not wait for the answer: the SUT is shut down by the ladder right after.
-    onAbort = () => reject(onStop());
+    onAbort = () => {
+      giveUp();
+      reject(onStop());
+    };
     if (signal?.aborted === true) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
   });
@@ -50,13 +56,23 @@ function stopReason(signal: AbortSignal | undefined): string | undefined {
 }
 
 /**
+ * One call of a SUT made outside its SystemUnderTest (a server's timed greedy, its /apply-template)
+ * under the same per-case timeout and stop as the SUT's own methods: SutTimeoutError after
+ * `seconds`, SutStoppedError as soon as `signal` aborts, so a server that never answers cannot hang the run.
+ */
+export function timedCall<A extends unknown[], R>(label: string, method: string, fn: (...args: A) => Promise<R>, seconds: number, signal?: AbortSignal, giveUp: () => void = () => {}): (...args: A) => Promise<R> {
+  return (...args: A) => race(fn(...args), seconds, signal, () => new SutTimeoutError(label, method, seconds), () => new SutStoppedError(label, method, stopReason(signal)), giveUp);
+}
+
+/**
  * Wraps any SUT so every batch call fails with SutTimeoutError after `seconds`, or with
- * SutStoppedError as soon as `signal` aborts, instead of hanging the run. Capabilities are
+ * SutStoppedError as soon as `signal` aborts, instead of hanging the run; either way the SUT is
+ * told to abandon the call (SystemUnderTest.abandon). Capabilities are
  * preserved exactly: an absent method stays absent.
  */
 export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: AbortSignal): SystemUnderTest {
   const wrap = <A extends unknown[], R>(method: string, fn: ((...args: A) => Promise<R>) | undefined): ((...args: A) => Promise<R>) | undefined =>
-    fn === undefined ? undefined : (...args: A) => race(fn.apply(sut, args), seconds, signal, () => new SutTimeoutError(sut.label, method, seconds), () => new SutStoppedError(sut.label, method, stopReason(signal)));
+    fn === undefined ? undefined : timedCall(sut.label, method, fn.bind(sut), seconds, signal, () => sut.abandon?.());
   return {
     label: sut.label,
     provenance: sut.provenance,

@@ -1,11 +1,19 @@
 /**
- * FAKE, for the speculative check's sensitivity only: an HTTP proxy in front of a real llama-server
- * that changes one generated token of every /completion answer whose `timings` say speculation
- * accepted a draft — the silent bug of a speculator that keeps a draft token the target did not
- * choose. Answers without accepted drafts (the same server without speculation) pass untouched,
- * so the check must catch the change and name the position.
+ * FAKE, for the speculative check's sensitivity only: an HTTP proxy in front of a real server
+ * (llama-server's /completion or our server's /v1/completions) that spoils the answers whose
+ * `timings` say speculation accepted a draft — a speculating build broken in a way no real server
+ * shows on demand. Answers without accepted drafts (the same server without speculation) pass
+ * untouched, so whatever the check makes of it is the speculating side's fault.
  *
- *   node fake-speculation-proxy.js --listen PORT --position N -- llama-server ... --port {inner-port}
+ *   node fake-speculation-proxy.js --listen PORT (--position N | --fault FAULT) -- SERVER ARGV ... --port {inner-port}
+ *
+ * `--position N`: the id at position N changes (a speculator that keeps a draft the target did not choose).
+ * `--fault` acts on answers longer than the dialect probe's 8 tokens only, so the probe still sees a
+ * server that speculates and the suite's own cases meet the fault:
+ *   short        the answer keeps its first half of ids, its timings counting only them (a consistent short answer)
+ *   hang         the answer never comes (a wedged decode step)
+ *   die          the server and the proxy exit instead of answering (a crash mid-run)
+ *   wrong-shape  the ids come back as text
  *
  * `{inner-port}` in the server's argv becomes a free loopback port the proxy forwards to.
  */
@@ -21,7 +29,9 @@ const option = (name: string): string => {
   return args[at + 1];
 };
 const listen = Number(option("--listen"));
-const position = Number(option("--position"));
+const fault = args.slice(0, split).includes("--fault") ? option("--fault") : `wrong-token:${option("--position")}`;
+/** The dialect probe asks a speculating server for this many tokens (harness/sut/dialects/probe.ts). */
+const PROBE_TOKENS = 8;
 
 /** A different id in the character range of the fixtures' vocabulary (ids from 259 up are characters). */
 const otherId = (id: number): number => (id > 259 ? id - 1 : id + 1);
@@ -38,6 +48,60 @@ process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 child.on("exit", (code) => process.exit(code ?? 1));
 
+interface Answer {
+  tokens?: unknown;
+  choices?: { token_ids?: unknown }[];
+  timings?: { draft_n_accepted?: number; predicted_n?: number; draft_accepted_positions?: number[] };
+}
+
+/** The generated ids of either server's answer, where they are. */
+function idsOf(json: Answer): number[] | undefined {
+  const ids = json.tokens ?? json.choices?.[0]?.token_ids;
+  return Array.isArray(ids) ? (ids as number[]) : undefined;
+}
+
+function setIds(json: Answer, ids: unknown): void {
+  if (json.tokens !== undefined) json.tokens = ids;
+  else json.choices![0].token_ids = ids;
+}
+
+/** The answer's text with the fault applied, or undefined where the fault answers nothing. */
+function spoil(text: string): string | undefined {
+  const json = JSON.parse(text) as Answer;
+  const ids = idsOf(json);
+  if ((json.timings?.draft_n_accepted ?? 0) === 0 || ids === undefined) return text;
+  if (fault.startsWith("wrong-token:")) {
+    const position = Number(fault.slice("wrong-token:".length));
+    if (ids.length <= position) return text;
+    ids[position] = otherId(ids[position]);
+    return JSON.stringify(json);
+  }
+  if (ids.length <= PROBE_TOKENS) return text;
+  switch (fault) {
+    case "short": {
+      const half = Math.floor(ids.length / 2);
+      const timings = json.timings!;
+      setIds(json, ids.slice(0, half));
+      timings.predicted_n = half;
+      if (timings.draft_accepted_positions !== undefined) {
+        timings.draft_accepted_positions = timings.draft_accepted_positions.filter((p) => p < half);
+        timings.draft_n_accepted = timings.draft_accepted_positions.length;
+      }
+      return JSON.stringify(json);
+    }
+    case "hang":
+      return undefined;
+    case "die":
+      child.kill("SIGKILL");
+      return process.exit(1);
+    case "wrong-shape":
+      setIds(json, ids.map(String));
+      return JSON.stringify(json);
+    default:
+      throw new Error(`fake-speculation-proxy: unknown --fault ${fault}`);
+  }
+}
+
 createHttpServer((incoming, outgoing) => {
   const chunks: Buffer[] = [];
   incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -47,13 +111,10 @@ createHttpServer((incoming, outgoing) => {
       answer.on("data", (chunk: Buffer) => body.push(chunk));
       answer.on("end", () => {
         let text = Buffer.concat(body).toString("utf8");
-        if (incoming.url === "/completion" && answer.statusCode === 200) {
-          const json = JSON.parse(text) as { tokens?: number[]; timings?: { draft_n_accepted?: number } };
-          if ((json.timings?.draft_n_accepted ?? 0) > 0 && Array.isArray(json.tokens) && json.tokens.length > position) {
-            json.tokens[position] = otherId(json.tokens[position]);
-            text = JSON.stringify(json);
-          }
-        }
+        const completion = incoming.url === "/completion" || incoming.url === "/v1/completions";
+        const spoiled = completion && answer.statusCode === 200 ? spoil(text) : text;
+        if (spoiled === undefined) return;
+        text = spoiled;
         const headers = { ...answer.headers, "content-length": String(Buffer.byteLength(text)) };
         delete headers["transfer-encoding"];
         outgoing.writeHead(answer.statusCode ?? 502, headers);

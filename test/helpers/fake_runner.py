@@ -18,6 +18,12 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   empty-sequence       greedy returns an empty list for the first prompt of each batch
   zero-logprobs        teacher forcing returns log-prob 0 for every top-k entry
   nan-logprobs         teacher forcing returns NaN as the top log-prob of the first row
+  short-rows           teacher forcing returns the first half of each continuation's rows
+  rotated-logprobs     teacher forcing keeps each row's ids and log-probs well formed (finite, sorted, summing
+                       to at most 1) but shifts the log-probs one id along: a distribution of the right shape
+                       that belongs to other tokens, which only the numbers can catch
+  hang-in-teacher-forcing  teacher forcing never answers (a wedged device call); greedy is answered
+  dies-in-teacher-forcing  the process exits in the middle of teacher forcing, as a crashed device runner does
   bad-trace-demand     trace_demand answers region_semantics "bogus"
   trace-demand-error   trace_demand answers with an error
   trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
@@ -138,11 +144,22 @@ class Faulty:
 
     @staticmethod
     def teacher_forced_top_k(params):
+        if mode == "hang-in-teacher-forcing":
+            print("waiting for the device", file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
+        if mode == "dies-in-teacher-forcing":
+            print("fabric timeout on chip 2", file=sys.stderr, flush=True)
+            os._exit(5)
         rows = reference.teacher_forced_top_k(params)["top_k"]
         if mode == "zero-logprobs":
             rows = [[{"ids": row["ids"], "logprobs": [0.0] * len(row["ids"])} for row in prompt] for prompt in rows]
         if mode == "nan-logprobs":
             rows[0][0]["logprobs"][0] = float("nan")
+        if mode == "short-rows":
+            rows = [prompt[: len(prompt) // 2] for prompt in rows]
+        if mode == "rotated-logprobs":
+            rows = [[{"ids": row["ids"][1:] + row["ids"][:1], "logprobs": row["logprobs"]} for row in prompt] for prompt in rows]
         return {"top_k": rows}
 
     @staticmethod

@@ -91,7 +91,7 @@ export function registerRun(program: Command): void {
     .option("--reset-command <command>", "run before each device arm and after one whose process had to be killed (split on spaces, no shell), e.g. \"tt-smi -r 0,1,2,3\"")
     .option("--boot-timeout <seconds>", "seconds a runner or server may take to come up", wholeNumber)
     .option("--leg-timeout <seconds>", "wall-clock limit per arm once its SUT is up: then it is stopped (shutdown, SIGTERM, SIGKILL), the box reset, and the arm is ERROR", wholeNumber)
-    .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
+    .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0; an arm with the arms that read its results counts once) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")

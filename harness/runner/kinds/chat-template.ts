@@ -56,6 +56,7 @@ export const chatTemplateKind: SuiteKind<ChatTemplateSuite, ChatTemplateArm> = {
           suiteName: suite.name, suite, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
           conversations, tokenizer, reference: referenceChatTemplate(arm.reference), fileTemplate: ggufChatTemplate(readGguf(model.path)),
           servers: { server: { baseUrl: ours.baseUrl }, "llama-server": llamaServer === undefined ? absent : { baseUrl: llamaServer.baseUrl } },
+          caseTimeoutS: suite.case_timeout_s ?? options.caseTimeoutS,
         });
       } finally {
         if (llamaServer !== undefined) await stopManagedServer(llamaServer, options.shutdownGraceS);

@@ -44,6 +44,8 @@ export interface SuiteKind<S extends Suite, Arm extends LegArm> {
   checkSelection?(suites: readonly S[], options: ResolvedRunOptions): void;
   /** Runs the arms this run was dealt (already sharded; never empty). */
   run(suite: S, arms: readonly Arm[], battery: Battery): Promise<void>;
+  /** The label of the arm of the same suite whose results this arm reads (a reuse arm's prefill_reference): `--shard` deals the two to one shard. */
+  referenceOf?(arm: Arm): string | undefined;
   /** The command line that reruns one arm, when the kind's differs from `bench run --suite S --arm A`. */
   reproduce?(suite: S, arm: Arm, options: ResolvedRunOptions): string;
 }

@@ -12,6 +12,7 @@ import type { SuiteKind } from "./kind.js";
 export const reuseKind: SuiteKind<ReuseSuite, ReuseArm> = {
   // A runner is no HTTP server: --runner leaves a reuse suite nothing to run.
   arms: (suite, options) => (options.runner !== undefined ? [] : modelArms(suite, options)),
+  referenceOf: (arm) => arm.prefill_reference,
   async run(suite, arms, battery) {
     const { options } = battery;
     const settingsOf = (arm: ReuseArm) => armSettings({ ...arm, sut: "http" }, options.settings, suite.concurrency);
