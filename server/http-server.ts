@@ -80,6 +80,8 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     });
     req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
     req.once("error", reject);
+    // A connection closed before the body's end (after it, the promise is already settled).
+    req.once("close", () => reject(new HttpError(400, "the connection closed before the request body ended", "invalid_request_error")));
   });
 }
 
