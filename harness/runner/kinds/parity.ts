@@ -17,6 +17,8 @@ export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
   checkSelection(suites, options) {
     for (const suite of suites) if (modelArms(suite, options).length > 0) selectedPrompts(suite, options.prompts);
   },
+  // Its speeds are recorded (tokens per second), and gated only as ratios to the suite's first arm, which ran beside the same work.
+  sharesMachine: () => true,
   async run(suite, arms, battery) {
     const { options, recorder } = battery;
     const prompts = selectedPrompts(suite, options.prompts);
