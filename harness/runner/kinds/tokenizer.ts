@@ -37,7 +37,7 @@ export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
       return arm.side === "llama-tokenize" ? LlamaTokenizeCliSut.open(path, arm.label) : LlamaCppTokenizerSut.open(path, arm.label);
     };
     await battery.legs(suite, arms, open, async (arm, _sut, tokenizer, signal) => runTokenizerArm({
-      suiteName: suite.name, suite, arm, sut: tokenizer, tokenizer, reference: referenceTokenizer(arm.reference), texts, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
+      suiteName: suite.name, suite, arm, sut: tokenizer, tokenizer, reference: await referenceTokenizer(arm.reference), texts, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm),
     }));
   },
 };
