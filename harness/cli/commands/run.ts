@@ -93,7 +93,7 @@ export function registerRun(program: Command): void {
     .option("--boot-timeout <seconds>", "seconds a runner or server may take to come up", wholeNumber)
     .option("--leg-timeout <seconds>", "wall-clock limit per arm once its SUT is up: then it is stopped (shutdown, SIGTERM, SIGKILL), the box reset, and the arm is ERROR", wholeNumber)
     .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
-    .option("--jobs <n>", "suites run at once where they may share the machine (no device arm, no timing pass); what the run prints and records keeps the suites' order (1: one at a time, for speeds measured alone)", positiveCount, DEFAULT_JOBS)
+    .option("--jobs <n>", "suites run at once where their kinds allow it (never two with device arms); what the run prints and records keeps the suites' order (1: one at a time, for speeds measured alone)", positiveCount, DEFAULT_JOBS)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")

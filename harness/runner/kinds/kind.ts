@@ -45,8 +45,9 @@ export interface SuiteKind<S extends Suite, Arm extends LegArm> {
   /** Runs the arms this run was dealt (already sharded; never empty). */
   run(suite: S, arms: readonly Arm[], battery: Battery): Promise<void>;
   /**
-   * Whether a suite of this kind may run beside another suite of the run (`--jobs`): nothing it
-   * gates depends on how fast its legs run. Absent: it runs alone.
+   * Whether a suite of this kind may run beside another suite of the run (`--jobs`): its verdicts
+   * do not depend on how fast its legs run (a speed it records is then measured beside the other
+   * suite: docs/cli.md#suites-side-by-side). Absent: it runs alone.
    */
   sharesMachine?(suite: S, options: ResolvedRunOptions): boolean;
   /** The command line that reruns one arm, when the kind's differs from `bench run --suite S --arm A`. */
