@@ -86,7 +86,7 @@ test("the fixture carries the Qwen3 vocabulary as llama.cpp's converter writes i
 test("llama.cpp reads the vocabulary: known Qwen3 ids, special-token text parsed or plain, and no BOS added", async () => {
   const tokenizer = await LlamaCppTokenizerSut.open(await ensureFixture("qwen35-qwen3-vocab", "F32"), "qwen3 vocab");
   try {
-    const reference = referenceTokenizer("qwen3");
+    const reference = await referenceTokenizer("qwen3");
     assert.equal(tokenizer.tokenizeText("Hello world", "parsed"), [9707, 1879]);
     assert.equal(reference.encode("Hello world", "parsed"), [9707, 1879]);
     const chat = "<|im_start|>user\nhi<|im_end|>";
@@ -157,7 +157,7 @@ test("llama.cpp reads the Gemma 3 and Llama 3 vocabularies: known ids, special-t
     const tokenizer = await LlamaCppTokenizerSut.open(path, fixture);
     const embedded = await LlamaCppSut.open(path, { ...ORACLE_SETTINGS, contextSize: 64 });
     try {
-      const reference = referenceTokenizer(name);
+      const reference = await referenceTokenizer(name);
       assert.equal([tokenizer.tokenizeText("Hello world", "parsed"), reference.encode("Hello world", "parsed")], [[...hello], [...hello]], fixture);
       assert.equal([tokenizer.tokenizeText(chat, "parsed"), reference.encode(chat, "parsed")], [[...chatIds], [...chatIds]], fixture);
       const plain = tokenizer.tokenizeText(chat, "plain");

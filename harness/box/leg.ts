@@ -7,6 +7,7 @@ import type { GateLevel } from "../suites/parity-suite.js";
 import { hasExited, wasForced } from "../sut/child-process.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ArmStopped } from "../sut/with-timeout.js";
+import { armKey, type BatteryArm } from "../runner/shard.js";
 import type { BoxSettings } from "./config.js";
 import { DeviceLock, formatDuration } from "./device-lock.js";
 import { findEvidence } from "./evidence.js";
@@ -54,14 +55,22 @@ class StderrTail {
 export class BoxSession {
   private lock: DeviceLock | undefined;
   private legs = 0;
+  /** Each leg's number in the battery's order, once the run has dealt its legs. */
+  private numbers: ReadonlyMap<string, number> | undefined;
 
   constructor(readonly settings: BoxSettings, private readonly recorder: RunDirectory, readonly emit: RunListener, private readonly runSignal: AbortSignal) {}
+
+  /** Numbers the run's legs in the battery's order, so that a leg's files are named alike however its suite was scheduled (--jobs). */
+  numberLegs(legs: readonly BatteryArm[]): void {
+    this.numbers = new Map(legs.map((leg, i) => [armKey(leg), i + 1]));
+  }
 
   /** Before an arm: the lock and a reset for a device arm. A failed reset is returned: the arm is not run on a board in an unknown state. */
   async beginLeg(suite: string, arm: { readonly label: string; readonly gate: GateLevel }): Promise<Leg> {
     const device = isDeviceArm(arm);
     if (device) await this.takeLock();
-    const leg = new Leg(this, suite, arm, device, ++this.legs, this.runSignal);
+    const number = this.numbers?.get(armKey({ suite, arm: arm.label })) ?? ++this.legs;
+    const leg = new Leg(this, suite, arm, device, number, this.runSignal);
     if (device && this.settings.reset !== undefined) await leg.reset("before");
     return leg;
   }

@@ -7,6 +7,13 @@ export function wholeNumber(value: string): number {
   return n;
 }
 
+/** A count that must be at least one (--jobs). */
+export function positiveCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
+  return n;
+}
+
 /** A llama.cpp KV cache type the harness supports. */
 export function kvCacheType(value: string): "F32" | "F16" {
   if (value !== "F32" && value !== "F16") throw new InvalidArgumentError("expected F32 or F16");

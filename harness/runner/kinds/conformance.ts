@@ -9,6 +9,8 @@ import type { SuiteKind } from "./kind.js";
 export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
   // A runner is no HTTP server: --runner leaves a conformance suite nothing to run.
   arms: (suite, options) => (options.runner !== undefined ? [] : modelArms(suite, options)),
+  // Each arm has its own server; a slower one answers a burst with more 429s, never fewer.
+  sharesMachine: () => true,
   async run(suite, arms, battery) {
     const { emit } = battery;
     await battery.legs(suite, arms, (arm, context) => openServerArm(suite, arm, context, emit), (arm, sut, server, signal) => runConformanceArm({

@@ -16,6 +16,8 @@ export const kernelsKind: SuiteKind<KernelSuite, KernelArm> = {
   // --model and --runner name model SUTs: a kernel suite keeps its arms, and --plugin swaps them for one.
   arms: (suite, options) => (options.plugin !== undefined ? [{ label: PLUGIN_ARM, plugin: options.plugin, gate: "required" }] : armsByLabel(suite, options)),
   checkSelection: assertKernelSelection,
+  // Timing (--time, or a suite's "time") measures the machine: such a suite runs alone.
+  sharesMachine: (suite, options) => !options.time && suite.time !== true,
   async run(suite, arms, battery) {
     const { options } = battery;
     const cases = selectIndices(suite.cases.length, options.kernelCases, "kernel case", "--case", suite.path).map((index) => ({ index, spec: suite.cases[index] }))

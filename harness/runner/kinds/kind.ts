@@ -46,6 +46,12 @@ export interface SuiteKind<S extends Suite, Arm extends LegArm> {
   run(suite: S, arms: readonly Arm[], battery: Battery): Promise<void>;
   /** The label of the arm of the same suite whose results this arm reads (a reuse arm's prefill_reference): `--shard` deals the two to one shard. */
   referenceOf?(arm: Arm): string | undefined;
+  /**
+   * Whether a suite of this kind may run beside another suite of the run (`--jobs`): its verdicts
+   * do not depend on how fast its legs run (a speed it records is then measured beside the other
+   * suite: docs/cli.md#suites-side-by-side). Absent: it runs alone.
+   */
+  sharesMachine?(suite: S, options: ResolvedRunOptions): boolean;
   /** The command line that reruns one arm, when the kind's differs from `bench run --suite S --arm A`. */
   reproduce?(suite: S, arm: Arm, options: ResolvedRunOptions): string;
 }

@@ -19,6 +19,8 @@ async function armModel(arm: SuiteArm): Promise<ExpectedModel> {
 /** Needle in a haystack: each case's long prompt, the needle's recall scored. */
 export const niahKind: SuiteKind<NiahSuite, SuiteArm> = {
   arms: modelArms,
+  // A needle is found or not; the case's time is reported, never gated.
+  sharesMachine: () => true,
   async run(suite, arms, battery) {
     const { options } = battery;
     const spec = resolveNiahSuite(suite);

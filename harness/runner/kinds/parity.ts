@@ -17,6 +17,8 @@ export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
   checkSelection(suites, options) {
     for (const suite of suites) if (modelArms(suite, options).length > 0) selectedPrompts(suite, options.prompts);
   },
+  // Its verdicts are ids and log-probs; the tokens per second it records are then measured beside another suite (docs/cli.md#suites-side-by-side).
+  sharesMachine: () => true,
   async run(suite, arms, battery) {
     const { options, recorder } = battery;
     const prompts = selectedPrompts(suite, options.prompts);

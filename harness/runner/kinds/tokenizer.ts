@@ -97,7 +97,7 @@ export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
       }
       if (!isLlamaCppTokenizer(opened)) throw new Error(`arm "${arm.label}" opened no llama.cpp tokenizer`);
       const llamaCpp = llamaCppSide(opened);
-      const reference = referenceSide(referenceTokenizer(arm.reference));
+      const reference = referenceSide(await referenceTokenizer(arm.reference));
       return runTokenizerArm({ ...scope, expected: reference, observed: llamaCpp, roundTrips: [llamaCpp, reference], missing: opened.missing });
     });
   },
