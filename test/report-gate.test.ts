@@ -4,7 +4,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync, cpSync } from "node
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { CHROMIUM_PATH, checkReportInBrowser } from "../harness/report/browser.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { tableFromIPC } from "apache-arrow";
+import { bench, temporaryDirectory, type CliResult } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("report-gate");
 test.after(() => work.remove());
@@ -22,9 +23,17 @@ function suiteVariant(suite: string, file: string, arms: unknown[]): string {
   return path;
 }
 
+const runResults = new Map<string, CliResult>();
+
+/** `bench run` into this file's runs directory; its exit status, and its output kept for the tests that read the same run. */
 function run(runId: string, args: string[]): number | null {
   const result = bench(["run", "--runs-dir", runs, "--run-id", runId, ...args]);
+  runResults.set(runId, result);
   return result.status;
+}
+
+function summaryOf(runId: string) {
+  return JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
 }
 
 function gate(args: string[], env: Record<string, string> = {}) {
@@ -44,6 +53,34 @@ test("real runs for the gate: a good one, and the same arm labels with planted f
     { label: "copy-4k", model: "copy-4k", settings: { threads: 2, context_size: 2048, prompt_overflow: "truncate-left" }, gate: "required" },
   ]);
   assert.is(run("needle-lost", ["--suite", truncated, "--niah-case", "4000:0.25:0", "--niah-case", "4000:0.75:0"]), 1);
+});
+
+// The end-to-end checks of a clean run and of a planted needle fault read the runs above (each made once for this whole file).
+test("bench run on the clean model: exit 0, summary line, every result file written and consistent", () => {
+  const result = runResults.get("good")!;
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^F32 correctness gate: 16\/16 prompts PASS \(STRICT 16\/16; near-tie-band only 0\/16; max gap 0\.000 nats; 0 forward-divergent\)$/m);
+  assert.match(result.stdout, /^Q8_0 correctness gate \(informational\): 16\/16 prompts PASS \(STRICT \d+\/16; near-tie-band only \d+\/16; max gap 0\.\d+ nats @ prompt\[\d+\] tok=\d+; 0 forward-divergent\)$/m);
+  const summary = summaryOf("good");
+  assert.is(summary.status, "complete");
+  assert.is(summary.exit_code, 0);
+  assert.is(summary.counts.required_failed, 0);
+  assert.ok(summary.suts.every((s: { provenance: { modelSha256: string } }) => /^[0-9a-f]{64}$/.test(s.provenance.modelSha256)));
+  const cells = tableFromIPC(readFileSync(join(runs, "good", "cells.arrow")));
+  assert.is(cells.numRows, summary.cells);
+  const parityCells = cells.toArray().filter((r) => r.check === "greedy_parity" && r.arm === "F32");
+  assert.is(parityCells.length, 256, "16 prompts × 16 positions");
+  assert.ok(parityCells.every((r) => r.status === "pass" && r.gap_mnats === 0));
+  assert.match(readFileSync(join(runs, "good", "junit.xml"), "utf8"), /<testsuite name="parity16" tests="\d+" failures="0"/);
+  assert.match(readFileSync(join(runs, "good", "summary.md"), "utf8"), /\| parity16 \| Q8_0 \| greedy_parity \| informational \| PASS \|/);
+});
+
+test("planted fault: context truncated below the needle — N at early depths, Y where the needle survives, exit 1", () => {
+  const result = runResults.get("needle-lost")!;
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const needleCells: Array<{ check: string; niah_depth: number; prompt_class: string }> = readFileSync(join(runs, "needle-lost", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+  const byDepth = Object.fromEntries(needleCells.filter((c) => c.check === "niah").map((c) => [c.niah_depth, c.prompt_class]));
+  assert.equal(byDepth, { 0.25: "N", 0.75: "Y" });
 });
 
 test("bench gate --update writes the baseline from a run and prints its diff; the same run then passes", () => {
