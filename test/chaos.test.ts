@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { startBench, temporaryDirectory } from "./helpers/workspace.js";
 import { stillRunning, waitFor } from "./helpers/processes.js";
 
@@ -34,6 +35,18 @@ test("regression: a harness killed with kill -9 leaves no orphan: the idle, read
   });
   parent.kill("SIGKILL");
   assert.not.ok(await stillRunning(server, 15_000), `bench serve (pid ${server}) outlived the harness that started it`);
+});
+
+test("regression: a server the harness asks to stop exits once it has drained, not held by its stdin lifeline until the CLI's 5 s last resort", async () => {
+  const server = await startManagedServer({ modelPath: (await resolveModel("tiny-random:F32")).path, slots: 1, queue: 1, contextSize: 128, threads: 1, flashAttention: false, bootTimeoutS: 120 });
+  let drainedAt: number | undefined;
+  createInterface({ input: server.child.stdout! }).on("line", (line) => { if (line === "drained; bye") drainedAt = Date.now(); });
+  await stopManagedServer(server);
+  const exitedAt = Date.now();
+  assert.ok(drainedAt !== undefined, "the server said it drained");
+  // Measured from its own "drained" line, so a slow drain on a loaded machine does not count: only what holds the process after it.
+  assert.ok(exitedAt - drainedAt! < 2500, `the server exited ${exitedAt - drainedAt!} ms after it drained`);
+  assert.is(server.child.exitCode, 0);
 });
 
 test("regression: a SIGTERM while bench is still loading ends it with exit 2 and one line, not death by the signal", async () => {

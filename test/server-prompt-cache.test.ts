@@ -174,8 +174,8 @@ for (const family of FAMILIES) {
   let prompt: number[];
 
   familyTest.before(async () => {
-    cached = await serve(family.model, { prefillChunk: CHUNK });
-    cold = await serve(family.model, { promptCache: false });
+    // Booted side by side: neither plants a fault, so neither touches the environment the other inherits.
+    [cached, cold] = await Promise.all([serve(family.model, { prefillChunk: CHUNK }), serve(family.model, { promptCache: false })]);
     prompt = await tokenize(cached, TEXT, true);
   });
   familyTest.after(async () => {

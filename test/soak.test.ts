@@ -11,9 +11,9 @@ import { CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./help
 const work = temporaryDirectory("soak");
 test.after(() => work.remove());
 
-test("a short soak (12 s, every request kind, 429 overload): both sides' books close exactly, slots and queue drain, memory stays bounded", () => {
+test("a short soak (6 s, every request kind, 429 overload): both sides' books close exactly, slots and queue drain, memory stays bounded", () => {
   const figuresPath = join(work.path, "soak.json");
-  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "soak.js"), "--duration", "12", "--json", figuresPath],
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "dist", "scripts", "soak.js"), "--duration", "6", "--json", figuresPath],
     { cwd: PACKAGE_ROOT, env: withoutForceColor(process.env), encoding: "utf8", timeout: CLI_HANG_GUARD_MS });
   assert.is(result.status, 0, result.stdout + result.stderr);
   const figures = JSON.parse(readFileSync(figuresPath, "utf8"));

@@ -126,6 +126,8 @@ export function registerServe(program: Command): void {
       await server.ready;
       say(`ready: ${model.id} (${validation.validated ? `validated by run ${validation.run}` : "UNVALIDATED"}), ${options.slots} slots, queue ${options.queue}${draft === undefined ? "" : `, drafting up to ${options.draftMax} with ${draft.id}`}`);
       await stopped;
+      // Drained: the stdin watch is the one handle left, and would hold the process for the CLI's 5 s last resort.
+      if (options.exitWithStdin === true) process.stdin.destroy();
       say("drained; bye");
     });
 }
