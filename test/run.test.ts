@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { RunDirectory } from "../harness/results/run-directory.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
+import type { GateVerdict } from "../harness/results/types.js";
 import { runBattery } from "../harness/runner/run.js";
 import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
@@ -23,26 +24,48 @@ function summaryOf(runId: string) {
 // A clean run's result files and summary lines are checked end to end in report-gate.test.ts, on the
 // run its gates read (the same parity16 arms, F32 and Q8_0): made once there, not again here.
 
+const PLANTED_MODELS = ["tiny-random-perturbed-layer", "tiny-random-rope-base", "tiny-random-swapped-vocab"] as const;
+
+/**
+ * The planted-fault models as arms of one parity16 run, each arm what `--model` makes of it (the F32
+ * arm's settings on that model, required, labelled by the model): one process start instead of three.
+ */
+function makePlantedRun() {
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "parity16.json"), "utf8")) as { arms: { label: string }[] };
+  const f32 = suite.arms.find((a) => a.label === "F32")!;
+  const path = join(work.path, "planted.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: PLANTED_MODELS.map((model) => ({ ...f32, label: model, model, gate: "required" })) }));
+  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", "planted"]);
+  const verdicts = summaryOf("planted").verdicts as GateVerdict[];
+  // What each arm's own run would have exited with.
+  return { result, verdictsOf: (model: string) => verdicts.filter((v) => v.arm === model) };
+}
+let planted: ReturnType<typeof makePlantedRun> | undefined;
+const plantedRun = () => (planted ??= makePlantedRun());
+
 for (const [model, expectation] of [
   ["tiny-random-perturbed-layer", /FORWARD|forward-divergent/],
   ["tiny-random-rope-base", /forward-divergent/],
 ] as const) {
   test(`planted fault ${model}: FORWARD-DIVERGENT, exit 1`, () => {
-    const result = bench(["run", "--suite", "parity16", "--model", model, "--runs-dir", runs, "--run-id", model]);
+    const { result, verdictsOf } = plantedRun();
     assert.is(result.status, 1, result.stdout + result.stderr);
-    assert.match(result.stdout, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
-    assert.match(result.stdout, expectation);
-    const failed = summaryOf(model).verdicts.filter((v: { status: string }) => v.status === "fail").map((v: { check: string }) => v.check);
+    assert.is(exitCodeFor(verdictsOf(model)), 1);
+    const line = result.stdout.match(new RegExp(`^${model} correctness gate: .*$`, "m"))?.[0] ?? "";
+    assert.match(line, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`), result.stdout);
+    assert.match(line, expectation);
+    const failed = verdictsOf(model).filter((v) => v.status === "fail").map((v) => v.check);
     assert.ok(failed.includes("greedy_parity"));
   });
 }
 
 test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, exit 1", () => {
-  const result = bench(["run", "--suite", "parity16", "--model", "tiny-random-swapped-vocab", "--runs-dir", runs, "--run-id", "swapped"]);
+  const { result, verdictsOf } = plantedRun();
   assert.is(result.status, 1);
-  const tokenizer = summaryOf("swapped").verdicts.find((v: { check: string }) => v.check === "tokenizer");
+  assert.is(exitCodeFor(verdictsOf("tiny-random-swapped-vocab")), 1);
+  const tokenizer = verdictsOf("tiny-random-swapped-vocab").find((v) => v.check === "tokenizer")!;
   assert.is(tokenizer.status, "fail");
-  assert.match(tokenizer.summary, /\d+\/16 prompts tokenize to the goldens' ids/);
+  assert.match(tokenizer.status === "fail" ? tokenizer.summary : "", /\d+\/16 prompts tokenize to the goldens' ids/);
 });
 
 async function programmaticRun(runId: string, fault: Fault | undefined, options: { arms?: string[]; caseTimeoutS?: number; suite?: string; niahCases?: string[] } = {}) {
@@ -122,9 +145,21 @@ test("a needle case that errors keeps L, depth, trial and seed, and the next cas
 });
 
 test("the clean model passes in every one of 10 reruns", () => {
-  for (let i = 0; i < 10; i++) {
-    const result = bench(["run", "--arm", "F32", "--runs-dir", runs, "--run-id", `rerun-${i}`]);
-    assert.is(result.status, 0, `rerun ${i}: ${result.stdout}`);
+  // Ten copies of parity16's F32 arm in one bench run: each is its own leg (a fresh SUT, every gate
+  // again) as a rerun was, without ten process starts (ten runs: about 2.9 s of CPU each; one run of ten legs: 6.9 s).
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "parity16.json"), "utf8")) as { arms: { label: string }[] };
+  const f32 = suite.arms.find((a) => a.label === "F32")!;
+  const labels = Array.from({ length: 10 }, (_, i) => `F32 rerun ${i}`);
+  const path = join(work.path, "reruns.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: labels.map((label) => ({ ...f32, label })) }));
+  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", "reruns"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  const verdicts = summaryOf("reruns").verdicts as GateVerdict[];
+  for (const label of labels) {
+    const own = verdicts.filter((v) => v.arm === label);
+    // What the rerun's own exit code said: every required gate of that arm ran and passed.
+    assert.ok(own.length > 0, `${label} ran`);
+    assert.is(exitCodeFor(own), 0, `${label}: ${JSON.stringify(own)}`);
   }
 });
 
