@@ -8,8 +8,10 @@ import { goldensDir, readGoldens } from "../harness/goldens/goldens.js";
 import { firstDivergence, speculationFigures, sumCounts } from "../harness/speculative/compare.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
+import type { GateVerdict } from "../harness/results/types.js";
+import { exitCodeFor } from "../harness/results/verdicts.js";
 import { assertFixturesMatchPins } from "./helpers/fixture-pins.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { bench, temporaryDirectory, type CliResult } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("speculative");
 test.after(() => work.remove());
@@ -73,18 +75,25 @@ test("the MTP fixture's trunk answers the zoo prompts with qwen35-tiny's committ
 });
 
 test("held to their plain trunks' zoo goldens, the MTP fixtures pass every numerical gate, and the FAKE that runs the block as a fifth trunk layer fails the distribution gate", () => {
-  const gates = (model: string, runId: string, arm = "qwen35 F32") => {
-    const result = bench(["run", "--suite", "zoo", "--arm", arm, "--model", model, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", runId]);
-    // Exit 1 either way: the identity check says the file is not the goldens' own (by design, it is another artifact).
-    assert.is(result.status, 1, result.stdout + result.stderr);
-    const summary = JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")) as { verdicts: { check: string; status: string }[] };
-    return Object.fromEntries(summary.verdicts.map((v) => [v.check, v.status]));
+  // The three models as arms of one zoo run, each what `--arm A --model M` makes of it (arm A's settings
+  // and oracle on model M, required, labelled "A on M"): one process start instead of three.
+  const suite = JSON.parse(readFileSync(join("suites", "zoo.json"), "utf8")) as { arms: { label: string }[] };
+  const onModel = (armLabel: string, model: string) => ({ ...suite.arms.find((a) => a.label === armLabel)!, label: `${armLabel} on ${model}`, model, gate: "required", why: undefined });
+  const arms = [onModel("qwen35 F32", "qwen35-tiny-mtp:F32"), onModel("qwen35moe F32", "qwen35moe-tiny-mtp:F32"), onModel("qwen35 F32", "qwen35-tiny-mtp-in-trunk:F32")];
+  const path = join(work.path, "mtp-trunks.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms }));
+  const result = bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "mtp-trunks"]);
+  // Exit 1 for each: the identity check says the file is not the goldens' own (by design, it is another artifact).
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const summary = JSON.parse(readFileSync(join(runs, "mtp-trunks", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
+  const gates = (arm: { label: string }) => {
+    const own = summary.verdicts.filter((v) => v.arm === arm.label);
+    assert.is(exitCodeFor(own), 1, `${arm.label}: ${JSON.stringify(own)}`);
+    return Object.fromEntries(own.map((v) => [v.check, v.status]));
   };
-  const mtp = gates("qwen35-tiny-mtp:F32", "mtp-trunk");
+  const [mtp, moe, inTrunk] = arms.map(gates);
   assert.equal([mtp.identity, mtp.greedy_parity, mtp.distribution, mtp.determinism, mtp.batch_invariance], ["fail", "pass", "pass", "pass", "pass"]);
-  const moe = gates("qwen35moe-tiny-mtp:F32", "moe-mtp-trunk", "qwen35moe F32");
   assert.equal([moe.identity, moe.greedy_parity, moe.distribution, moe.determinism, moe.batch_invariance], ["fail", "pass", "pass", "pass", "pass"]);
-  const inTrunk = gates("qwen35-tiny-mtp-in-trunk:F32", "mtp-in-trunk");
   assert.equal([inTrunk.identity, inTrunk.distribution], ["fail", "fail"]);
 });
 
@@ -177,17 +186,35 @@ const SPECULATION_FAULTS: readonly { fault: string; arm: string; at: RegExp }[] 
   { fault: "spec-no-rollback", arm: "bench serve draft qwen35", at: /the token at position \d+ was the target's own, no draft accepted there/ },
 ];
 
+/**
+ * The faults as arms of one run, each arm's command prefixed by `env BENCH_SERVER_FAULT=<fault>` so
+ * that both of its servers inherit the fault, as they did from a run of their own: one process start
+ * instead of three.
+ */
+function makeFaultRun() {
+  const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };
+  const arms = SPECULATION_FAULTS.map(({ fault, arm }) => {
+    const template = suite.arms.find((a) => a.label === arm)!;
+    return { ...template, label: `${arm} with ${fault}`, command: ["env", `BENCH_SERVER_FAULT=${fault}`, ...template.command] };
+  });
+  const path = join(work.path, "server-faults.json");
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [32], arms }));
+  return bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "server-faults"]);
+}
+let faultRun: CliResult | undefined;
+
 for (const { fault, arm, at } of SPECULATION_FAULTS) {
   test(`planted fault ${fault} in our server fails the required speculative check with exit 1, naming the position`, () => {
-    const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string }[] };
-    const path = join(work.path, `${fault}.json`);
-    writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [32], arms: suite.arms.filter((a) => a.label === arm) }));
-    const result = bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", fault], { BENCH_SERVER_FAULT: fault });
+    const result = (faultRun ??= makeFaultRun());
     assert.is(result.status, 1, result.stdout + result.stderr);
-    const [verdict] = speculativeVerdicts(fault);
+    const summary = JSON.parse(readFileSync(join(runs, "server-faults", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
+    const own = summary.verdicts.filter((v) => v.arm === `${arm} with ${fault}`);
+    assert.is(exitCodeFor(own), 1, JSON.stringify(own));
+    const [verdict] = own.filter((v) => v.check === "speculative_greedy");
     assert.is(verdict.status, "fail");
-    assert.match(verdict.summary!, /^FAIL: \d+ of 4 answers diverge from plain greedy, 0 malformed; first: prompt [01] \((single|B=4), T=32\): speculation changed greedy output at position \d+: plain \d+, speculative \d+; /);
-    assert.match(verdict.summary!, at);
+    const text = verdict.status === "fail" ? verdict.summary : "";
+    assert.match(text, /^FAIL: \d+ of 4 answers diverge from plain greedy, 0 malformed; first: prompt [01] \((single|B=4), T=32\): speculation changed greedy output at position \d+: plain \d+, speculative \d+; /);
+    assert.match(text, at);
   });
 }
 
