@@ -28,8 +28,8 @@ const work = temporaryDirectory("broken-builds");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-interface Cell { check: string; status: string; gate: string; prompt: number | null; detail: string }
-interface Verdict { check: string; status: string; gate: string; reason?: string; summary?: string }
+interface Cell { arm: string; check: string; status: string; gate: string; prompt: number | null; detail: string }
+interface Verdict { arm: string; check: string; status: string; gate: string; reason?: string; summary?: string }
 
 function ran(runId: string) {
   const summary = JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")) as { exit_code: number; verdicts: Verdict[] };
@@ -61,14 +61,19 @@ for (const { mode, exit, status, cell } of PERPLEXITY_TRIES) {
   });
 }
 
-/** The speculative suite's arm on our server with a draft model, behind the FAKE proxy that breaks its speculating answers (test/helpers/fake-speculation-proxy.ts). */
-function brokenSpeculationSuite(fault: string): string {
+/**
+ * The speculative suite's arm on our server with a draft model, behind the FAKE proxy that breaks its
+ * speculating answers (test/helpers/fake-speculation-proxy.ts), one arm per fault: all four faults in
+ * one bench run, one process start instead of four. Each arm is its own leg (its own servers and
+ * proxy), so one fault's hang or death cannot reach another's cells.
+ */
+function brokenSpeculationSuite(faults: readonly string[]): string {
   const suite = JSON.parse(readFileSync(join(SUITES_DIR, "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };
   const arm = suite.arms.find((a) => a.label === "bench serve draft model")!;
-  const proxied = ["node", "{bench}/dist/test/helpers/fake-speculation-proxy.js", "--listen", "{port}", "--fault", fault, "--", ...arm.command.map((part) => (part === "{port}" ? "{inner-port}" : part))];
-  const path = join(work.path, `speculative-${fault}.json`);
+  const proxied = (fault: string) => ["node", "{bench}/dist/test/helpers/fake-speculation-proxy.js", "--listen", "{port}", "--fault", fault, "--", ...arm.command.map((part) => (part === "{port}" ? "{inner-port}" : part))];
+  const path = join(work.path, "speculative-faults.json");
   // T = 16 alone, and a per-case timeout a hang reaches quickly but an answer never does (one T=16 answer takes well under a second).
-  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [16], case_timeout_s: 10, arms: [{ ...arm, label: `FAKE ${fault}`, command: proxied }] }));
+  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [16], case_timeout_s: 10, arms: faults.map((fault) => ({ ...arm, label: `FAKE ${fault}`, command: proxied(fault) })) }));
   return path;
 }
 
@@ -79,16 +84,29 @@ const SPECULATION_TRIES = [
   { fault: "wrong-shape", exit: 2, status: "error", cell: /^prompt 0 \(single, T=16\): the speculating server gave no answer: choices\[0\]\.token_ids is \["\d+",.* not a list of token ids$/ },
 ] as const;
 
+let speculationRun: { status: number | null; output: string } | undefined;
+/** The one run of every speculation fault; its exit is the worst of theirs (an error: 2). */
+function brokenSpeculationRun() {
+  if (speculationRun === undefined) {
+    const result = bench(["run", "--suite", brokenSpeculationSuite(SPECULATION_TRIES.map((t) => t.fault)), "--prompt", "0", "--shutdown-grace", "1", "--runs-dir", runs, "--run-id", "speculative-faults"]);
+    speculationRun = { status: result.status, output: result.stdout + result.stderr };
+  }
+  return speculationRun;
+}
+
 for (const { fault, exit, status, cell } of SPECULATION_TRIES) {
   test(`speculative, our server speculating and broken after the probe (${fault}): exit ${exit}, a ${status} cell naming the case`, () => {
-    const runId = `speculative-${fault}`;
-    const result = bench(["run", "--suite", brokenSpeculationSuite(fault), "--prompt", "0", "--shutdown-grace", "1", "--runs-dir", runs, "--run-id", runId]);
-    assert.is(result.status, exit, result.stdout + result.stderr);
-    const { summary, cells, verdict } = ran(runId);
-    assert.is(summary.exit_code, exit);
-    assert.equal([verdict("speculative_greedy").status, verdict("speculative_greedy").gate], [status, "required"]);
-    const own = cells.filter((c) => c.check === "speculative_greedy" && c.status === status);
-    assert.ok(own.some((c) => cell.test(c.detail)), own.map((c) => c.detail).join("\n"));
+    const result = brokenSpeculationRun();
+    assert.is(result.status, 2, result.output);
+    const { summary, cells } = ran("speculative-faults");
+    assert.is(summary.exit_code, 2);
+    const own = summary.verdicts.filter((v) => v.arm === `FAKE ${fault}`);
+    // The exit this arm's own run would have had.
+    assert.is(exitCodeFor(own as GateVerdict[]), exit, JSON.stringify(own));
+    const verdict = own.find((v) => v.check === "speculative_greedy")!;
+    assert.equal([verdict.status, verdict.gate], [status, "required"]);
+    const ownCells = cells.filter((c) => c.arm === `FAKE ${fault}` && c.check === "speculative_greedy" && c.status === status);
+    assert.ok(ownCells.some((c) => cell.test(c.detail)), ownCells.map((c) => c.detail).join("\n"));
   });
 }
 
