@@ -16,6 +16,7 @@ import { runChatTemplateArm } from "../harness/runner/chat-template-runner.js";
 import { loadSuite } from "../harness/suites/load.js";
 import type { ChatTemplateSuite } from "../harness/suites/chat-template-suite.js";
 import { LlamaCppTokenizerSut } from "../harness/sut/llamacpp-tokenizer.js";
+import { runInProcess } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 /**
@@ -48,11 +49,11 @@ const PERPLEXITY_TRIES = [
 ] as const;
 
 for (const { mode, exit, status, cell } of PERPLEXITY_TRIES) {
-  test(`perplexity, a runner whose teacher forcing is broken (${mode}): exit ${exit}, a ${status} cell naming it`, () => {
+  test(`perplexity, a runner whose teacher forcing is broken (${mode}): exit ${exit}, a ${status} cell naming it`, async () => {
     const runId = `perplexity-${mode}`;
-    const result = bench(["run", "--suite", "perplexity", "--arm", "F32", "--runner", `python3 {bench}/test/helpers/fake_runner.py ${mode} {model}`,
-      "--case-timeout", "3", "--shutdown-grace", "1", "--runs-dir", runs, "--run-id", runId]);
-    assert.is(result.status, exit, result.stdout + result.stderr);
+    // In this process: what `bench run --suite perplexity --arm F32 --runner ... --case-timeout 3 --shutdown-grace 1` runs, less a process start.
+    const result = await runInProcess(runs, runId, { suites: ["perplexity"], arms: ["F32"], runner: ["python3", "{bench}/test/helpers/fake_runner.py", mode, "{model}"], caseTimeoutS: 3, shutdownGraceS: 1 });
+    assert.is(result.code, exit, String(result.error));
     const { summary, cells, verdict } = ran(runId);
     assert.is(summary.exit_code, exit);
     assert.equal([verdict("perplexity").status, verdict("perplexity").gate], [status, "required"]);
