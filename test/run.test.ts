@@ -4,14 +4,13 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { RunDirectory } from "../harness/results/run-directory.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
 import type { GateVerdict } from "../harness/results/types.js";
-import { runBattery } from "../harness/runner/run.js";
 import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { faultInjectingSut, type Fault } from "./helpers/fault-injecting-sut.js";
+import { runInProcess } from "./helpers/in-process-run.js";
 
 const work = temporaryDirectory("run");
 test.after(() => work.remove());
@@ -68,27 +67,17 @@ test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, ex
   assert.match(tokenizer.status === "fail" ? tokenizer.summary : "", /\d+\/16 prompts tokenize to the goldens' ids/);
 });
 
-async function programmaticRun(runId: string, fault: Fault | undefined, options: { arms?: string[]; caseTimeoutS?: number; suite?: string; niahCases?: string[] } = {}) {
-  const recorder = new RunDirectory(runId, runs, ["test"]);
-  await recorder.open();
-  let error: unknown;
-  try {
-    await runBattery({
-      suites: [options.suite ?? "parity16"],
-      arms: options.arms ?? ["F32"],
-      niahCases: options.niahCases,
-      caseTimeoutS: options.caseTimeoutS,
-      openSut: async (arm, settings) => {
-        const real = await LlamaCppSut.open((await resolveModel(arm.model)).path, settings, arm.label);
-        return fault === undefined ? real : faultInjectingSut(real, fault);
-      },
-    }, recorder, recorder.record);
-  } catch (e) {
-    error = e;
-  }
-  const code = exitCodeFor(recorder.allVerdicts());
-  await recorder.flush("complete", code);
-  return { code, verdicts: recorder.allVerdicts(), error };
+function programmaticRun(runId: string, fault: Fault | undefined, options: { arms?: string[]; caseTimeoutS?: number; suite?: string; niahCases?: string[] } = {}) {
+  return runInProcess(runs, runId, {
+    suites: [options.suite ?? "parity16"],
+    arms: options.arms ?? ["F32"],
+    niahCases: options.niahCases,
+    caseTimeoutS: options.caseTimeoutS,
+    openSut: async (arm, settings) => {
+      const real = await LlamaCppSut.open((await resolveModel(arm.model)).path, settings, arm.label);
+      return fault === undefined ? real : faultInjectingSut(real, fault);
+    },
+  });
 }
 
 test("planted fault: a SUT fed different prompt ids ends FORWARD-DIVERGENT, exit 1", async () => {
