@@ -191,7 +191,12 @@ test("the embedded SUT adds BOS only where the file's add_bos_token says so: non
 });
 
 test("our server on the real vocabulary: found to tokenize without a BOS, its ids and greedy answers equal the goldens'", () => {
-  const result = bench(["run", "--suite", "real-vocab", "--arm", "server qwen3-vocab F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "server"]);
+  // The shipped suite with the checks asserted here only: its determinism reruns and batch runs would double the run's CPU (25 s against 13 s) for what parity16's server arm checks of our server in the default battery (server.test.ts).
+  const realVocab = JSON.parse(readFileSync(join(SUITES_DIR, "real-vocab.json"), "utf8")) as { checks: Record<string, unknown> } & Record<string, unknown>;
+  const { tokenizer, greedy_parity, distribution } = realVocab.checks;
+  const path = join(work.path, "real-vocab.json");
+  writeFileSync(path, JSON.stringify({ ...realVocab, checks: { tokenizer, greedy_parity, distribution } }));
+  const result = bench(["run", "--suite", path, "--arm", "server qwen3-vocab F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "server"]);
   assert.is(result.status, 0, result.stdout + result.stderr);
   const summary = JSON.parse(readFileSync(join(runs, "server", "summary.json"), "utf8")) as Summary;
   for (const check of ["identity", "tokenizer", "greedy_parity", "distribution"]) assert.is(summary.verdicts.find((v) => v.check === check)?.status, "pass", check);
@@ -243,9 +248,14 @@ test("fail closed: an unlisted difference fails naming the text, the position an
   assert.match(typo.result.stderr + typo.result.stdout, /known_differences\[0\]\.text: known difference names no text of the corpus: "no-such-text"/);
 });
 
-/** The shipped llama-tokenize arms, on texts that cover the known differences of every vocabulary, special-token text and the empty text. */
+/**
+ * The shipped llama-tokenize arms, on one text per property (each text costs a llama-tokenize start per
+ * mode and model, about 0.45 s of CPU): the empty text, Llama 3's known round-trip difference
+ * (french-accents), Qwen3's known NFC difference (combining-vs-precomposed), whitespace runs and
+ * newlines through stdin (python-code), special-token text parsed or plain (special-token-in-text).
+ */
 const cliArms = { ...shippedSuite, arms: shippedSuite.arms.filter((arm) => arm.side === "llama-tokenize") };
-const CLI_TEXTS = ["0", "9", "24", "25", "27", "36", "46", "47"];
+const CLI_TEXTS = ["0", "9", "25", "36", "46"];
 const cliSelection = CLI_TEXTS.flatMap((index) => ["--prompt", index]);
 
 test("llama-tokenize not built: its arms are SKIPPED with the reason, exit 77, never a pass", () => {

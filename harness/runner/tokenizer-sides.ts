@@ -1,7 +1,8 @@
 import type { LlamaCppTokenizer } from "../sut/llamacpp-tokenizer.js";
 import { TOKENIZE_SPECIAL_CAPABILITY } from "../sut/runner-lines.js";
 import type { SystemUnderTest } from "../sut/types.js";
-import type { ReferenceTokenizer } from "../tokenizer/reference-tokenizer.js";
+import type { ReferenceTokenizerName } from "../suites/tokenizer-suite.js";
+import { referenceTokenizer } from "../tokenizer/reference-tokenizer.js";
 import type { TokenizerSide } from "./tokenizer-runner.js";
 
 /** llama.cpp's tokenizer of a GGUF (embedded, or the llama-tokenize CLI) as a side of the comparisons. */
@@ -14,13 +15,16 @@ export function llamaCppSide(tokenizer: LlamaCppTokenizer): TokenizerSide {
   };
 }
 
-/** The Hugging Face tokenizer the suite names, as a side. */
-export function referenceSide(reference: ReferenceTokenizer): TokenizerSide {
+/**
+ * The Hugging Face tokenizer the suite names, as a side, loaded when first asked: an arm SKIPPED
+ * before its first text (llama-tokenize not built) never parses a tokenizer.json of up to 33 MB.
+ */
+export function referenceSide(name: ReferenceTokenizerName): TokenizerSide {
   return {
     name: "reference",
-    encode: async (text, mode) => reference.encode(text, mode),
-    decode: async (ids) => reference.decode(ids),
-    piece: async (id) => reference.piece(id),
+    encode: async (text, mode) => (await referenceTokenizer(name)).encode(text, mode),
+    decode: async (ids) => (await referenceTokenizer(name)).decode(ids),
+    piece: async (id) => (await referenceTokenizer(name)).piece(id),
   };
 }
 

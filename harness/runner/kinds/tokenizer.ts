@@ -8,7 +8,6 @@ import { LlamaCppTokenizerSut, type LlamaCppTokenizer } from "../../sut/llamacpp
 import { openStdioSut } from "../../sut/stdio.js";
 import type { SystemUnderTest } from "../../sut/types.js";
 import { readCorpus } from "../../tokenizer/corpus.js";
-import { referenceTokenizer } from "../../tokenizer/reference-tokenizer.js";
 import { armsByLabel, modelArms, selectIndices } from "../arm-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
 import type { ResolvedRunOptions } from "../run-options.js";
@@ -97,7 +96,7 @@ export const tokenizerKind: SuiteKind<TokenizerSuite, TokenizerArm> = {
       }
       if (!isLlamaCppTokenizer(opened)) throw new Error(`arm "${arm.label}" opened no llama.cpp tokenizer`);
       const llamaCpp = llamaCppSide(opened);
-      const reference = referenceSide(await referenceTokenizer(arm.reference));
+      const reference = referenceSide(arm.reference);
       return runTokenizerArm({ ...scope, expected: reference, observed: llamaCpp, roundTrips: [llamaCpp, reference], missing: opened.missing });
     });
   },
