@@ -172,7 +172,8 @@ const llamaPerplexity = builtLlamaPerplexity();
   for (const arm of ["Q8_0", "Q4_K"]) {
     const ours = metricsOf(arm);
     const model = (await resolveModel(shipped.arms.find((a) => a.label === arm)!.model)).path;
-    const report = parseKlDivergenceReport(runLlamaPerplexity(llamaPerplexity, ["-m", model, "--kl-divergence-base", baseFile, "--kl-divergence"], options, "Same top p"));
+    // The statistics block's last line, "Same top p: …"; the chunk table's header names the same column without a colon.
+    const report = parseKlDivergenceReport(runLlamaPerplexity(llamaPerplexity, ["-m", model, "--kl-divergence-base", baseFile, "--kl-divergence"], options, "Same top p:"));
     const line = (name: string) => { const entry = report.get(name); assert.ok(entry !== undefined, `no "${name}" line: ${[...report.keys()].join(", ")}`); return entry!; };
     const ctx = `${arm}: ours ${JSON.stringify(ours)}`;
     const pplQ = line("Mean PPL(Q)").value.value;
