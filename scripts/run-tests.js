@@ -5,9 +5,8 @@
 //   --tier fast  only the files whose first lines carry the marker `// test-tier: fast`; every other
 //                file (marked or not) runs only in the default, full run, so nothing is ever dropped
 //                from `npm test` by forgetting a marker.
-//   --jobs N     how many test files run at once, each in its own uvu process (default: one more
-//                than the CPU count, or BENCH_TEST_JOBS: a file spends part of its time waiting on
-//                the processes and servers it starts, and the extra file fills those waits). A file whose leading comments say `// test-serial: REASON`
+//   --jobs N     how many test files run at once, each in its own uvu process (default: the CPU
+//                count, or BENCH_TEST_JOBS). A file whose leading comments say `// test-serial: REASON`
 //                runs with nothing else beside it (timing-sensitive checks).
 //   --timings    every file's wall time at the end (by default, the ten slowest).
 //   --durations FILE  measured wall times ({ "NAME.test.js": ms }) for files this checkout has not timed
@@ -39,7 +38,7 @@ const dir = givenDir ? args.shift() : "dist/test";
 const allTimings = takeFlag("--timings");
 const durationsFile = takeOption("--durations", (value) => value !== "", "a file of measured wall times") ?? (givenDir ? undefined : fileURLToPath(new URL("../test/durations.json", import.meta.url)));
 const tier = takeOption("--tier", (value) => KNOWN_TIERS.has(value), `one of: ${[...KNOWN_TIERS].join(", ")}`);
-const jobs = Number(takeOption("--jobs", (value) => /^[1-9]\d*$/.test(value), "a whole number ≥ 1") ?? process.env.BENCH_TEST_JOBS ?? availableParallelism() + 1);
+const jobs = Number(takeOption("--jobs", (value) => /^[1-9]\d*$/.test(value), "a whole number ≥ 1") ?? process.env.BENCH_TEST_JOBS ?? availableParallelism());
 if (!Number.isInteger(jobs) || jobs < 1) fail(`BENCH_TEST_JOBS needs a whole number ≥ 1 (got ${process.env.BENCH_TEST_JOBS})`);
 const uvuFlags = args;
 const TIMINGS_FILE = join(dir, ".timings.json");
