@@ -8,6 +8,7 @@ import { PACKAGE_ROOT } from "../paths.js";
 interface ContextAccessAddon {
   open(nativeContext: object, expected: ContextShape): number;
   attachPool(handle: number, poll: number): void;
+  yieldCpu(): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
@@ -75,6 +76,8 @@ export type NativeContext =
     readonly reached: true;
     /** Whether graphs run on a persistent thread pool (more than one thread) or on the calling thread. */
     readonly threads: "persistent pool" | "calling thread";
+    /** Lets another thread that is ready to run on this core run first (sched_yield). */
+    readonly yieldCpu: () => void;
     /** Does llama.cpp's in-place reorder of the last batch's outputs now, on this thread. */
     readonly settleOutputs: () => void;
     /** The argmax of a batch output's logits (the first of equal maxima, as llama.cpp's greedy sampler), on this thread. */
@@ -164,6 +167,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
       outcome = {
         reached: true,
         threads: shape.threads > 1 ? "persistent pool" : "calling thread",
+        yieldCpu: () => loaded.yieldCpu(),
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),

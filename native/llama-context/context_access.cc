@@ -25,6 +25,7 @@
 // and the fields used are checked against what the caller says the context was created with
 // before the pointer is dereferenced.
 #include <dlfcn.h>
+#include <sched.h>
 #include <link.h>
 
 #include <algorithm>
@@ -242,6 +243,16 @@ Napi::Value AttachPool(const Napi::CallbackInfo& info) {
   }
   symbols.attach(handle->ctx, handle->pool, nullptr);
   return env.Undefined();
+}
+
+/**
+ * yieldCpu(): gives the calling thread's core to whatever else is ready to run on it, if anything
+ * (sched_yield). A token just written to a socket wakes its reader; when that reader is on this
+ * machine, it waits for this core while the next step computes unless the step lets it run first.
+ */
+Napi::Value YieldCpu(const Napi::CallbackInfo& info) {
+  sched_yield();
+  return info.Env().Undefined();
 }
 
 /**
@@ -653,6 +664,7 @@ Napi::Value Close(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open));
   exports.Set("attachPool", Napi::Function::New(env, AttachPool));
+  exports.Set("yieldCpu", Napi::Function::New(env, YieldCpu));
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
