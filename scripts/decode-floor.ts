@@ -65,7 +65,10 @@ export async function decodeFloors(modelPath: string, options: ContextShape & { 
 }
 
 export function describeFloors(floors: DecodeFloors): string {
-  return `node-llama-cpp alone (controlledEvaluate, greedy in llama.cpp, one sequence, no server, ${floors.threads} thread(s)): `
+  const head = `node-llama-cpp alone (controlledEvaluate, greedy in llama.cpp, one sequence, no server, ${floors.threads} thread(s)): `;
+  // One thread computes on the calling thread either way: there is no pool to compare, only two measurements of the same path.
+  if (floors.threads === 1) return `${head}${Math.min(floors.pooledMs, floors.shippedMs).toFixed(2)} ms per decoded token (the floor under our TPOT; one thread: no thread pool either way)`;
+  return head
     + `${floors.pooledMs.toFixed(2)} ms per decoded token with our persistent thread pool (the floor under our TPOT); `
     + `${floors.shippedMs.toFixed(2)} ms as node-llama-cpp ships (threads created per graph), ×${(floors.shippedMs / floors.pooledMs).toFixed(1)}`;
 }
