@@ -10,16 +10,16 @@ const REFERENCE = "parity16/F32/tokens_per_second";
 const SUT = "parity16/server F32/tokens_per_second";
 
 /** A run's gated speeds: the reference arm and one SUT arm, at the given tok/s. */
-function speeds(reference: number, sut: number, machine = HERE, suites = ["parity16"]): GatedMetrics {
+function speeds(reference: number, sut: number, machine = HERE, suites = ["parity16"], jobs = 1): GatedMetrics {
   const perf = new Map([[REFERENCE, { value: reference, better: "higher" as const }], [SUT, { value: sut, better: "higher" as const }]]);
   return {
     parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), trace: new Map(), perf,
-    speedRatios: speedRatios(perf, new Map([["parity16", REFERENCE]])), machine, scope: { suites, arms: [] },
+    speedRatios: speedRatios(perf, new Map([["parity16", REFERENCE]])), machine, jobs, scope: { suites, arms: [] },
   };
 }
 
 const baseline: Baseline = {
-  schema_version: 1, name: "speed", from_run: "quiet-1", machine: HERE, parity: {}, needles: {}, trace: {},
+  schema_version: 1, name: "speed", from_run: "quiet-1", machine: HERE, jobs: 1, parity: {}, needles: {}, trace: {},
   perf: { [REFERENCE]: { target: 1000, tolerance: 0.2, learned_from: 3, spread: 0.05 }, [SUT]: { target: 500, tolerance: 0.2, learned_from: 3, spread: 0.05 } },
   speed_ratios: { [SUT]: { reference: REFERENCE, target: 0.5, tolerance: 0.2, learned_from: 3, spread: 0.05 } },
 };
@@ -69,6 +69,16 @@ test("another machine: speed reported, never gated, in one warning", () => {
   assert.match(findings.find((f) => f.key === SUT)!.message, /^10 \(baseline 500 on another machine\): reported, not gated$/);
   const unknown = byLevel(speeds(100, 10), { ...baseline, machine: undefined });
   assert.equal([unknown.fails, unknown.warns], [[], ["speed"]], "a baseline that does not name its machine gates no speed");
+});
+
+test("another --jobs: suites measured beside each other are not measured alone — speed reported, never gated, in one warning; a baseline that records no --jobs gates any", () => {
+  const { fails, warns, findings } = byLevel(speeds(100, 10, HERE, ["parity16"], 2));
+  assert.equal(fails, []);
+  assert.equal(warns, ["speed"]);
+  assert.is(findings.find((f) => f.key === "speed")!.message, "the baseline's speeds were measured at --jobs 1, this run at --jobs 2: speed reported, not gated");
+  assert.match(findings.find((f) => f.key === SUT)!.message, /^10 \(baseline 500 at --jobs 1\): reported, not gated$/);
+  assert.equal(byLevel({ ...speeds(100, 10), jobs: undefined }).warns, ["speed"], "a run that did not record its --jobs is not gated against one that did");
+  assert.equal(byLevel(speeds(1000, 300, HERE, ["parity16"], 2), { ...baseline, jobs: undefined }).fails, [SUT], "an older baseline: gated as before");
 });
 
 test("a subset run: the baseline's entries outside its selection are named in one warning", () => {

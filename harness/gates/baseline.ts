@@ -70,6 +70,12 @@ export interface Baseline {
    * their speed is reported, not gated, until re-taken.
    */
   readonly machine?: string;
+  /**
+   * The `bench run --jobs` its speeds were measured at: speed is gated only for runs made at the same
+   * (suites measured beside another suite are slower than alone). Absent in older baselines and
+   * baselines of runs that did not record it: gated whatever the run's.
+   */
+  readonly jobs?: number;
   /** Per suite/arm/tokens_per_second: the speed as a ratio to the suite's reference arm in the same run. */
   readonly speed_ratios?: Readonly<Record<string, RatioBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
@@ -98,6 +104,8 @@ export interface GatedMetrics {
   readonly trace: Map<string, number>;
   /** The fingerprint of the machine the run ran on. */
   readonly machine: string;
+  /** `bench run --jobs` (undefined: not recorded). */
+  readonly jobs: number | undefined;
   /** What the run selected: baseline entries of suites (or arms) it did not select are out of its scope. */
   readonly scope: { readonly suites: readonly string[]; readonly arms: readonly string[] };
 }
@@ -114,6 +122,7 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
   const metrics: GatedMetrics = {
     parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), speedRatios: new Map(), trace: new Map(),
     machine: machineFingerprint(summary.machine),
+    jobs: summary.selection?.jobs,
     // The suites by the names the baseline keys them with (a selection may name a suite by its file).
     scope: { suites: summary.suites.map((s) => s.name), arms: summary.selection?.arms ?? [] },
   };
@@ -177,6 +186,7 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
       worst_ratio: Number(ratio.toPrecision(3)), tolerance: previous?.kernel_ratios?.[key]?.tolerance ?? DEFAULT_KERNEL_RATIO_TOLERANCE,
     }])),
     machine: m.machine,
+    ...(m.jobs === undefined ? {} : { jobs: m.jobs }),
     perf: Object.fromEntries([...m.perf].map(([key, { value, better }]) => {
       const band: PerfBand = { ...learned(value, (g) => g.perf.get(key), (p) => p.value, previous?.perf[key]), ...(better === "lower" ? { better } : {}) };
       return [key, band];

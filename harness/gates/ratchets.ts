@@ -134,6 +134,7 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
   const findings: GateFinding[] = [];
   const shown = (x: number) => Number(x.toPrecision(4)).toString();
   const sameMachine = baseline.machine === metrics.machine;
+  const sameJobs = baseline.jobs === undefined || baseline.jobs === metrics.jobs;
   if (!sameMachine && metrics.perf.size > 0) {
     findings.push({
       level: "warn", key: "speed", strictFails: false,
@@ -141,7 +142,14 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
         : `the baseline's speeds were measured on ${baseline.machine}, this run on ${metrics.machine}: speed reported, not gated`,
       hint: "take a baseline on this machine from repeated runs: bench gate --update RUN RUN RUN",
     });
+  } else if (!sameJobs && metrics.perf.size > 0) {
+    findings.push({
+      level: "warn", key: "speed", strictFails: false,
+      message: `the baseline's speeds were measured at --jobs ${baseline.jobs}, this run ${metrics.jobs === undefined ? "did not record its --jobs" : `at --jobs ${metrics.jobs}`}: speed reported, not gated`,
+      hint: `run with --jobs ${baseline.jobs}, or take a baseline at this run's --jobs: bench gate --update RUN RUN RUN`,
+    });
   }
+  const gated = sameMachine && sameJobs;
   const references = new Set(Object.values(baseline.speed_ratios ?? {}).map((r) => r.reference));
   const noisy: string[] = [];
   for (const [key, { value, better }] of metrics.perf) {
@@ -150,8 +158,8 @@ function speedFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key:
       findings.push(missing(key, "this perf metric"));
       continue;
     }
-    if (!sameMachine) {
-      findings.push({ level: "ok", key, message: `${shown(value)} (baseline ${band.target} on another machine): reported, not gated` });
+    if (!gated) {
+      findings.push({ level: "ok", key, message: `${shown(value)} (baseline ${band.target} ${sameMachine ? `at --jobs ${baseline.jobs}` : "on another machine"}): reported, not gated` });
       continue;
     }
     const ratioBand = baseline.speed_ratios?.[key];

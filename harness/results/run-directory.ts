@@ -65,6 +65,8 @@ export interface RunSelection {
   readonly ops?: readonly string[];
   /** `--shard i/n`: this run holds only its share of the battery's arms (absent: all of them), and which (older runs do not record them). */
   readonly shard?: { readonly index: number; readonly count: number; readonly dealt?: readonly DealtArm[] };
+  /** `--jobs`: suites run at once; a speed measured beside another suite is not one measured alone (older runs do not record it). */
+  readonly jobs?: number;
 }
 
 /**

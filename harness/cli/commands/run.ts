@@ -108,7 +108,7 @@ export function registerRun(program: Command): void {
         resetCommand: options.resetCommand?.split(" ").filter((part) => part !== ""),
       });
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
-      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase, ...(options.op.length === 0 ? {} : { ops: options.op }), ...(options.shard === undefined ? {} : { shard: options.shard }) };
+      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase, ...(options.op.length === 0 ? {} : { ops: options.op }), ...(options.shard === undefined ? {} : { shard: options.shard }), jobs: options.jobs };
       recorder.provenance.commit = sourceCommit();
       await recorder.open();
       const controller = new AbortController();
