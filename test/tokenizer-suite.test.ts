@@ -252,10 +252,12 @@ test("fail closed: an unlisted difference fails naming the text, the position an
  * The shipped llama-tokenize arms, on one text per property (each text costs a llama-tokenize start per
  * mode and model, about 0.45 s of CPU): the empty text, Llama 3's known round-trip difference
  * (french-accents), Qwen3's known NFC difference (combining-vs-precomposed), whitespace runs and
- * newlines through stdin (python-code), special-token text parsed or plain (special-token-in-text).
+ * newlines through stdin (python-code), special-token text parsed or plain (special-token-in-text),
+ * and source text with backslash escapes in it (c-code-with-tabs: `printf("%d\n")` is a backslash and
+ * an n, which llama-tokenize would turn into a newline without --no-escape).
  */
 const cliArms = { ...shippedSuite, arms: shippedSuite.arms.filter((arm) => arm.side === "llama-tokenize") };
-const CLI_TEXTS = ["0", "9", "25", "36", "46"];
+const CLI_TEXTS = ["0", "9", "25", "36", "38", "46"];
 const cliSelection = CLI_TEXTS.flatMap((index) => ["--prompt", index]);
 
 test("llama-tokenize not built: its arms are SKIPPED with the reason, exit 77, never a pass", () => {
