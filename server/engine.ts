@@ -10,7 +10,7 @@ import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
-import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { topKOfRows, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PrefillStop, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
@@ -281,6 +281,7 @@ export class BatchEngine {
       const greedy = working.filter((slot) => this.decodesNatively(slot.job!.request));
       const throughNode = working.filter((slot) => !greedy.includes(slot));
       for (const slot of throughNode) slot.throughNode = true;
+      for (const slot of admitted.filter((s) => throughNode.includes(s))) await this.guard(slot, async () => this.scorePromptNatively(slot));
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       if (greedy.length > 0) {
         // With a draft model, decoding greedy slots speculate (slots still prefilling step first).
@@ -380,11 +381,32 @@ export class BatchEngine {
     this.observer.prompt(job.request.promptIds.length, job.cachedTokens, job.request.promptIds.length - slot.cache.tokens.length);
   }
 
+  /**
+   * An echoed prompt's own log-probs (promptLogprobs > 0), from the addon's top-k in native code:
+   * node-llama-cpp would hand over each position's whole vocabulary as a Map, which at a 152k
+   * vocabulary costs far more than the forward pass. The prompt is decoded here into the cleared
+   * sequence and cleared again, so node-llama-cpp then prefills it as if for the first time (twice
+   * the forward pass, none of the Maps). Before any node-llama-cpp evaluation of the step starts.
+   */
+  private scorePromptNatively(slot: Slot): void {
+    const job = slot.job!;
+    const k = job.request.promptLogprobs;
+    // The FAKE uncleared slot must keep its stale cells: decoding over them here would hide the fault.
+    if (k === 0 || !this.native.reached || this.fault === "skip-slot-clear") return;
+    try {
+      const rows = this.native.teacherForcedTopK(slot.sequenceId, Int32Array.from(job.request.promptIds), 0, k);
+      job.promptLogprobs = topKOfRows(rows, k).slice(0, -1).map((top, i) => ({ logprob: rows.next[i], top }));
+    } finally {
+      this.native.clearSequence(slot.sequenceId);
+    }
+  }
+
   private async prefill(slot: Slot): Promise<void> {
     const job = slot.job!;
     const { request } = job;
     const prompt = request.promptIds as Token[];
-    const withPromptLogprobs = request.promptLogprobs > 0;
+    // Without the addon, node-llama-cpp's distributions at every position.
+    const withPromptLogprobs = request.promptLogprobs > 0 && job.promptLogprobs === undefined;
     const last = prompt.length - 1;
     const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
     // The prompt in prefill chunks, one evaluation each.

@@ -76,9 +76,12 @@ test("lm-eval loglikelihood: a batch of token lists, echo, logprobs 1, max_token
   assert.ok(greedyIsGreedy, "the greedy continuation is not reported greedy");
   assert.not.ok(otherIsGreedy);
   assert.ok(greedyLogprob > otherLogprob, `${greedyLogprob} vs ${otherLogprob}`);
-  // The same request alone gives the same numbers: batching does not change a prompt's log-probs.
+  // The same request alone gives the same numbers: batching does not change a prompt's log-probs
+  // (each prompt is scored in a sequence of its own). The generated token's may move in the last
+  // digits: its prefill shared a batch, and llama.cpp's last layer then ran on two rows, not one.
   const alone = (await post("/v1/completions", { prompt: [...context, ...other], temperature: 0, max_tokens: 1, logprobs: 1, echo: true })).json.choices[0] as CompletionChoice;
-  assert.equal(alone.logprobs!.token_logprobs, choices[1].logprobs!.token_logprobs);
+  assert.equal(alone.logprobs!.token_logprobs.slice(0, -1), choices[1].logprobs!.token_logprobs.slice(0, -1));
+  assert.ok(Math.abs(alone.logprobs!.token_logprobs.at(-1)! - choices[1].logprobs!.token_logprobs.at(-1)!) < 1e-5);
 });
 
 test("lm-eval loglikelihood with max_tokens 0 (echo only): one log-prob per prompt token, null only at the first", async () => {

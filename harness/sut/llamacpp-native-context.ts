@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { LlamaContext } from "node-llama-cpp";
 import { PACKAGE_ROOT } from "../paths.js";
+import type { TopK } from "./types.js";
 
 /** native/llama-context's addon (context_access.cc says why it exists). */
 interface ContextAccessAddon {
@@ -45,6 +46,16 @@ export interface ContextShape {
 export interface NativeTopKRows {
   readonly ids: Int32Array;
   readonly logprobs: Float64Array;
+  /** Per row, the log-prob of the token that follows it in the input, in the top-k or not (NaN after the last). */
+  readonly next: Float64Array;
+}
+
+/** The rows as one TopK each. */
+export function topKOfRows(rows: NativeTopKRows, k: number): TopK[] {
+  return Array.from({ length: rows.next.length }, (_, row) => ({
+    ids: Array.from(rows.ids.subarray(row * k, (row + 1) * k)),
+    logprobs: Array.from(rows.logprobs.subarray(row * k, (row + 1) * k)),
+  }));
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */

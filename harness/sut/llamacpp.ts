@@ -7,7 +7,7 @@ import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
-import { reachNativeContext, releaseNativeContext, type NativeContext } from "./llamacpp-native-context.js";
+import { reachNativeContext, releaseNativeContext, topKOfRows, type NativeContext } from "./llamacpp-native-context.js";
 import { topKFromProbabilities } from "./topk.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
@@ -303,11 +303,7 @@ function nativeTopK(native: Extract<NativeContext, { reached: true }>, sequence:
   const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId; // private in its typings; the version is pinned exactly
   native.clearSequence(sequenceId);
   try {
-    const flat = native.teacherForcedTopK(sequenceId, Int32Array.from(input), firstScored, k);
-    return Array.from({ length: input.length - firstScored }, (_, row) => ({
-      ids: Array.from(flat.ids.subarray(row * k, (row + 1) * k)),
-      logprobs: Array.from(flat.logprobs.subarray(row * k, (row + 1) * k)),
-    }));
+    return topKOfRows(native.teacherForcedTopK(sequenceId, Int32Array.from(input), firstScored, k), k);
   } finally {
     native.clearSequence(sequenceId);
   }

@@ -508,7 +508,7 @@ Napi::Value DecodeVerify(const Napi::CallbackInfo& info) {
  * whole vocabulary in double precision (the field's definition of a gap, docs/metrics.md); ties go to the lower id. `order`
  * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
  */
-bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs) {
+bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs, int32_t given, double* givenLogprob) {
   const float* logits = symbols.getLogitsIth(ctx, batchIndex);
   if (logits == nullptr) return false;
   const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
@@ -524,14 +524,16 @@ bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int3
     ids[i] = order[i];
     logprobs[i] = static_cast<double>(logits[order[i]]) - logSum;
   }
+  *givenLogprob = given >= 0 && given < vocab ? static_cast<double>(logits[given]) - logSum : NAN;
   return true;
 }
 
 /**
- * teacherForcedTopK(handle, sequence, tokens: Int32Array, firstScored, k) -> {ids: Int32Array, logprobs: Float64Array}:
+ * teacherForcedTopK(handle, sequence, tokens: Int32Array, firstScored, k) -> {ids: Int32Array, logprobs: Float64Array, next: Float64Array}:
  * the tokens decoded into an empty sequence at positions 0 onwards (batch-size chunks), an output
  * only at positions firstScored and after, each reduced to its top-k here, on the calling thread.
- * Row r (position firstScored + r) is entries [r*k, (r+1)*k). node-llama-cpp reduces nothing: it
+ * Row r (position firstScored + r) is entries [r*k, (r+1)*k); next[r] is the log-prob of the token
+ * that follows it in `tokens` (NaN for the last row), top-k or not: an echoed prompt's own log-probs. node-llama-cpp reduces nothing: it
  * hands JavaScript a Map of the whole vocabulary per position, which at a 152k vocabulary costs far
  * more than the forward pass. Like decodeGreedy, outside node-llama-cpp: the caller clears the sequence.
  */
@@ -561,11 +563,13 @@ Napi::Value TeacherForcedTopK(const Napi::CallbackInfo& info) {
   const int32_t rows = count - firstScored;
   auto ids = Napi::Int32Array::New(env, static_cast<size_t>(rows) * k);
   auto logprobs = Napi::Float64Array::New(env, static_cast<size_t>(rows) * k);
+  auto next = Napi::Float64Array::New(env, static_cast<size_t>(rows));
   std::vector<int32_t> order;
   const DecodeStep step{{sequence}, {count}, {tokens.Data(), tokens.Data() + count}, {0}, batchSize};
   const std::string failed = decodeInBatches(*handle, step, [&](size_t, int32_t t) { return t >= firstScored; }, [&](size_t, size_t flat, int32_t index) {
     const size_t row = flat - static_cast<size_t>(firstScored);
-    return topKRow(handle->ctx, index, k, order, ids.Data() + row * k, logprobs.Data() + row * k);
+    const int32_t following = flat + 1 < static_cast<size_t>(count) ? tokens.Data()[flat + 1] : -1;
+    return topKRow(handle->ctx, index, k, order, ids.Data() + row * k, logprobs.Data() + row * k, following, next.Data() + row);
   });
   if (!failed.empty()) {
     Napi::Error::New(env, failed).ThrowAsJavaScriptException();
@@ -574,6 +578,7 @@ Napi::Value TeacherForcedTopK(const Napi::CallbackInfo& info) {
   auto out = Napi::Object::New(env);
   out.Set("ids", ids);
   out.Set("logprobs", logprobs);
+  out.Set("next", next);
   return out;
 }
 
