@@ -108,7 +108,8 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
   const bootObservations: { status: number; stage: string | undefined }[] = [];
   const deadline = Date.now() + options.bootTimeoutS * 1000;
   for (;;) {
-    const health = await httpCall(`${baseUrl}/health`).catch(() => ({ status: 0, text: "{}", headers: {} }));
+    // A server that accepts and never answers is given up on at the deadline, not waited on forever (its request aborted, no socket left).
+    const health = await httpCall(`${baseUrl}/health`, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) }).catch(() => ({ status: 0, text: "{}", headers: {} }));
     const stage = healthStage(health.text);
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
@@ -183,6 +184,8 @@ export interface HttpSutOptions {
   readonly command?: readonly string[];
   readonly shutdownGraceS?: number;
   readonly onWarning?: (message: string) => void;
+  /** Seconds the probes that open the SUT may take in all (the arm's boot timeout); absent: unbounded. */
+  readonly bootTimeoutS?: number;
 }
 
 /**
@@ -219,8 +222,29 @@ export function promptCountersOf(response: { readonly status: number; readonly t
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> }> {
-  const { call, json, model } = await connect(baseUrl, options.apiKey);
+export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<HttpSut> {
+  if (options.bootTimeoutS === undefined) return probeHttpSut(baseUrl, options, () => undefined);
+  // The probes ask the server directly, before any per-case timeout: a server that accepts and never
+  // answers them is given up on after the boot timeout, their requests aborted. The SUT's own calls carry no such deadline.
+  const opening = AbortSignal.timeout(options.bootTimeoutS * 1000);
+  let signal: AbortSignal | undefined = opening;
+  try {
+    const sut = await probeHttpSut(baseUrl, options, () => signal);
+    // A probe that timed out reads as a capability refused: the open as a whole is what failed.
+    if (!opening.aborted) return sut;
+  } catch (error) {
+    if (!opening.aborted) throw error;
+  } finally {
+    signal = undefined;
+  }
+  throw new BenchError(`arm "${options.label}": the server at ${baseUrl} did not answer the probes that open it within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "check that the server answers /v1/models, or raise --boot-timeout (boot_timeout_s in the box config)" });
+}
+
+type HttpSut = SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> };
+
+/** The SUT as its probes found it, each request carrying the signal `signal` gives at the time it is sent. */
+async function probeHttpSut(baseUrl: string, options: HttpSutOptions, signal: () => AbortSignal | undefined): Promise<HttpSut> {
+  const { call, json, model } = await connect(baseUrl, options.apiKey, signal);
   const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
   let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
   const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
@@ -286,8 +310,8 @@ interface ListedModel {
 }
 
 /** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
-async function connect(baseUrl: string, apiKey: string | undefined, signal?: AbortSignal) {
-  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal });
+async function connect(baseUrl: string, apiKey: string | undefined, signal: () => AbortSignal | undefined) {
+  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal: signal() });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
@@ -306,7 +330,7 @@ async function connect(baseUrl: string, apiKey: string | undefined, signal?: Abo
 export async function dialectOfferAt(baseUrl: string, dialect: string, signal?: AbortSignal): Promise<DialectOffer> {
   const known = DIALECTS.find((d) => d.name === dialect);
   if (known === undefined) throw new Error(`no dialect is named ${dialect}`);
-  const { call, json, model } = await connect(baseUrl, undefined, signal);
+  const { call, json, model } = await connect(baseUrl, undefined, () => signal);
   return known.offer({ model: model.id, post: call, json });
 }
 
