@@ -1,10 +1,14 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveBoxSettings } from "../harness/box/config.js";
 import { BenchError } from "../harness/errors.js";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { SUITES_DIR } from "../harness/paths.js";
+import { openArmSut, type OpenSut } from "../harness/runner/open-sut.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import type { GateVerdict } from "../harness/results/types.js";
 import { runInProcess } from "./helpers/in-process-run.js";
 import { startSilentServer } from "./helpers/silent-server.js";
@@ -90,12 +94,57 @@ test("an http arm whose server never answers the probes that open it fails to op
   }
 });
 
+test("niah: an HTTP arm's server that stops answering mid-run is an error after the per-case timeout, the request abandoned with its connection", async () => {
+  const model = await resolveModel("tiny-random:F32");
+  const upstream = await startManagedServer({ modelPath: model.path, slots: 1, queue: 1, contextSize: 1024, threads: 1, flashAttention: false, bootTimeoutS: 120 });
+  const server = await startSilentServer({ upstream: upstream.baseUrl });
+  try {
+    const niah = JSON.parse(readFileSync(join(SUITES_DIR, "niah-quick.json"), "utf8")) as Record<string, unknown>;
+    const suite = join(workspace.path, "wedged-niah.json");
+    writeFileSync(suite, JSON.stringify({ ...niah, name: "wedged-niah", lengths: [200], case_timeout_s: 2, arms: [{ label: "wedged", model: "tiny-random:F32", sut: "http", url: server.url, gate: "required" }] }));
+    // The arm opens through the real server; from its first case on the FAKE answers nothing.
+    const openSut: OpenSut = async (arm, settings, context) => {
+      const sut = await openArmSut(arm, settings, context);
+      server.wedge();
+      return sut;
+    };
+    const result = await guarded("bench run on a server wedged mid-run", runInProcess(runs, "wedged-niah", { suites: [suite], openSut }));
+    assert.is(result.code, 2, String(result.error));
+    const verdict = result.verdicts.find((v) => v.check === "niah");
+    assert.is(verdict?.status, "error", JSON.stringify(result.verdicts));
+    assert.match(verdict?.status === "error" ? verdict.reason : "", /^1 needle case\(s\) errored; the others did not run: wedged: tokenize did not answer within 2 s \(per-case timeout\)/);
+    assert.is(server.unanswered().length, 1, server.unanswered().join(", "));
+    assert.is(await stillHeld(server), 0, `the abandoned ${server.unanswered()[0]} still holds its connection`);
+    assert.equal(liveHandles().filter((kind) => kind !== "ProcessWrap"), []);
+  } finally {
+    await server.close();
+    await stopManagedServer(upstream, 1);
+  }
+});
+
+test("our server wedged before it listens (no line, no exit) fails to open after the boot timeout, its process killed", async () => {
+  const suite = conformanceSuite("wedged-start", { checks: ["usage"], arms: [{ label: "wedged", model: "tiny-random:F32", gate: "required" }] });
+  // Only the `bench serve` this run starts inherits it: the FAKE holds that process before it reads its arguments.
+  const nodeOptions = process.env.NODE_OPTIONS;
+  process.env.NODE_OPTIONS = `${nodeOptions ?? ""} --import ${join(import.meta.dirname, "helpers", "never-starts.js")}`;
+  try {
+    const result = await guarded("bench run on a server that never listens", runInProcess(runs, "wedged-start", { suites: [suite], box: { ...resolveBoxSettings(), bootTimeoutS: 2 }, shutdownGraceS: 1 }));
+    assert.instance(result.error, BenchError);
+    assert.is((result.error as BenchError).oneLine(), 'boot_timeout_s: the server (bench serve) printed no "listening on" line within 2 s (fix: raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why)');
+    assert.equal(liveHandles(), []);
+  } finally {
+    if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
+    else process.env.NODE_OPTIONS = nodeOptions;
+  }
+});
+
 test("bench run: a server command that listens and never answers /health ends with exit 2 after --boot-timeout, its process gone", async () => {
   const suite = conformanceSuite("wedged-boot", {
     checks: ["usage"], arms: [{ label: "wedged", model: "tiny-random:F32", command: [process.execPath, join(import.meta.dirname, "helpers", "silent-server.js"), "{port}"], gate: "required" }],
   });
   const run = spawnSync(process.execPath, [BENCH_BIN, "run", "--suite", suite, "--runs-dir", runs, "--boot-timeout", "2", "--shutdown-grace", "1"],
-    { env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1" }, encoding: "utf8", timeout: HANG_GUARD_MS });
+    { env: { ...withoutForceColor(process.env), NO_COLOR: "1", CI: "1" }, encoding: "utf8", timeout: HANG_GUARD_MS, killSignal: "SIGKILL" });
+  // SIGKILL: a hung run would take a SIGTERM as the start of an orderly stop, and wait on.
   assert.is(run.signal, null, `bench run hung: killed by the test's guard after ${HANG_GUARD_MS / 1000} s`);
   assert.is(run.status, 2, run.stdout + run.stderr);
   assert.match(run.stdout + run.stderr, "did not become healthy within 2 s");

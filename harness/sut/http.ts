@@ -89,12 +89,22 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {
+    // A server wedged before it listens (no line, no exit) is given up on at the boot timeout, not waited on forever.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new BenchError(`the server (bench serve) printed no "listening on" line within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why" }));
+    }, options.bootTimeoutS * 1000);
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
       const match = /^listening on (http:\/\/\S+)$/.exec(line);
-      if (match !== null) resolve(match[1]);
+      if (match === null) return;
+      clearTimeout(timer);
+      resolve(match[1]);
     });
-    child.once("exit", (code) => reject(new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" })));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" }));
+    });
   });
   const bootObservations = await waitHealthy(child, baseUrl, { bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
   return { child, baseUrl, bootObservations };
@@ -223,21 +233,31 @@ export function promptCountersOf(response: { readonly status: number; readonly t
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
 export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<HttpSut> {
-  if (options.bootTimeoutS === undefined) return probeHttpSut(baseUrl, options, () => undefined);
   // The probes ask the server directly, before any per-case timeout: a server that accepts and never
-  // answers them is given up on after the boot timeout, their requests aborted. The SUT's own calls carry no such deadline.
-  const opening = AbortSignal.timeout(options.bootTimeoutS * 1000);
-  let signal: AbortSignal | undefined = opening;
+  // answers them is given up on after the boot timeout, their requests aborted.
+  const opening = options.bootTimeoutS === undefined ? undefined : AbortSignal.timeout(options.bootTimeoutS * 1000);
+  // The SUT's own calls have no deadline here (the leg holds them to the per-case timeout); one given up on is aborted, its connection closed.
+  let calls = new AbortController();
+  let signal = opening ?? calls.signal;
+  let sut: HttpSut | undefined;
   try {
-    const sut = await probeHttpSut(baseUrl, options, () => signal);
-    // A probe that timed out reads as a capability refused: the open as a whole is what failed.
-    if (!opening.aborted) return sut;
+    sut = await probeHttpSut(baseUrl, options, () => signal);
   } catch (error) {
-    if (!opening.aborted) throw error;
-  } finally {
-    signal = undefined;
+    if (opening?.aborted !== true) throw error;
   }
-  throw new BenchError(`arm "${options.label}": the server at ${baseUrl} did not answer the probes that open it within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "check that the server answers /v1/models, or raise --boot-timeout (boot_timeout_s in the box config)" });
+  // A probe that timed out reads as a capability refused: the open as a whole is what failed.
+  if (sut === undefined || opening?.aborted === true) {
+    throw new BenchError(`arm "${options.label}": the server at ${baseUrl} did not answer the probes that open it within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "check that the server answers /v1/models, or raise --boot-timeout (boot_timeout_s in the box config)" });
+  }
+  signal = calls.signal;
+  return {
+    ...sut,
+    abandon: () => {
+      calls.abort();
+      calls = new AbortController();
+      signal = calls.signal;
+    },
+  };
 }
 
 type HttpSut = SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> };
