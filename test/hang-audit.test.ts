@@ -8,8 +8,8 @@ import { BenchError } from "../harness/errors.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { openArmSut, type OpenSut } from "../harness/runner/open-sut.js";
-import { startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import type { GateVerdict } from "../harness/results/types.js";
+import { startBenchServe, waitHealthy } from "./helpers/bench-serve.js";
 import { runInProcess } from "./helpers/in-process-run.js";
 import { startSilentServer } from "./helpers/silent-server.js";
 import { BENCH_BIN, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
@@ -96,8 +96,10 @@ test("an http arm whose server never answers the probes that open it fails to op
 
 test("niah: an HTTP arm's server that stops answering mid-run is an error after the per-case timeout, the request abandoned with its connection", async () => {
   const model = await resolveModel("tiny-random:F32");
-  const upstream = await startManagedServer({ modelPath: model.path, slots: 1, queue: 1, contextSize: 1024, threads: 1, flashAttention: false, bootTimeoutS: 120 });
-  const server = await startSilentServer({ upstream: upstream.baseUrl });
+  // The test's own server, not one the run starts (a run must close every process it started).
+  const upstream = await startBenchServe(runs, ["--model", model.path, "--unvalidated", "--slots", "1", "--queue", "1", "--context-size", "1024", "--threads", "1"]);
+  await waitHealthy(upstream.url);
+  const server = await startSilentServer({ upstream: upstream.url });
   try {
     const niah = JSON.parse(readFileSync(join(SUITES_DIR, "niah-quick.json"), "utf8")) as Record<string, unknown>;
     const suite = join(workspace.path, "wedged-niah.json");
@@ -115,10 +117,12 @@ test("niah: an HTTP arm's server that stops answering mid-run is an error after 
     assert.match(verdict?.status === "error" ? verdict.reason : "", /^1 needle case\(s\) errored; the others did not run: wedged: tokenize did not answer within 2 s \(per-case timeout\)/);
     assert.is(server.unanswered().length, 1, server.unanswered().join(", "));
     assert.is(await stillHeld(server), 0, `the abandoned ${server.unanswered()[0]} still holds its connection`);
+    // The test's own server is the one process left.
     assert.equal(liveHandles().filter((kind) => kind !== "ProcessWrap"), []);
   } finally {
     await server.close();
-    await stopManagedServer(upstream, 1);
+    upstream.child.kill("SIGTERM");
+    await upstream.exited;
   }
 });
 

@@ -89,10 +89,12 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    // A server wedged before it listens (no line, no exit) is given up on at the boot timeout, not waited on forever.
+    // A server wedged before it listens (no line, no exit) is given up on at the boot timeout, not waited on forever:
+    // killed, and the open fails once it has exited (nothing of it outlives the failure).
+    let wedged = false;
     const timer = setTimeout(() => {
+      wedged = true;
       child.kill("SIGKILL");
-      reject(new BenchError(`the server (bench serve) printed no "listening on" line within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why" }));
     }, options.bootTimeoutS * 1000);
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
@@ -103,7 +105,9 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" }));
+      reject(wedged
+        ? new BenchError(`the server (bench serve) printed no "listening on" line within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why" })
+        : new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" }));
     });
   });
   const bootObservations = await waitHealthy(child, baseUrl, { bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
