@@ -78,6 +78,22 @@ test("conformance: a server that stops answering one check is an error after the
   }
 });
 
+test("conformance: a stream that stops after its first event is an error after the per-case timeout, its connection let go", async () => {
+  const server = await startSilentServer({ answersModels: true, silentPath: "/v1/chat/completions", halfStream: true });
+  try {
+    const suite = conformanceSuite("half-stream", { checks: ["sse_framing"], arms: [{ label: "half", url: server.url, gate: "required" }], case_timeout_s: 2 });
+    const result = await guarded("bench run on a stream cut short", runInProcess(runs, "half-stream", { suites: [suite] }));
+    assert.is(result.code, 2, String(result.error));
+    const verdict = onlyVerdict(result.verdicts);
+    assert.is(verdict.status === "error" ? verdict.reason : verdict.status, `half: conformance check sse_framing at ${server.url} did not answer within 2 s (per-case timeout)`);
+    assert.equal(server.unanswered(), ["POST /v1/chat/completions"]);
+    assert.is(await stillHeld(server), 0, "the abandoned stream still holds its connection");
+    assert.equal(liveHandles(), []);
+  } finally {
+    await server.close();
+  }
+});
+
 test("an http arm whose server never answers the probes that open it fails to open after the boot timeout, naming arm, URL and boot_timeout_s", async () => {
   const server = await startSilentServer();
   try {

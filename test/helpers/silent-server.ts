@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
  * FAKE, for hang tests only: an HTTP server that reads each request and never answers it — a wedged
  * server, which no real one becomes on demand. With `answersModels`, GET /v1/models lists one model
  * and every other path but `silentPath` answers 404, so a SUT opens on it (no capability found) and
- * only `silentPath` goes unanswered. With `upstream`, every request is passed to that (real) server
+ * only `silentPath` goes unanswered — or, with `halfStream`, a streaming request to it is answered
+ * with the head of an SSE stream and one event, and nothing after. With `upstream`, every request is passed to that (real) server
  * until `wedge()`, and none is answered after: a server that stops answering in the middle of a run.
  * It counts the unanswered requests whose connection the client still holds open, so a test sees
  * whether an abandoned request was really let go.
@@ -17,6 +18,7 @@ export interface SilentServerOptions {
   readonly port?: number;
   readonly answersModels?: boolean;
   readonly silentPath?: string;
+  readonly halfStream?: boolean;
   readonly upstream?: string;
 }
 
@@ -25,7 +27,7 @@ export async function startSilentServer(options: SilentServerOptions = {}): Prom
   const waiting = new Set<Socket>();
   const unanswered: string[] = [];
   let wedged = false;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
     if (options.upstream !== undefined && !wedged) {
       // A connection of its own per request, that never keeps a process alive: what a test then finds open is the client's.
       const passed = request(`${options.upstream}${req.url ?? "/"}`, { method: req.method, headers: req.headers, agent: false }, (answer) => {
@@ -36,9 +38,12 @@ export async function startSilentServer(options: SilentServerOptions = {}): Prom
       passed.on("error", () => res.destroy());
       return void req.pipe(passed);
     }
-    req.resume();
+    let body = "";
+    for await (const chunk of req) body += (chunk as Buffer).toString();
     const path = (req.url ?? "").split("?")[0];
-    if (options.answersModels === true && path !== options.silentPath) {
+    // A half stream is a stream's: the same path asked without streaming (a dialect's probe) is refused like any other.
+    const silent = path === options.silentPath && (options.halfStream !== true || /"stream":true/.test(body));
+    if (options.answersModels === true && !silent) {
       if (path === "/v1/models") {
         res.writeHead(200, { "content-type": "application/json" });
         return void res.end(JSON.stringify({ data: [{ id: "silent", owned_by: "FAKE silent server" }] }));
@@ -48,6 +53,10 @@ export async function startSilentServer(options: SilentServerOptions = {}): Prom
     }
     unanswered.push(`${req.method} ${path}`);
     waiting.add(req.socket);
+    if (options.halfStream === true) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "x" } }] })}\n\n`);
+    }
   });
   server.on("connection", (socket: Socket) => {
     // Its own side of a connection never keeps a process alive: what a test then finds open is the client's.
