@@ -15,6 +15,8 @@ export interface ConformanceTarget {
   /** Prometheus series the server promises; none: any valid exposition with samples passes. */
   readonly expectMetrics: readonly string[];
   readonly managed?: ManagedServer;
+  /** Aborts every request a check has in flight: the check was given up on (per-case timeout) or its arm stopped. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -34,18 +36,19 @@ const pass = (detail: string): CheckResult => ({ status: "pass", detail });
 const fail = (detail: string): CheckResult => ({ status: "fail", detail });
 
 async function post(target: ConformanceTarget, path: string, body: unknown) {
-  return httpCall(`${target.baseUrl}${path}`, { body, apiKey: target.apiKey });
+  return httpCall(`${target.baseUrl}${path}`, { body, apiKey: target.apiKey, signal: target.signal });
 }
 
 async function metrics(target: ConformanceTarget): Promise<Map<string, number>> {
-  return parsePrometheusText((await httpCall(`${target.baseUrl}/metrics`)).text);
+  return parsePrometheusText((await httpCall(`${target.baseUrl}/metrics`, { signal: target.signal })).text);
 }
 
 /** Reads an SSE response, stamping each event; stops after `stopAfter` events when given (then drops the connection). */
 async function readEvents(target: ConformanceTarget, path: string, body: unknown, stopAfter?: number): Promise<{ status: number; events: string[]; raw: string }> {
   const controller = new AbortController();
+  const signal = target.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, target.signal]);
   const response = await request(`${target.baseUrl}${path}`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: controller.signal,
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
   });
   let raw = "";
   const events: string[] = [];
@@ -63,7 +66,7 @@ async function readEvents(target: ConformanceTarget, path: string, body: unknown
       }
     }
   } catch (error) {
-    if (stopAfter === undefined) throw error;
+    if (stopAfter === undefined || target.signal?.aborted === true) throw error;
   }
   return { status: response.statusCode, events, raw };
 }
@@ -89,7 +92,7 @@ const isErrorObject = (text: string): boolean => {
 export const CONFORMANCE_CHECKS: Readonly<Record<string, Check>> = {
   async endpoints(target) {
     const paths = ["/v1/models", "/health", "/metrics"];
-    const statuses = await Promise.all(paths.map(async (p) => (await httpCall(`${target.baseUrl}${p}`, { apiKey: target.apiKey })).status));
+    const statuses = await Promise.all(paths.map(async (p) => (await httpCall(`${target.baseUrl}${p}`, { apiKey: target.apiKey, signal: target.signal })).status));
     const completion = await post(target, "/v1/completions", { model: target.model, prompt: "Hello", max_tokens: 2, temperature: 0 });
     const chat = await post(target, "/v1/chat/completions", { model: target.model, messages: [{ role: "user", content: "Hello" }], max_tokens: 2, temperature: 0 });
     const all = [...paths.map((p, i) => `${p} ${statuses[i]}`), `/v1/completions ${completion.status}`, `/v1/chat/completions ${chat.status}`];
@@ -206,7 +209,7 @@ export const CONFORMANCE_CHECKS: Readonly<Record<string, Check>> = {
       ["stop of a number", { body: { model: target.model, prompt: "x", stop: 3 } }],
     ];
     const outcomes = await Promise.all(cases.map(async ([name, c]) => {
-      const r = await httpCall(`${target.baseUrl}/v1/completions`, { method: "POST", body: c.body, rawBody: c.raw, apiKey: target.apiKey });
+      const r = await httpCall(`${target.baseUrl}/v1/completions`, { method: "POST", body: c.body, rawBody: c.raw, apiKey: target.apiKey, signal: target.signal });
       const unlimited = name === "max_tokens -1" && r.status === 200 && isCompletion(r.text);
       return { name, ok: (r.status === 400 && isErrorObject(r.text)) || unlimited, status: r.status };
     }));
@@ -389,7 +392,7 @@ async function chatLogprobs(target: ConformanceTarget): Promise<CheckResult> {
 
 /** /metrics follows Prometheus's naming rules as `promtool check metrics` lints them. */
 async function metricsNaming(target: ConformanceTarget): Promise<CheckResult> {
-  const response = await httpCall(`${target.baseUrl}/metrics`);
+  const response = await httpCall(`${target.baseUrl}/metrics`, { signal: target.signal });
   if (response.status !== 200) return fail(`/metrics answered ${response.status}`);
   const problems = lintPrometheusText(response.text);
   return problems.length === 0 ? pass("every metric family has help text and promtool's naming (counters _total, gauges not, base units)") : fail(problems.join("; "));

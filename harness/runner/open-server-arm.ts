@@ -12,7 +12,7 @@ export type ServerArm = Pick<ConformanceArm, "label"> & Partial<Pick<Conformance
 
 /** A server arm's server (conformance, chat-template): a running one at `url`, one its command starts, or ours started on loopback for the arm. */
 export async function openServerArm(suite: Pick<ConformanceSuite, "path">, arm: ServerArm, context: SutContext, emit: RunListener) {
-  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm) });
+  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), bootTimeoutS: context.bootTimeoutS });
   if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a url`, { file: suite.path, field: "arms", fix: "give it a model (our server, or its command's, is started on it) or the url of a running server" });
   const model = await resolveModel(arm.model);
   const onProgress = (message: string) => void emit({ kind: "progress", message });

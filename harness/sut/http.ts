@@ -89,12 +89,26 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
   const baseUrl = await new Promise<string>((resolve, reject) => {
+    // A server wedged before it listens (no line, no exit) is given up on at the boot timeout, not waited on forever:
+    // killed, and the open fails once it has exited (nothing of it outlives the failure).
+    let wedged = false;
+    const timer = setTimeout(() => {
+      wedged = true;
+      child.kill("SIGKILL");
+    }, options.bootTimeoutS * 1000);
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
       const match = /^listening on (http:\/\/\S+)$/.exec(line);
-      if (match !== null) resolve(match[1]);
+      if (match === null) return;
+      clearTimeout(timer);
+      resolve(match[1]);
     });
-    child.once("exit", (code) => reject(new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" })));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(wedged
+        ? new BenchError(`the server (bench serve) printed no "listening on" line within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why" })
+        : new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" }));
+    });
   });
   const bootObservations = await waitHealthy(child, baseUrl, { bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
   return { child, baseUrl, bootObservations };
@@ -108,7 +122,8 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
   const bootObservations: { status: number; stage: string | undefined }[] = [];
   const deadline = Date.now() + options.bootTimeoutS * 1000;
   for (;;) {
-    const health = await httpCall(`${baseUrl}/health`).catch(() => ({ status: 0, text: "{}", headers: {} }));
+    // A server that accepts and never answers is given up on at the deadline, not waited on forever (its request aborted, no socket left).
+    const health = await httpCall(`${baseUrl}/health`, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) }).catch(() => ({ status: 0, text: "{}", headers: {} }));
     const stage = healthStage(health.text);
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
@@ -183,6 +198,8 @@ export interface HttpSutOptions {
   readonly command?: readonly string[];
   readonly shutdownGraceS?: number;
   readonly onWarning?: (message: string) => void;
+  /** Seconds the probes that open the SUT may take in all (the arm's boot timeout); absent: unbounded. */
+  readonly bootTimeoutS?: number;
 }
 
 /**
@@ -219,8 +236,39 @@ export function promptCountersOf(response: { readonly status: number; readonly t
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
  */
-export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> }> {
-  const { call, json, model } = await connect(baseUrl, options.apiKey);
+export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<HttpSut> {
+  // The probes ask the server directly, before any per-case timeout: a server that accepts and never
+  // answers them is given up on after the boot timeout, their requests aborted.
+  const opening = options.bootTimeoutS === undefined ? undefined : AbortSignal.timeout(options.bootTimeoutS * 1000);
+  // The SUT's own calls have no deadline here (the leg holds them to the per-case timeout); one given up on is aborted, its connection closed.
+  let calls = new AbortController();
+  let signal = opening ?? calls.signal;
+  let sut: HttpSut | undefined;
+  try {
+    sut = await probeHttpSut(baseUrl, options, () => signal);
+  } catch (error) {
+    if (opening?.aborted !== true) throw error;
+  }
+  // A probe that timed out reads as a capability refused: the open as a whole is what failed.
+  if (sut === undefined || opening?.aborted === true) {
+    throw new BenchError(`arm "${options.label}": the server at ${baseUrl} did not answer the probes that open it within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "check that the server answers /v1/models, or raise --boot-timeout (boot_timeout_s in the box config)" });
+  }
+  signal = calls.signal;
+  return {
+    ...sut,
+    abandon: () => {
+      calls.abort();
+      calls = new AbortController();
+      signal = calls.signal;
+    },
+  };
+}
+
+type HttpSut = SystemUnderTest & { readonly baseUrl: string; readonly managed?: ManagedServer; readonly dialects: Pick<ProbeResult, "found" | "missing"> };
+
+/** The SUT as its probes found it, each request carrying the signal `signal` gives at the time it is sent. */
+async function probeHttpSut(baseUrl: string, options: HttpSutOptions, signal: () => AbortSignal | undefined): Promise<HttpSut> {
+  const { call, json, model } = await connect(baseUrl, options.apiKey, signal);
   const probed = await probeDialects({ model: model.id, post: call, json }, DIALECTS);
   let kindsOf: ((ids: readonly TokenId[]) => TokenKind[]) | undefined;
   const offer: DialectOffer = probed.offer.inspectTokens === undefined && options.modelPath !== undefined
@@ -286,8 +334,8 @@ interface ListedModel {
 }
 
 /** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
-async function connect(baseUrl: string, apiKey: string | undefined, signal?: AbortSignal) {
-  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal });
+async function connect(baseUrl: string, apiKey: string | undefined, signal: () => AbortSignal | undefined) {
+  const call = (path: string, body?: unknown) => httpCall(`${baseUrl}${path}`, { body, apiKey, signal: signal() });
   const json = async <T>(path: string, body?: unknown): Promise<T> => {
     const response = await call(path, body);
     if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${response.text.slice(0, 200)}`);
@@ -306,7 +354,7 @@ async function connect(baseUrl: string, apiKey: string | undefined, signal?: Abo
 export async function dialectOfferAt(baseUrl: string, dialect: string, signal?: AbortSignal): Promise<DialectOffer> {
   const known = DIALECTS.find((d) => d.name === dialect);
   if (known === undefined) throw new Error(`no dialect is named ${dialect}`);
-  const { call, json, model } = await connect(baseUrl, undefined, signal);
+  const { call, json, model } = await connect(baseUrl, undefined, () => signal);
   return known.offer({ model: model.id, post: call, json });
 }
 

@@ -220,7 +220,8 @@ export interface SystemUnderTest {
   /**
    * The per-case timeout gave up on the calls made so far (harness/sut/with-timeout.ts): an
    * in-process SUT, whose work cannot be killed with a process, stops them at their next step, so
-   * the next call does not share its state with an abandoned one. Absent: nothing to stop.
+   * the next call does not share its state with an abandoned one; an HTTP SUT aborts their requests,
+   * so no connection is left waiting on a server that stopped answering. Absent: nothing to stop.
    */
   abandon?(): void;
 

@@ -27,7 +27,7 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
  * asks these servers directly, so a server that stops answering would otherwise hang the run).
  */
 async function timedGreedyAt(baseUrl: string, dialect: string, label: string, caseTimeoutS: number, signal: AbortSignal): Promise<ServerGreedy> {
-  const { speculativeGreedy } = await dialectOfferAt(baseUrl, dialect, signal);
+  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeoutS, signal)(baseUrl, dialect, signal);
   if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
   return timedCall(label, "timed greedy", speculativeGreedy, caseTimeoutS, signal);
 }

@@ -6,6 +6,8 @@ export interface ConformanceArmContext extends ArmScope {
   /** The suite's conformance checks (harness/conformance/checks.ts), by name. */
   readonly checks: readonly string[];
   readonly target: ConformanceTarget;
+  /** Seconds one named check may wait on the server before the server counts as no longer answering. */
+  readonly caseTimeoutS: number;
 }
 
 /** What the checks of one conformance arm share: its context, and the arm's summary line as the conformance check wrote it. */

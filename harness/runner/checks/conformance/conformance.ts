@@ -1,4 +1,5 @@
 import { CONFORMANCE_CHECKS } from "../../../conformance/checks.js";
+import { endsTheSut, timedCall } from "../../../sut/with-timeout.js";
 import { makeCell } from "../../check.js";
 import type { ConformanceCheck } from "./conformance-arm-state.js";
 
@@ -13,7 +14,14 @@ export const conformanceCheck: ConformanceCheck<"conformance"> = {
     for (const name of context.checks) {
       if (context.signal.aborted) break;
       await context.emit({ kind: "progress", message: `${context.suiteName} · ${context.arm.label} · ${name}` });
-      const result = await CONFORMANCE_CHECKS[name](context.target).catch((error: unknown) => ({ status: "fail" as const, detail: `threw: ${error instanceof Error ? error.message : String(error)}` }));
+      // The checks ask the server directly, not through the leg's SUT: each is held to the per-case timeout here, its
+      // requests aborted when it is given up on, and a server that stops answering ends the arm with an error, never a fail or a hang.
+      const abandon = new AbortController();
+      const check = timedCall(context.arm.label, `conformance check ${name} at ${context.target.baseUrl}`, CONFORMANCE_CHECKS[name], context.caseTimeoutS, context.signal, () => abandon.abort());
+      const result = await check({ ...context.target, signal: abandon.signal }).catch((error: unknown) => {
+        if (endsTheSut(error)) throw error;
+        return { status: "fail" as const, detail: `threw: ${error instanceof Error ? error.message : String(error)}` };
+      });
       results.push({ name, ...result });
       await context.emit({ kind: "cells", cells: [makeCell(context, "conformance", gate, { status: result.status, prompt_class: name, detail: `${name}: ${result.detail}` })] });
     }
