@@ -9,7 +9,7 @@ import { sourceCommit } from "../../harness/results/source-commit.js";
 import { liveChildCount } from "../../harness/sut/child-process.js";
 
 export interface InProcessRun {
-  /** The exit code `bench run` gives: the verdicts' code, or 2 when the battery threw (the CLI prints `error` on stderr then). */
+  /** The exit code `bench run` gives: the verdicts' code, or 2 when the battery threw (the CLI prints `bench: error: ...` then). */
   readonly code: ExitCode;
   readonly verdicts: GateVerdict[];
   /** What the battery threw (a BenchError's oneLine() is the CLI's stderr line), or undefined. */
@@ -20,8 +20,9 @@ export interface InProcessRun {
 
 /**
  * A `bench run` inside the test's own process: the same battery and run directory (summary.json,
- * cells.jsonl) and the exit code the CLI derives, without a process start (about 1 s of CPU each) —
- * for a planted fault the CLI cannot carry (a SUT wrapper) or many small runs. What is about the CLI
+ * cells.jsonl) and the exit code the CLI derives, without a process start (0.6 s of CPU to load the
+ * harness, 1.2 s more where a leg loads llama.cpp: docs/testing.md) — for a planted fault the CLI
+ * cannot carry (a SUT wrapper), and every run a test only reads back. What is about the CLI
  * process itself (argument parsing, its stderr and stdout, signals) needs the real CLI (workspace.ts's
  * `bench`). The CLI kills children a run left behind as it exits; this process goes on to the next
  * test, so a run that leaves one running fails here instead.
@@ -48,7 +49,7 @@ export async function runInProcess(runsDir: string, runId: string, options: RunO
   const code = error === undefined ? exitCodeFor(recorder.allVerdicts()) : EXIT.error;
   // As the CLI records a run whose battery threw: status error, with the one line it prints.
   if (error === undefined) await recorder.flush("complete", code);
-  else await recorder.flush("error", code, error instanceof BenchError ? error.oneLine() : String(error));
+  else await recorder.flush("error", code, reasonOf(error));
   return { code, verdicts: [...recorder.allVerdicts()], error, summaryLines };
 }
 
@@ -63,10 +64,14 @@ export function verdictRow(run: InProcessRun, check: string, where: { readonly s
   return `${verdict.gate} ${verdict.status} ${"summary" in verdict ? verdict.summary : verdict.reason}`;
 }
 
-/** The line `bench run` prints on stderr for the error that stopped the run (empty when none did). */
+/** Why a run stopped, as the CLI says it: a BenchError's one line (file, field, fix), another error's message. */
+function reasonOf(error: unknown): string {
+  return error instanceof BenchError ? error.oneLine() : error instanceof Error ? error.message : String(error);
+}
+
+/** What `bench run` prints after `bench: error: ` on stderr for the error that stopped the run (empty when none did). */
 export function errorLine(run: InProcessRun): string {
-  if (run.error === undefined) return "";
-  return run.error instanceof BenchError ? run.error.oneLine() : String(run.error);
+  return run.error === undefined ? "" : reasonOf(run.error);
 }
 
 /** What an assertion message shows of a run: the summary lines, every verdict, the error. */
