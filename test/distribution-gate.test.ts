@@ -4,20 +4,22 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { holdToBounds } from "../harness/accuracy/distribution-bounds.js";
 import { teacherForcedAccuracy } from "../harness/accuracy/teacher-forced.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { describeRun, runInProcess, verdictRow } from "./helpers/in-process-run.js";
+import { temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("distribution-gate");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 const REFERENCE = "python3 {bench}/scripts/runners/reference_forward.py {model}";
-const TWO_PROMPTS = ["--prompt", "4", "--prompt", "5"];
+/** `bench run --suite parity16 --runner RUNNER --prompt 4 --prompt 5`, in this process (helpers/in-process-run.ts). */
+const runWith = (runner: string, runId: string) => runInProcess(runs, runId, { suites: ["parity16"], runner: runner.split(" "), prompts: [4, 5] });
 
 interface Verdict { arm: string; check: string; gate: string; status: string; summary?: string; reason?: string; metrics?: Record<string, number | null> }
 const verdictsOf = (runId: string): Verdict[] => JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8")).verdicts;
 
-test("the float64 reference forward in the F32 arm's place passes the distribution gate: exit 0", () => {
-  const result = bench(["run", "--suite", "parity16", "--runner", REFERENCE, ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", "clean"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+test("the float64 reference forward in the F32 arm's place passes the distribution gate: exit 0", async () => {
+  const result = await runWith(REFERENCE, "clean");
+  assert.is(result.code, 0, describeRun(result));
   const distribution = verdictsOf("clean").find((v) => v.check === "distribution")!;
   assert.is(distribution.gate, "required");
   assert.is(distribution.status, "pass");
@@ -28,16 +30,16 @@ test("the float64 reference forward in the F32 arm's place passes the distributi
 // Skipping the final RMSNorm did too while fixture norm weights were all 1; with random norm weights
 // it may move an id as well, so only the distribution gate's verdict is asserted for it.
 for (const fault of ["final-norm-skipped", "output-head-x0.5", "output-head-x1.01"]) {
-  test(`FAULT ${fault}: the required distribution gate fails, exit 1${fault === "final-norm-skipped" ? "" : "; greedy parity passes"}`, () => {
-    const result = bench(["run", "--suite", "parity16", "--runner", `${REFERENCE} --fault ${fault}`, ...TWO_PROMPTS, "--runs-dir", runs, "--run-id", fault]);
-    assert.is(result.status, 1, result.stdout + result.stderr);
+  test(`FAULT ${fault}: the required distribution gate fails, exit 1${fault === "final-norm-skipped" ? "" : "; greedy parity passes"}`, async () => {
+    const result = await runWith(`${REFERENCE} --fault ${fault}`, fault);
+    assert.is(result.code, 1, describeRun(result));
     const verdicts = verdictsOf(fault);
     if (fault !== "final-norm-skipped") assert.is(verdicts.find((v) => v.check === "greedy_parity")!.status, "pass", "the fault keeps the argmax: greedy ids cannot see it");
     const distribution = verdicts.find((v) => v.check === "distribution")!;
     assert.is(distribution.status, "fail");
     assert.is(distribution.gate, "required");
     assert.match(distribution.summary!, /FAIL kld mean [\d.]+e-\d+ > 1e-6/);
-    assert.match(result.stdout, /distribution +required +FAIL/);
+    assert.match(verdictRow(result, "distribution"), /^required fail /);
   });
 }
 

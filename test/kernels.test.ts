@@ -16,7 +16,9 @@ import { PACKAGE_ROOT } from "../harness/paths.js";
 import { rankExperts } from "../kernels/ops/moe-topk.js";
 import { kernelPairsFromHello } from "../harness/sut/kernel-wire.js";
 import { ACCUMULATION_UNIT_ROUNDOFF } from "../harness/sut/types.js";
+import type { RunOptions } from "../harness/runner/run-options.js";
 import { buildFakePlugin, type FakeFault } from "./helpers/fake-plugin.js";
+import { describeRun, runInProcess, verdictRow, type InProcessRun } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.abs(expected), `${actual} vs ${expected}`);
@@ -24,7 +26,10 @@ const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - e
 const work = temporaryDirectory("kernels");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
-const run = (runId: string, args: string[]) => bench(["run", ...args, "--runs-dir", runs, "--run-id", runId]);
+/** `bench run` in this process (helpers/in-process-run.ts): these tries are about kernels, not the CLI (the refusals of bad options below run the real one). */
+const run = (runId: string, options: RunOptions) => runInProcess(runs, runId, options);
+/** The arms' summary lines, as `bench run` prints them. */
+const printed = (result: InProcessRun) => result.summaryLines.join("\n");
 const cells = (runId: string) => tableFromIPC(readFileSync(join(runs, runId, "cells.arrow"))).toArray().map((row) => row.toJSON());
 const summary = (runId: string) => JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
 const owned = loadSuite("owned-kernels") as KernelSuite;
@@ -145,14 +150,15 @@ test("bad kernel cases are refused with the file and field named: unknown op, a 
   assert.match(refused({ op: "softmax", encoding: "Q4_0:F32", R: 1, N: 4, seed: 1 }), /cases\.0\.encoding: must be equal to one of the allowed values/);
 });
 
-test("the reference plugin passes every op and encoding with its ratio printed; the older quant-kernels spelling still runs", () => {
-  const result = run("reference", ["--suite", "owned-kernels", "--suite", "quant-kernels"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, new RegExp(`^reference plugin: ${owned.cases.length}/${owned.cases.length} kernel cases OK$`, "m"));
-  assert.match(result.stdout, /^reference plugin: 10\/10 kernel cases OK$/m);
-  for (const op of KERNEL_OPS.keys()) assert.match(result.stdout, new RegExp(`owned-kernels +reference plugin +${op} +required +PASS +\\d+/\\d+ ${op} cases OK`), op);
+test("the reference plugin passes every op and encoding with its ratio printed; the older quant-kernels spelling still runs", async () => {
+  const result = await run("reference", { suites: ["owned-kernels", "quant-kernels"] });
+  assert.is(result.code, 0, describeRun(result));
+  assert.match(printed(result), new RegExp(`^reference plugin: ${owned.cases.length}/${owned.cases.length} kernel cases OK$`, "m"));
+  assert.match(printed(result), /^reference plugin: 10\/10 kernel cases OK$/m);
+  const ownedRow = (op: string) => verdictRow(result, op, { suite: "owned-kernels", arm: "reference plugin" });
+  for (const op of KERNEL_OPS.keys()) assert.match(ownedRow(op), new RegExp(`^required pass \\d+/\\d+ ${op} cases OK`), op);
   const grouped = owned.cases.filter((c) => c.op === "matmul_bt_quant_grouped").length;
-  assert.match(result.stdout, new RegExp(`matmul_bt_quant_grouped +required +PASS +${grouped}/${grouped} matmul_bt_quant_grouped cases OK, worst ratio 0\\.\\d+ of the dot\\(K\\) bound`));
+  assert.match(ownedRow("matmul_bt_quant_grouped"), new RegExp(`^required pass ${grouped}/${grouped} matmul_bt_quant_grouped cases OK, worst ratio 0\\.\\d+ of the dot\\(K\\) bound`));
   const rows = cells("reference").filter((c) => c.suite === "owned-kernels");
   assert.is(rows.length, owned.cases.length);
   // The softmax case at logit scale 40 (underflow everywhere) is among them, and passes.
@@ -168,28 +174,28 @@ test("the reference plugin passes every op and encoding with its ratio printed; 
   assert.match(summary("reference").suts[0].provenance.engine, /^bringup-bench reference .* \(plugin ABI v2\) \(runner protocol v1\)$/);
 });
 
-test("planted faults fail with one reproducible line each: double bf16 rounding, an unwritten row, an expert off by one, a window off by one, a missing state update", () => {
+test("planted faults fail with one reproducible line each: double bf16 rounding, an unwritten row, an expert off by one, a window off by one, a missing state update", async () => {
   const fault = (label: string, f: FakeFault) => ({ label, plugin: buildFakePlugin(work.path, f), gate: "required" });
   const seeds = [121, 124, 127, 162, 171, 172, 173];
   const path = suiteWith("planted", seeds.map(caseIndex), [
     fault("double bf16", "DOUBLE_BF16"), fault("unwritten row", "UNWRITTEN_ROW"), fault("expert off", "EXPERT_OFF"), fault("window off", "WINDOW_OFF"), fault("no state", "NO_STATE"),
   ]);
-  const result = run("planted", ["--suite", path]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await run("planted", { suites: [path] });
+  assert.is(result.code, 1, describeRun(result));
   // A suite given by path is named by its path: the line reruns it as it stands.
   const rerun = (arm: string, index: number) => `\\[rerun: bench run --suite ${path.replace(/[.\\/]/g, "\\$&")} --arm "${arm}" --case ${index}\\]`;
-  assert.match(result.stdout, new RegExp(`^double bf16: 6/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q5_K:BF16,E=8,P=6,Pa=1,N=300,K=1024,seed=124\\): FAIL \\(y\\[\\d+,\\d+\\]: expected -?[\\d.e-]+, got -?[\\d.e-]+; ratio [1-9][\\d.]* of the dot\\(K\\) bound\\)  ${rerun("double bf16", 1)}$`, "m"));
-  assert.match(result.stdout, new RegExp(`^ {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q8_0:F32,E=8,P=6,Pa=1,N=100,K=5120,seed=127\\): FAIL \\(y\\[5,0\\] never written \\(100/600 elements still hold the sentinel\\)\\)  ${rerun("unwritten row", 2)}$`, "m"));
-  assert.match(result.stdout, new RegExp(`^expert off: 4/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q4_K:F32,.*seed=121\\): FAIL \\(y\\[\\d+,\\d+\\]: expected .*; ratio [\\d.e+]+ of the dot\\(K\\) bound\\)  ${rerun("expert off", 0)}$`, "m"));
-  assert.match(result.stdout, new RegExp(`^window off: 6/7 kernel cases OK\\n {2}SDPA_DECODE\\(encoding=F32:F32,H=8,Hkv=2,L=256,Dk=64,Dv=64,pos=200,window=64,seed=162\\): FAIL \\(o\\[\\d+,\\d+\\]: .* of the sdpa bound\\)  ${rerun("window off", 3)}$`, "m"));
+  assert.match(printed(result), new RegExp(`^double bf16: 6/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q5_K:BF16,E=8,P=6,Pa=1,N=300,K=1024,seed=124\\): FAIL \\(y\\[\\d+,\\d+\\]: expected -?[\\d.e-]+, got -?[\\d.e-]+; ratio [1-9][\\d.]* of the dot\\(K\\) bound\\)  ${rerun("double bf16", 1)}$`, "m"));
+  assert.match(printed(result), new RegExp(`^ {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q8_0:F32,E=8,P=6,Pa=1,N=100,K=5120,seed=127\\): FAIL \\(y\\[5,0\\] never written \\(100/600 elements still hold the sentinel\\)\\)  ${rerun("unwritten row", 2)}$`, "m"));
+  assert.match(printed(result), new RegExp(`^expert off: 4/7 kernel cases OK\\n {2}MATMUL_BT_QUANT_GROUPED\\(encoding=Q4_K:F32,.*seed=121\\): FAIL \\(y\\[\\d+,\\d+\\]: expected .*; ratio [\\d.e+]+ of the dot\\(K\\) bound\\)  ${rerun("expert off", 0)}$`, "m"));
+  assert.match(printed(result), new RegExp(`^window off: 6/7 kernel cases OK\\n {2}SDPA_DECODE\\(encoding=F32:F32,H=8,Hkv=2,L=256,Dk=64,Dv=64,pos=200,window=64,seed=162\\): FAIL \\(o\\[\\d+,\\d+\\]: .* of the sdpa bound\\)  ${rerun("window off", 3)}$`, "m"));
   for (const [op, seed, index] of [["GDN_DECODE", 171, 4], ["CONV1D_UPDATE", 172, 5], ["SSD_DECODE", 173, 6]] as const) {
-    assert.match(result.stdout, new RegExp(`^ {2}${op}\\(encoding=F32:F32,.*seed=${seed}\\): FAIL \\((\\d+/\\d+ values differ; first at )?state_out\\[[\\d,]+\\]: expected .*\\)  ${rerun("no state", index)}$`, "m"), op);
+    assert.match(printed(result), new RegExp(`^ {2}${op}\\(encoding=F32:F32,.*seed=${seed}\\): FAIL \\((\\d+/\\d+ values differ; first at )?state_out\\[[\\d,]+\\]: expected .*\\)  ${rerun("no state", index)}$`, "m"), op);
   }
   // The line's --case reruns exactly that case and fails the same way.
   const line = cells("planted").find((c) => c.arm === "window off" && c.status === "fail")!;
   assert.is(line.reproduce, `bench run --suite ${path} --arm "window off" --case 3`);
-  const again = run("rerun", ["--suite", path, "--arm", "window off", "--case", "3"]);
-  assert.is(again.status, 1);
+  const again = await run("rerun", { suites: [path], arms: ["window off"], kernelCases: [3] });
+  assert.is(again.code, 1);
   assert.equal(cells("rerun").map((c) => c.detail), [line.detail]);
 });
 
@@ -200,7 +206,7 @@ const edgeIndex = (op: string, encoding: string, params: Record<string, unknown>
   return index;
 };
 
-test("the catalogue's faults fail a generated edge case with one reproducible line: fp16 partial sums at K = 64, ε after √ at ε = 1e-2, no max subtraction at logit scale 40, tiled heads, Dk/Dv swapped", () => {
+test("the catalogue's faults fail a generated edge case with one reproducible line: fp16 partial sums at K = 64, ε after √ at ε = 1e-2, no max subtraction at logit scale 40, tiled heads, Dk/Dv swapped", async () => {
   const fault = (label: string, f: FakeFault) => ({ label, plugin: buildFakePlugin(work.path, f), gate: "required" });
   const indices = [
     edgeIndex("matvec", "Q8_0:F32", { cols: 64 }), edgeIndex("rms_norm", "F32:F32", { eps: 1e-2 }), edgeIndex("softmax", "F32:F32", { scale: 40 }),
@@ -209,8 +215,8 @@ test("the catalogue's faults fail a generated edge case with one reproducible li
   const path = suiteWith("edges-planted", indices, [
     fault("fp16 partial sums", "HALF_ACCUM"), fault("eps after sqrt", "EPS_AFTER_SQRT"), fault("no max", "NO_MAX_SUB"), fault("tiled heads", "HEADS_TILED"), fault("dk dv", "DK_DV_SWAPPED"),
   ]);
-  const result = run("edges-planted", ["--suite", path]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await run("edges-planted", { suites: [path] });
+  assert.is(result.code, 1, describeRun(result));
   const failing = (arm: string) => cells("edges-planted").filter((c) => c.arm === arm && c.status === "fail").map((c) => c.detail as string);
   assert.match(failing("fp16 partial sums").join("\n"), /^MATVEC\(encoding=Q8_0:F32,rows=16,cols=64,seed=\d+\): FAIL \(y\[\d+\]: expected .*, got .*; ratio \d[\d.e+]* of the dot\(K\) bound\)$/);
   assert.match(failing("eps after sqrt").join("\n"), /^RMS_NORM\(encoding=F32:F32,R=4,N=256,eps=0\.01,seed=\d+\): FAIL \(y\[\d+,\d+\]: .*of the rms_norm bound\)$/);
@@ -221,11 +227,11 @@ test("the catalogue's faults fail a generated edge case with one reproducible li
   assert.equal(failing("dk dv").map(caseNameOfLine), [caseName(owned.cases[indices[4]])]);
 });
 
-test("--op runs one op's cases; an unknown op and --runner on a kernel suite's plugin arm are refused in one line before any work", () => {
+test("--op runs one op's cases; an unknown op and --runner on a kernel suite's plugin arm are refused in one line before any work", async () => {
   const softmaxCases = owned.cases.filter((c) => c.op === "softmax").length;
-  const only = run("op-filter", ["--suite", "owned-kernels", "--op", "softmax"]);
-  assert.is(only.status, 0, only.stdout + only.stderr);
-  assert.match(only.stdout, new RegExp(`^reference plugin: ${softmaxCases}/${softmaxCases} kernel cases OK$`, "m"));
+  const only = await run("op-filter", { suites: ["owned-kernels"], kernelOps: ["softmax"] });
+  assert.is(only.code, 0, describeRun(only));
+  assert.match(printed(only), new RegExp(`^reference plugin: ${softmaxCases}/${softmaxCases} kernel cases OK$`, "m"));
   assert.equal([...new Set(cells("op-filter").map((c) => c.check))], ["softmax"]);
   const typo = bench(["run", "--suite", "owned-kernels", "--op", "softmx", "--runs-dir", runs]);
   assert.is(typo.status, 2);
@@ -235,7 +241,7 @@ test("--op runs one op's cases; an unknown op and --runner on a kernel suite's p
   assert.match(runner.stderr, /--runner cannot replace kernel suite owned-kernels's plugin arm "reference plugin" \(fix: swap the plugin with --plugin LIBRARY/);
 });
 
-test("gdn_decode conventions as attributes: Dk 16, Dv 32, grouped heads, raw gating and in-kernel L2 norm pass on the reference plugin; a plugin without them SKIPs by name, a tiled one fails", () => {
+test("gdn_decode conventions as attributes: Dk 16, Dv 32, grouped heads, raw gating and in-kernel L2 norm pass on the reference plugin; a plugin without them SKIPs by name, a tiled one fails", async () => {
   const conventions = edgeIndex("gdn_decode", "F32:F32", { S: 16, Dv: 32, heads: "grouped", gating: "raw", qk_l2_norm: true });
   const problem = buildCase(owned.cases[conventions]);
   assert.equal(problem.inputs.map((t) => `${t.name}[${t.shape.join(",")}]`), ["q[2,16]", "k[2,16]", "v[8,32]", "a[8]", "b[8]", "A_log[8]", "dt_bias[8]", "state_in[8,32,16]"]);
@@ -246,25 +252,25 @@ test("gdn_decode conventions as attributes: Dk 16, Dv 32, grouped heads, raw gat
     { label: "no conventions", plugin: buildFakePlugin(work.path, "NO_CONVENTIONS"), gate: "required" },
     { label: "tiled", plugin: buildFakePlugin(work.path, "HEADS_TILED"), gate: "required" },
   ]);
-  const result = run("gdn-conventions", ["--suite", path]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await run("gdn-conventions", { suites: [path] });
+  assert.is(result.code, 1, describeRun(result));
   const statuses = (arm: string) => cells("gdn-conventions").filter((c) => c.arm === arm).map((c) => c.status);
   assert.equal(statuses("reference"), ["pass", "pass"]);
   assert.equal(statuses("no conventions"), ["pass", "skip"]);
   assert.equal(statuses("tiled"), ["pass", "fail"]);
-  assert.match(result.stdout, /SKIPPED — NOT A PASS: gdn-conventions \/ no conventions \/ gdn_decode: plugin kernel: gdn_decode \(F32:F32\) failed: this plugin's gdn_decode implements no attributes \(got \{"heads":"grouped","qk_l2_norm":true,"gating":"raw"\}\)/);
+  assert.match(verdictRow(result, "gdn_decode", { suite: "gdn-conventions", arm: "no conventions" }), /^required skip plugin kernel: gdn_decode \(F32:F32\) failed: this plugin's gdn_decode implements no attributes \(got \{"heads":"grouped","qk_l2_norm":true,"gating":"raw"\}\)/);
 });
 
-test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", () => {
+test("a pair the plugin does not register is SKIPPED by name, never passed: a required arm exits 77", async () => {
   const path = suiteWith("unregistered", [caseIndex(121), caseIndex(123), caseIndex(124)], [{ label: "partial", plugin: buildFakePlugin(work.path, "UNREGISTERED"), gate: "required" }]);
-  const result = run("unregistered", ["--suite", path]);
-  assert.is(result.status, 77, result.stdout + result.stderr);
-  assert.match(result.stdout, /^SKIPPED — NOT A PASS: unregistered \/ partial \/ matmul_bt_quant_grouped: partial does not register matmul_bt_quant_grouped Q5_K:F32; partial does not register matmul_bt_quant_grouped Q5_K:BF16 \(1\/3 matmul_bt_quant_grouped cases OK, worst ratio [\d.e-]+ of the dot\(K\) bound\)$/m);
+  const result = await run("unregistered", { suites: [path] });
+  assert.is(result.code, 77, describeRun(result));
+  assert.match(verdictRow(result, "matmul_bt_quant_grouped", { suite: "unregistered", arm: "partial" }), /^required skip partial does not register matmul_bt_quant_grouped Q5_K:F32; partial does not register matmul_bt_quant_grouped Q5_K:BF16 \(1\/3 matmul_bt_quant_grouped cases OK, worst ratio [\d.e-]+ of the dot\(K\) bound\)$/m);
   assert.equal(cells("unregistered").map((c) => c.status), ["pass", "skip", "skip"]);
   assert.match(cells("unregistered")[1].detail, /^MATMUL_BT_QUANT_GROUPED\(encoding=Q5_K:F32,.*\): SKIPPED \(partial does not register matmul_bt_quant_grouped Q5_K:F32\)$/);
 });
 
-test("kernels written in Python answer the same kernel method: the same cases, the same envelopes, unregistered pairs SKIPPED", () => {
+test("kernels written in Python answer the same kernel method: the same cases, the same envelopes, unregistered pairs SKIPPED", async () => {
   const path = join(work.path, "python-kernels.json");
   writeFileSync(path, JSON.stringify({
     name: "python-kernels", kind: "kernels",
@@ -277,22 +283,22 @@ test("kernels written in Python answer the same kernel method: the same cases, t
     ],
     arms: [{ label: "python kernels", runner: ["python3", "{bench}/scripts/runners/reference_kernels.py"], gate: "required" }],
   }));
-  const result = run("python", ["--suite", path]);
-  assert.is(result.status, 77, result.stdout + result.stderr);
-  assert.match(result.stdout, /^python kernels: 4\/5 kernel cases OK, 1 not run\n {2}ROPE\(encoding=F32:F32,.*\): SKIPPED \(python kernels does not register rope F32:F32\)$/m);
-  assert.match(result.stdout, /rms_norm +required +PASS +1\/1 rms_norm cases OK, worst ratio/);
-  assert.match(result.stdout, /embedding_gather +required +PASS +1\/1 embedding_gather cases OK, bit-exact/);
-  assert.match(result.stdout, /SKIPPED — NOT A PASS: python-kernels \/ python kernels \/ rope: python kernels does not register rope F32:F32/);
+  const result = await run("python", { suites: [path] });
+  assert.is(result.code, 77, describeRun(result));
+  assert.match(printed(result), /^python kernels: 4\/5 kernel cases OK, 1 not run\n {2}ROPE\(encoding=F32:F32,.*\): SKIPPED \(python kernels does not register rope F32:F32\)$/m);
+  assert.match(verdictRow(result, "rms_norm"), /^required pass 1\/1 rms_norm cases OK, worst ratio/);
+  assert.match(verdictRow(result, "embedding_gather"), /^required pass 1\/1 embedding_gather cases OK, bit-exact/);
+  assert.match(verdictRow(result, "rope", { suite: "python-kernels", arm: "python kernels" }), /^required skip python kernels does not register rope F32:F32/);
   assert.match(summary("python").suts[0].provenance.engine, /^reference_kernels\.py/);
 });
 
-test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the copy bandwidth measured in the same run; report table and roofline; gate perf bands", () => {
-  const result = run("timed", ["--suite", "owned-kernels", "--case", String(caseIndex(141)), "--case", String(caseIndex(161)), "--case", String(caseIndex(131)), "--time"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /kernel_time +informational +PASS +3 cases timed against a copy bandwidth of [\d.]+ GB\/s \(best of 8 copies of 64 MiB\); harness medians vs the in-plugin C loop's [\d.]+% apart \(median\), within 3% for \d\/3 cases, worst [\d.]+% where p90\/p10 = [\d.]+/);
+test("--time: µs/call with p10–p90, GB/s, GFLOP/s and the fraction of the copy bandwidth measured in the same run; report table and roofline; gate perf bands", async () => {
+  const result = await run("timed", { suites: ["owned-kernels"], kernelCases: [caseIndex(141), caseIndex(161), caseIndex(131)], time: true });
+  assert.is(result.code, 0, describeRun(result));
+  assert.match(verdictRow(result, "kernel_time"), /^informational pass 3 cases timed against a copy bandwidth of [\d.]+ GB\/s \(best of 8 copies of 64 MiB\); harness medians vs the in-plugin C loop's [\d.]+% apart \(median\), within 3% for \d\/3 cases, worst [\d.]+% where p90\/p10 = [\d.]+/);
   // Each timed case's µs/call on the console and in summary.md, not only in the cells.
   const perCase = /^ {2}RMS_NORM\(encoding=F32:F32,R=8,N=2048,seed=141\): [\d.e+]+ µs\/call \(p10 [\d.e+]+, p90 [\d.e+]+, \d+ samples of \d+ calls\), [\d.e+]+ GB\/s = [\d.e+]+% of copy bandwidth, [\d.e+]+ GFLOP\/s$/m;
-  assert.match(result.stdout, perCase);
+  assert.match(printed(result), perCase);
   assert.match(readFileSync(join(runs, "timed", "summary.md"), "utf8"), perCase);
   const verdict = summary("timed").verdicts.find((v: { check: string }) => v.check === "kernel_time");
   const copy = verdict.metrics.copy_bandwidth_gbps as number;

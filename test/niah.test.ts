@@ -14,6 +14,7 @@ import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("niah");
@@ -79,12 +80,14 @@ test("haystacks hit the target length exactly with the SUT's tokenizer, needle a
   }
 });
 
-test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y on the embedded SUT and through the server, exit 0", () => {
+test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y on the embedded SUT and through the server, exit 0", async () => {
   // The llama-server arm (where built) runs in the whole-battery run of server.test.ts: once is enough.
-  const result = bench(["run", "--suite", "niah", "--arm", "copy-4k", "--arm", "server copy-4k", "--runs-dir", runs, "--run-id", "clean"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
-  assert.match(result.stdout, /^copy-4k needle grid: 3\/3 Y\n {2}L \\ depth 0\.25 0\.50 0\.75 \n {2}4000 {6}Y {4}Y {4}Y/m);
-  assert.match(result.stdout, /^server copy-4k needle grid: 3\/3 Y$/m);
+  // In this process (helpers/in-process-run.ts): the needle grid is tried here, not the CLI.
+  const result = await runInProcess(runs, "clean", { suites: ["niah"], arms: ["copy-4k", "server copy-4k"] });
+  assert.is(result.code, 0, describeRun(result));
+  const printed = result.summaryLines.join("\n");
+  assert.match(printed, /^copy-4k needle grid: 3\/3 Y\n {2}L \\ depth 0\.25 0\.50 0\.75 \n {2}4000 {6}Y {4}Y {4}Y/m);
+  assert.match(printed, /^server copy-4k needle grid: 3\/3 Y$/m);
   const cells = niahCells("clean");
   assert.is(cells.length, 6);
   for (const cell of cells) assert.match(cell.detail, /at token \d+\/4000;/);
@@ -97,8 +100,8 @@ test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y
 
 test("a needle arm whose runner loads another model file than the arm names: identity FAILS with both files and hashes, exit 1", async () => {
   const other = (await resolveModel("tiny-random:F32")).path;
-  const result = bench(["run", "--suite", "niah", "--runner", `python3 {bench}/scripts/runners/reference_forward.py ${other}`, "--runs-dir", runs, "--run-id", "other-model"]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await runInProcess(runs, "other-model", { suites: ["niah"], runner: ["python3", "{bench}/scripts/runners/reference_forward.py", other] });
+  assert.is(result.code, 1, describeRun(result));
   const identity = summaryOf("other-model").verdicts.find((v: { check: string }) => v.check === "identity");
   assert.is(identity.gate, "required");
   assert.is(identity.status, "fail");
@@ -110,18 +113,18 @@ test("a needle arm whose runner loads another model file than the arm names: ide
 // The planted truncation fault (N at early depths, Y where the needle survives) is checked in
 // report-gate.test.ts, on the run whose lost Y its needle-grid gate reads: made once there.
 
-test("planted fault: changed RoPE frequencies (freq_base 10000) — N, exit 1", () => {
-  const result = bench(["run", "--suite", "niah", "--model", "copy-4k-rope-base", "--runs-dir", runs, "--run-id", "rope", "--niah-case", "4000:0.5:0"]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+test("planted fault: changed RoPE frequencies (freq_base 10000) — N, exit 1", async () => {
+  const result = await runInProcess(runs, "rope", { suites: ["niah"], model: "copy-4k-rope-base", niahCases: ["4000:0.5:0"] });
+  assert.is(result.code, 1, describeRun(result));
   assert.equal(niahCells("rope").map((c) => c.prompt_class), ["N"]);
 });
 
-test("documented limit: a filler holding the query's 4-gram is reported N (or P), never a crash", () => {
+test("documented limit: a filler holding the query's 4-gram is reported N (or P), never a crash", async () => {
   const suite = variantSuite("collision", (s) => {
     s.filler = "The old monkey: bright eyes and a grey tail, sitting by the gate all day. ";
   });
-  const result = bench(["run", "--suite", suite, "--runs-dir", runs, "--run-id", "collision", "--niah-case", "4000:0.5:0"]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await runInProcess(runs, "collision", { suites: [suite], niahCases: ["4000:0.5:0"] });
+  assert.is(result.code, 1, describeRun(result));
   assert.ok(["N", "P"].includes(niahCells("collision")[0].prompt_class));
   assert.is(summaryOf("collision").status, "complete");
 });

@@ -5,19 +5,22 @@ import { join } from "node:path";
 import { encodeCellsArrow } from "../harness/results/cells-arrow.js";
 import { machineFingerprint } from "../harness/results/machine.js";
 import { readRun } from "../harness/results/read-run.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("ratchets-everywhere");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 const gate = (run: string, baseline: string, ...extra: string[]) => bench(["gate", run, "--runs-dir", runs, "--baseline", baseline, ...extra]);
+/** `bench run --suite parity16 --arm F32 --prompt 0 --prompt 1`, in this process (helpers/in-process-run.ts): the gate is what is tried here. */
+const parityRun = (runId: string) => runInProcess(runs, runId, { suites: ["parity16"], arms: ["F32"], prompts: [0, 1] });
 const Q8_0_MATVEC = "quant-kernels/reference plugin/matvec/MATVEC(type=Q8_0,rows=64,cols=1024,seed=11)";
 
-test("real runs: two parity prompts on F32, and the reference kernel plugin on a Q8_0 matvec", () => {
-  const parity = bench(["run", "--suite", "parity16", "--arm", "F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "parity"]);
-  assert.is(parity.status, 0, parity.stdout + parity.stderr);
-  const kernels = bench(["run", "--suite", "quant-kernels", "--case", "5", "--runs-dir", runs, "--run-id", "kernels"]);
-  assert.is(kernels.status, 0, kernels.stdout + kernels.stderr);
+test("real runs: two parity prompts on F32, and the reference kernel plugin on a Q8_0 matvec", async () => {
+  const parity = await parityRun("parity");
+  assert.is(parity.code, 0, describeRun(parity));
+  const kernels = await runInProcess(runs, "kernels", { suites: ["quant-kernels"], kernelCases: [5] });
+  assert.is(kernels.code, 0, describeRun(kernels));
 });
 
 test("a baseline entry the run lacks warns (one line for all those outside its selection), and fails under --strict", () => {
@@ -46,10 +49,10 @@ test("a baseline entry the run lacks warns (one line for all those outside its s
   assert.equal(strict.stdout.match(/^FAIL {2}[^:]+/gm), ["FAIL  parity16/F32/decode", "FAIL  scope"], strict.stdout);
 });
 
-test("speed bands are learned from repeats of one battery on one machine; a repeat from another machine is refused", () => {
+test("speed bands are learned from repeats of one battery on one machine; a repeat from another machine is refused", async () => {
   for (const id of ["parity-2", "parity-3"]) {
-    const again = bench(["run", "--suite", "parity16", "--arm", "F32", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", id]);
-    assert.is(again.status, 0, again.stdout + again.stderr);
+    const again = await parityRun(id);
+    assert.is(again.code, 0, describeRun(again));
   }
   const baseline = join(work.path, "learned.json");
   const update = gate("parity", baseline, "--update", "parity-2", "parity-3");
@@ -96,9 +99,9 @@ test("each kernel case's worst ratio to its bound is in the baseline; a ratio gr
   assert.match(result.stdout, /^FAIL {2}quant-kernels\/reference plugin\/matvec\/MATVEC\(type=Q8_0,rows=64,cols=1024,seed=11\): worst ratio to its bound grew [\d.e-]+% → 38\.8% \(limit [\d.e-]+%\): the kernel's error is [\d.e+]+× the baseline's$/m);
 });
 
-test("a trace capture that needs more than its fixed region fails in the run itself, with both numbers", () => {
-  const result = bench(["run", "--suite", "parity16", "--runner", "python3 {bench}/test/helpers/fake_runner.py trace-over-region {model}", "--prompt", "4", "--prompt", "5", "--runs-dir", runs, "--run-id", "over-region"]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+test("a trace capture that needs more than its fixed region fails in the run itself, with both numbers", async () => {
+  const result = await runInProcess(runs, "over-region", { suites: ["parity16"], runner: ["python3", "{bench}/test/helpers/fake_runner.py", "trace-over-region", "{model}"], prompts: [4, 5] });
+  assert.is(result.code, 1, describeRun(result));
   const verdict = JSON.parse(readFileSync(join(runs, "over-region", "summary.json"), "utf8")).verdicts.find((v: { check: string }) => v.check === "trace_demand");
   assert.is(verdict.status, "fail");
   assert.match(verdict.summary, /FAIL: decode demands 80000000 B, its fixed-total region holds 67108864 B: the capture does not fit its trace region/);

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { CHROMIUM_PATH, checkReportInBrowser } from "../harness/report/browser.js";
 import { tableFromIPC } from "apache-arrow";
+import type { RunOptions } from "../harness/runner/run-options.js";
+import { describeRun, runInProcess, type InProcessRun } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory, type CliResult } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("report-gate");
@@ -32,6 +34,15 @@ function run(runId: string, args: string[]): number | null {
   return result.status;
 }
 
+const inProcessResults = new Map<string, InProcessRun>();
+
+/** The same in this process (helpers/in-process-run.ts), for the runs only the gate and report read: the CLI's own output is tried on the good run. */
+async function runHere(runId: string, options: RunOptions): Promise<number> {
+  const result = await runInProcess(runs, runId, options);
+  inProcessResults.set(runId, result);
+  return result.code;
+}
+
 function summaryOf(runId: string) {
   return JSON.parse(readFileSync(join(runs, runId, "summary.json"), "utf8"));
 }
@@ -40,19 +51,19 @@ function gate(args: string[], env: Record<string, string> = {}) {
   return bench(["gate", "--runs-dir", runs, "--baseline", baseline, ...args], env);
 }
 
-test("real runs for the gate: a good one, and the same arm labels with planted faults", () => {
+test("real runs for the gate: a good one, and the same arm labels with planted faults", async () => {
   assert.is(run("good", ["--suite", "parity16", "--suite", "niah", "--arm", "F32", "--arm", "Q8_0", "--arm", "copy-4k", "--niah-case", "4000:0.25:0", "--niah-case", "4000:0.75:0"]), 0);
   const perturbed = suiteVariant("parity16", "parity-perturbed.json", [
     { label: "F32", model: "tiny-random-perturbed-layer", gate: "informational" },
     { label: "Q8_0", model: "tiny-random:Q8_0", gate: "informational" },
   ]);
-  assert.is(run("strict-drop", ["--suite", perturbed]), 77, "nothing required ran in that variant");
+  assert.is(await runHere("strict-drop", { suites: [perturbed] }), 77, "nothing required ran in that variant");
   const required = suiteVariant("parity16", "parity-required.json", [{ label: "Q8_0", model: "tiny-random:Q4_K", gate: "required" }]);
-  assert.is(run("divergent-required", ["--suite", required]), 1);
+  assert.is(await runHere("divergent-required", { suites: [required] }), 1);
   const truncated = suiteVariant("niah", "niah-truncated.json", [
     { label: "copy-4k", model: "copy-4k", settings: { threads: 2, context_size: 2048, prompt_overflow: "truncate-left" }, gate: "required" },
   ]);
-  assert.is(run("needle-lost", ["--suite", truncated, "--niah-case", "4000:0.25:0", "--niah-case", "4000:0.75:0"]), 1);
+  assert.is(await runHere("needle-lost", { suites: [truncated], niahCases: ["4000:0.25:0", "4000:0.75:0"] }), 1);
 });
 
 // The end-to-end checks of a clean run and of a planted needle fault read the runs above (each made once for this whole file).
@@ -76,8 +87,8 @@ test("bench run on the clean model: exit 0, summary line, every result file writ
 });
 
 test("planted fault: context truncated below the needle — N at early depths, Y where the needle survives, exit 1", () => {
-  const result = runResults.get("needle-lost")!;
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = inProcessResults.get("needle-lost")!;
+  assert.is(result.code, 1, describeRun(result));
   const needleCells: Array<{ check: string; niah_depth: number; prompt_class: string }> = readFileSync(join(runs, "needle-lost", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
   const byDepth = Object.fromEntries(needleCells.filter((c) => c.check === "niah").map((c) => [c.niah_depth, c.prompt_class]));
   assert.equal(byDepth, { 0.25: "N", 0.75: "Y" });

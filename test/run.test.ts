@@ -10,7 +10,7 @@ import { LlamaCppSut } from "../harness/sut/llamacpp.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { BENCH_BIN, bench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { faultInjectingSut, type Fault } from "./helpers/fault-injecting-sut.js";
-import { runInProcess } from "./helpers/in-process-run.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 
 const work = temporaryDirectory("run");
 test.after(() => work.remove());
@@ -27,14 +27,15 @@ const PLANTED_MODELS = ["tiny-random-perturbed-layer", "tiny-random-rope-base", 
 
 /**
  * The planted-fault models as arms of one parity16 run, each arm what `--model` makes of it (the F32
- * arm's settings on that model, required, labelled by the model): one process start instead of three.
+ * arm's settings on that model, required, labelled by the model): one run instead of three, in this
+ * process (helpers/in-process-run.ts).
  */
-function makePlantedRun() {
+async function makePlantedRun() {
   const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "parity16.json"), "utf8")) as { arms: { label: string }[] };
   const f32 = suite.arms.find((a) => a.label === "F32")!;
   const path = join(work.path, "planted.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: PLANTED_MODELS.map((model) => ({ ...f32, label: model, model, gate: "required" })) }));
-  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", "planted"]);
+  const result = await runInProcess(runs, "planted", { suites: [path] });
   const verdicts = summaryOf("planted").verdicts as GateVerdict[];
   // What each arm's own run would have exited with.
   return { result, verdictsOf: (model: string) => verdicts.filter((v) => v.arm === model) };
@@ -46,21 +47,21 @@ for (const [model, expectation] of [
   ["tiny-random-perturbed-layer", /FORWARD|forward-divergent/],
   ["tiny-random-rope-base", /forward-divergent/],
 ] as const) {
-  test(`planted fault ${model}: FORWARD-DIVERGENT, exit 1`, () => {
-    const { result, verdictsOf } = plantedRun();
-    assert.is(result.status, 1, result.stdout + result.stderr);
+  test(`planted fault ${model}: FORWARD-DIVERGENT, exit 1`, async () => {
+    const { result, verdictsOf } = await plantedRun();
+    assert.is(result.code, 1, describeRun(result));
     assert.is(exitCodeFor(verdictsOf(model)), 1);
-    const line = result.stdout.match(new RegExp(`^${model} correctness gate: .*$`, "m"))?.[0] ?? "";
-    assert.match(line, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`), result.stdout);
+    const line = result.summaryLines.join("\n").match(new RegExp(`^${model} correctness gate: .*$`, "m"))?.[0] ?? "";
+    assert.match(line, new RegExp(`^${model} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`), describeRun(result));
     assert.match(line, expectation);
     const failed = verdictsOf(model).filter((v) => v.status === "fail").map((v) => v.check);
     assert.ok(failed.includes("greedy_parity"));
   });
 }
 
-test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, exit 1", () => {
-  const { result, verdictsOf } = plantedRun();
-  assert.is(result.status, 1);
+test("planted fault tiny-random-swapped-vocab: the tokenizer gate catches it, exit 1", async () => {
+  const { result, verdictsOf } = await plantedRun();
+  assert.is(result.code, 1);
   assert.is(exitCodeFor(verdictsOf("tiny-random-swapped-vocab")), 1);
   const tokenizer = verdictsOf("tiny-random-swapped-vocab").find((v) => v.check === "tokenizer")!;
   assert.is(tokenizer.status, "fail");
@@ -133,16 +134,17 @@ test("a needle case that errors keeps L, depth, trial and seed, and the next cas
   assert.match(hungVerdict.status === "error" ? hungVerdict.reason : "", /^1 needle case\(s\) errored; the others did not run: .*per-case timeout/);
 });
 
-test("the clean model passes in every one of 10 reruns", () => {
+test("the clean model passes in every one of 10 reruns", async () => {
   // Ten copies of parity16's F32 arm in one bench run: each is its own leg (a fresh SUT, every gate
-  // again) as a rerun was, without ten process starts (ten runs: about 2.9 s of CPU each; one run of ten legs: 6.9 s).
+  // again) as a rerun was, without ten process starts (ten runs: about 2.9 s of CPU each; one run of ten legs: 6.9 s),
+  // in this process (helpers/in-process-run.ts).
   const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "parity16.json"), "utf8")) as { arms: { label: string }[] };
   const f32 = suite.arms.find((a) => a.label === "F32")!;
   const labels = Array.from({ length: 10 }, (_, i) => `F32 rerun ${i}`);
   const path = join(work.path, "reruns.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: labels.map((label) => ({ ...f32, label })) }));
-  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", "reruns"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+  const result = await runInProcess(runs, "reruns", { suites: [path] });
+  assert.is(result.code, 0, describeRun(result));
   const verdicts = summaryOf("reruns").verdicts as GateVerdict[];
   for (const label of labels) {
     const own = verdicts.filter((v) => v.arm === label);

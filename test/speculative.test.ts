@@ -11,7 +11,8 @@ import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
 import type { GateVerdict } from "../harness/results/types.js";
 import { exitCodeFor } from "../harness/results/verdicts.js";
 import { assertFixturesMatchPins } from "./helpers/fixture-pins.js";
-import { bench, temporaryDirectory, type CliResult } from "./helpers/workspace.js";
+import { describeRun, runInProcess, type InProcessRun } from "./helpers/in-process-run.js";
+import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("speculative");
 test.after(() => work.remove());
@@ -74,7 +75,7 @@ test("the MTP fixture's trunk answers the zoo prompts with qwen35-tiny's committ
   }
 });
 
-test("held to their plain trunks' zoo goldens, the MTP fixtures pass every numerical gate, and the FAKE that runs the block as a fifth trunk layer fails the distribution gate", () => {
+test("held to their plain trunks' zoo goldens, the MTP fixtures pass every numerical gate, and the FAKE that runs the block as a fifth trunk layer fails the distribution gate", async () => {
   // The three models as arms of one zoo run, each what `--arm A --model M` makes of it (arm A's settings
   // and oracle on model M, required, labelled "A on M"): one process start instead of three.
   const suite = JSON.parse(readFileSync(join("suites", "zoo.json"), "utf8")) as { arms: { label: string }[] };
@@ -82,9 +83,9 @@ test("held to their plain trunks' zoo goldens, the MTP fixtures pass every numer
   const arms = [onModel("qwen35 F32", "qwen35-tiny-mtp:F32"), onModel("qwen35moe F32", "qwen35moe-tiny-mtp:F32"), onModel("qwen35 F32", "qwen35-tiny-mtp-in-trunk:F32")];
   const path = join(work.path, "mtp-trunks.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms }));
-  const result = bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "mtp-trunks"]);
+  const result = await runInProcess(runs, "mtp-trunks", { suites: [path], prompts: [0, 1] });
   // Exit 1 for each: the identity check says the file is not the goldens' own (by design, it is another artifact).
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  assert.is(result.code, 1, describeRun(result));
   const summary = JSON.parse(readFileSync(join(runs, "mtp-trunks", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
   const gates = (arm: { label: string }) => {
     const own = summary.verdicts.filter((v) => v.arm === arm.label);
@@ -114,10 +115,10 @@ test("a speculation that passes {draft} without naming a draft model, or prompts
 
 // Not built here (scripts/build-llama-server.sh): counted as skipped, never as a pass; CI builds it and requires it.
 const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
-(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixtures and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", () => {
-  const arms = ["llama-server draft model", "llama-server draft qwen35", "llama-server MTP", "llama-server MTP qwen35moe"].flatMap((arm) => ["--arm", arm]);
-  const result = bench(["run", "--suite", "speculative", ...arms, "--prompt", "0", "--prompt", "1", "--prompt", "2", "--prompt", "3", "--runs-dir", runs, "--run-id", "spec"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+(llamaServerRequired ? test : test.skip)("llama-server speculating with the draft fixtures and with each MTP block answers exactly as without speculation, and both accept some drafts and reject others", async () => {
+  const arms = ["llama-server draft model", "llama-server draft qwen35", "llama-server MTP", "llama-server MTP qwen35moe"];
+  const result = await runInProcess(runs, "spec", { suites: ["speculative"], arms, prompts: [0, 1, 2, 3] });
+  assert.is(result.code, 0, describeRun(result));
   const summary = JSON.parse(readFileSync(join(runs, "spec", "summary.json"), "utf8")) as { verdicts: { arm: string; check: string; status: string; metrics?: Record<string, number | null> }[] };
   const verdicts = summary.verdicts.filter((v) => v.check === "speculative_greedy");
   assert.equal(verdicts.map((v) => v.arm).sort(), ["llama-server MTP", "llama-server MTP qwen35moe", "llama-server draft model", "llama-server draft qwen35"]);
@@ -139,9 +140,9 @@ function speculativeVerdicts(runId: string): SpeculativeVerdict[] {
   return summary.verdicts.filter((v) => v.check === "speculative_greedy");
 }
 
-test("our server speculating with a draft model, on tiny-random and on qwen35 (recurrent rollback), answers exactly as without, and accepts some drafts and rejects others", () => {
-  const result = bench(["run", "--suite", "speculative", "--arm", "bench serve draft model", "--arm", "bench serve draft qwen35", "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "ours"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+test("our server speculating with a draft model, on tiny-random and on qwen35 (recurrent rollback), answers exactly as without, and accepts some drafts and rejects others", async () => {
+  const result = await runInProcess(runs, "ours", { suites: ["speculative"], arms: ["bench serve draft model", "bench serve draft qwen35"], prompts: [0, 1] });
+  assert.is(result.code, 0, describeRun(result));
   const verdicts = speculativeVerdicts("ours");
   assert.equal(verdicts.map((v) => v.arm).sort(), ["bench serve draft model", "bench serve draft qwen35"]);
   for (const verdict of verdicts) {
@@ -159,14 +160,14 @@ test("our server speculating with a draft model, on tiny-random and on qwen35 (r
   for (const leg of legs) assert.equal(leg.processes.map((p) => p.command.includes("--draft-model")), [true, false]);
 });
 
-test("a server whose speculation arguments do not make it speculate is SKIPPED, never passed: the probe saw no draft (exit 77)", () => {
+test("a server whose speculation arguments do not make it speculate is SKIPPED, never passed: the probe saw no draft (exit 77)", async () => {
   const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; draft?: string; speculation: string[] }[] };
   const ours = suite.arms.find((a) => a.label === "bench serve draft model")!;
   const arm = { ...ours, label: "bench serve that does not draft", draft: undefined, speculation: ["--no-prompt-cache"] };
   const path = join(work.path, "no-speculation.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: [arm] }));
-  const result = bench(["run", "--suite", path, "--prompt", "0", "--runs-dir", runs, "--run-id", "not-drafting"]);
-  assert.is(result.status, 77, result.stdout + result.stderr);
+  const result = await runInProcess(runs, "not-drafting", { suites: [path], prompts: [0] });
+  assert.is(result.code, 77, describeRun(result));
   const [verdict] = speculativeVerdicts("not-drafting");
   assert.is(verdict.status, "skip");
   assert.match(JSON.stringify(verdict), /did not speculate when probed: .*openai: no token drafted in 8: the server does not speculate/);
@@ -199,14 +200,14 @@ function makeFaultRun() {
   });
   const path = join(work.path, "server-faults.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [32], arms }));
-  return bench(["run", "--suite", path, "--prompt", "0", "--prompt", "1", "--runs-dir", runs, "--run-id", "server-faults"]);
+  return runInProcess(runs, "server-faults", { suites: [path], prompts: [0, 1] });
 }
-let faultRun: CliResult | undefined;
+let faultRun: Promise<InProcessRun> | undefined;
 
 for (const { fault, arm, at } of SPECULATION_FAULTS) {
-  test(`planted fault ${fault} in our server fails the required speculative check with exit 1, naming the position`, () => {
-    const result = (faultRun ??= makeFaultRun());
-    assert.is(result.status, 1, result.stdout + result.stderr);
+  test(`planted fault ${fault} in our server fails the required speculative check with exit 1, naming the position`, async () => {
+    const result = await (faultRun ??= makeFaultRun());
+    assert.is(result.code, 1, describeRun(result));
     const summary = JSON.parse(readFileSync(join(runs, "server-faults", "summary.json"), "utf8")) as { verdicts: GateVerdict[] };
     const own = summary.verdicts.filter((v) => v.arm === `${arm} with ${fault}`);
     assert.is(exitCodeFor(own), 1, JSON.stringify(own));
@@ -218,7 +219,7 @@ for (const { fault, arm, at } of SPECULATION_FAULTS) {
   });
 }
 
-(llamaServerRequired ? test : test.skip)("a FAKE proxy that changes one token of every answer with accepted drafts fails the required check with exit 1, naming the position", () => {
+(llamaServerRequired ? test : test.skip)("a FAKE proxy that changes one token of every answer with accepted drafts fails the required check with exit 1, naming the position", async () => {
   const suite = JSON.parse(readFileSync(join("suites", "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };
   const position = 10;
   // The proxy listens on the arm's {port} and starts the server on a port of its own choosing.
@@ -226,8 +227,8 @@ for (const { fault, arm, at } of SPECULATION_FAULTS) {
     ...suite.arms[0].command.map((part) => (part === "{port}" ? "{inner-port}" : part))] };
   const path = join(work.path, "fake-proxy.json");
   writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, arms: [arm] }));
-  const result = bench(["run", "--suite", path, "--prompt", "0", "--runs-dir", runs, "--run-id", "fake"]);
-  assert.is(result.status, 1, result.stdout + result.stderr);
+  const result = await runInProcess(runs, "fake", { suites: [path], prompts: [0] });
+  assert.is(result.code, 1, describeRun(result));
   const summary = JSON.parse(readFileSync(join(runs, "fake", "summary.json"), "utf8")) as { verdicts: { check: string; status: string; summary?: string }[] };
   const verdict = summary.verdicts.find((v) => v.check === "speculative_greedy")!;
   assert.is(verdict.status, "fail");

@@ -13,6 +13,7 @@ import { modelConfigDifferences } from "../harness/parity/model-config-diff.js";
 import { readGguf } from "../harness/gguf/read.js";
 import { GgmlType, GgufValueType } from "../harness/gguf/types.js";
 import { gguf } from "../harness/gguf/write.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
@@ -142,12 +143,13 @@ test("metadata validation takes per-layer arrays (hybrid families) and refuses m
   assert.match(broken("feed_forward_length", gguf.array(GgufValueType.UINT32, [0, 0, 0, 0, 0, 0, 0])), /per-layer array is all zeros \(llama\.cpp would abort the process\)/);
 });
 
-test("zoo: gemma4 and nemotron_h_moe F32 arms STRICT 16/16 through embedded llama.cpp and through our server, batch invariance PASS at B = 16, exit 0", () => {
+test("zoo: gemma4 and nemotron_h_moe F32 arms STRICT 16/16 through embedded llama.cpp and through our server, batch invariance PASS at B = 16, exit 0", async () => {
   const arms = ["gemma4 F32", "gemma4 server F32", "nemotron_h_moe F32", "nemotron_h_moe server F32"];
-  const result = bench(["run", "--suite", "zoo", ...arms.flatMap((arm) => ["--arm", arm]), "--runs-dir", runs, "--run-id", "clean"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+  // In this process (helpers/in-process-run.ts): the families' parity is what is tried here, not the CLI.
+  const result = await runInProcess(runs, "clean", { suites: ["zoo"], arms });
+  assert.is(result.code, 0, describeRun(result));
   for (const arm of arms) {
-    assert.match(result.stdout, new RegExp(`^${arm} correctness gate: 16/16 prompts PASS \\(STRICT 16/16; near-tie-band only 0/16; max gap 0\\.000 nats; 0 forward-divergent\\)$`, "m"));
+    assert.match(result.summaryLines.join("\n"), new RegExp(`^${arm} correctness gate: 16/16 prompts PASS \\(STRICT 16/16; near-tie-band only 0/16; max gap 0\\.000 nats; 0 forward-divergent\\)$`, "m"));
   }
   const verdicts: Array<{ arm: string; check: string; status: string; metrics: { batch: number; forward_divergent: number } }> = JSON.parse(readFileSync(join(runs, "clean", "summary.json"), "utf8")).verdicts;
   const batch = verdicts.filter((v) => v.check === "batch_invariance");
@@ -156,10 +158,10 @@ test("zoo: gemma4 and nemotron_h_moe F32 arms STRICT 16/16 through embedded llam
 });
 
 for (const [fixture, window] of [["gemma4-tiny-window-plus-one", 17], ["gemma4-tiny-window-minus-one", 15]] as const) {
-  test(`planted fault ${fixture}: greedy parity against gemma4's goldens is FORWARD-DIVERGENT and names the window, exit 1`, () => {
-    const result = bench(["run", "--suite", "zoo", "--arm", "gemma4 F32", "--model", fixture, "--runs-dir", runs, "--run-id", fixture]);
-    assert.is(result.status, 1, result.stdout + result.stderr);
-    assert.match(result.stdout, new RegExp(`^gemma4 F32 on ${fixture} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
+  test(`planted fault ${fixture}: greedy parity against gemma4's goldens is FORWARD-DIVERGENT and names the window, exit 1`, async () => {
+    const result = await runInProcess(runs, fixture, { suites: ["zoo"], arms: ["gemma4 F32"], model: fixture });
+    assert.is(result.code, 1, describeRun(result));
+    assert.match(result.summaryLines.join("\n"), new RegExp(`^gemma4 F32 on ${fixture} correctness gate: \\d+/16 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
     const verdicts: Array<{ check: string; status: string; summary: string }> = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8")).verdicts;
     const greedy = verdicts.find((v) => v.check === "greedy_parity");
     assert.is(greedy?.status, "fail");

@@ -12,6 +12,7 @@ import { GgmlType } from "../harness/gguf/types.js";
 import { serverFaultFromEnvironment } from "../server/faults.js";
 import { spawnSync } from "node:child_process";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { bench, CLI_HANG_GUARD_MS, temporaryDirectory } from "./helpers/workspace.js";
 import { assertFixturesMatchPins, type FixturePins } from "./helpers/fixture-pins.js";
 
@@ -95,12 +96,13 @@ test("qwen35moe-tiny's routers spread tokens over many expert pairs (layer-0 rou
   assert.ok(pairs.size >= 15, `${pairs.size} distinct top-2 pairs`);
 });
 
-test("zoo: every family's F32 arms are STRICT 16/16 through embedded llama.cpp and through our server, batch invariance PASS at B = 16, exit 0", () => {
+test("zoo: every family's F32 arms are STRICT 16/16 through embedded llama.cpp and through our server, batch invariance PASS at B = 16, exit 0", async () => {
   const arms = ["qwen35 F32", "qwen35 server F32", "qwen35moe F32", "qwen35moe server F32"];
-  const result = bench(["run", "--suite", "zoo", ...arms.flatMap((arm) => ["--arm", arm]), "--runs-dir", runs, "--run-id", "clean"]);
-  assert.is(result.status, 0, result.stdout + result.stderr);
+  // In this process (helpers/in-process-run.ts): the families' parity is what is tried here, not the CLI.
+  const result = await runInProcess(runs, "clean", { suites: ["zoo"], arms });
+  assert.is(result.code, 0, describeRun(result));
   for (const arm of arms) {
-    assert.match(result.stdout, new RegExp(`^${arm} correctness gate: 16/16 prompts PASS \\(STRICT 16/16; near-tie-band only 0/16; max gap 0\\.000 nats; 0 forward-divergent\\)$`, "m"));
+    assert.match(result.summaryLines.join("\n"), new RegExp(`^${arm} correctness gate: 16/16 prompts PASS \\(STRICT 16/16; near-tie-band only 0/16; max gap 0\\.000 nats; 0 forward-divergent\\)$`, "m"));
   }
   const summary = JSON.parse(readFileSync(join(runs, "clean", "summary.json"), "utf8"));
   const batch = summary.verdicts.filter((v: { check: string }) => v.check === "batch_invariance");
@@ -115,10 +117,10 @@ for (const [arm, fixture] of [
   ["qwen35moe F32", "qwen35moe-tiny-topk-minus-one"],
   ["qwen35moe F32", "qwen35moe-tiny-topk-plus-one"],
 ] as const) {
-  test(`planted fault ${fixture}: greedy parity against its family's goldens is FORWARD-DIVERGENT (labelled "${arm} on ${fixture}"), exit 1`, () => {
-    const result = bench(["run", "--suite", "zoo", "--arm", arm, "--model", fixture, ...FOUR_PROMPTS, "--runs-dir", runs, "--run-id", fixture]);
-    assert.is(result.status, 1, result.stdout + result.stderr);
-    assert.match(result.stdout, new RegExp(`^${arm} on ${fixture} correctness gate: \\d+/4 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
+  test(`planted fault ${fixture}: greedy parity against its family's goldens is FORWARD-DIVERGENT (labelled "${arm} on ${fixture}"), exit 1`, async () => {
+    const result = await runInProcess(runs, fixture, { suites: ["zoo"], arms: [arm], model: fixture, prompts: [0, 1, 2, 3] });
+    assert.is(result.code, 1, describeRun(result));
+    assert.match(result.summaryLines.join("\n"), new RegExp(`^${arm} on ${fixture} correctness gate: \\d+/4 prompts PASS .*[1-9]\\d* forward-divergent\\)$`, "m"));
     const summary = JSON.parse(readFileSync(join(runs, fixture, "summary.json"), "utf8"));
     assert.ok(summary.verdicts.some((v: { check: string; status: string }) => v.check === "greedy_parity" && v.status === "fail"));
   });

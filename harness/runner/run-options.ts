@@ -1,6 +1,6 @@
 import { resolveBoxSettings, type BoxSettings } from "../box/config.js";
 import { BoxSession } from "../box/leg.js";
-import type { RunDirectory } from "../results/run-directory.js";
+import type { RunDirectory, RunSelection } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
 import { DEFAULT_BATTERY } from "../suites/default-battery.js";
 import { DEFAULT_SHUTDOWN_GRACE_S } from "../sut/child-process.js";
@@ -50,6 +50,16 @@ export interface RunOptions {
   readonly shard?: Shard;
   /** How many suites run at once where their kinds allow it (default DEFAULT_JOBS; 1: one at a time). */
   readonly jobs?: number;
+}
+
+/** What a run was asked to run, as its summary.json records it (what gate, report and serve read). */
+export function runSelection(options: RunOptions): RunSelection {
+  return {
+    suites: options.suites ?? [], arms: options.arms ?? [], prompts: options.prompts ?? [], cases: options.kernelCases ?? [], niah_cases: options.niahCases ?? [],
+    ...(options.kernelOps === undefined || options.kernelOps.length === 0 ? {} : { ops: options.kernelOps }),
+    ...(options.shard === undefined ? {} : { shard: options.shard }),
+    jobs: options.jobs ?? DEFAULT_JOBS,
+  };
 }
 
 /** A complete, read-only view of the options, resolved once. */

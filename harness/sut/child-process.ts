@@ -68,6 +68,11 @@ export async function stopChild(child: ChildProcess, options: { readonly ask: ()
   await exitsWithin(child, SIGTERM_GRACE_S);
 }
 
+/** The tracked children still alive: none once a run has closed its SUTs (tests running a battery in their own process check it). */
+export function liveChildCount(): number {
+  return [...live].filter((child) => !hasExited(child)).length;
+}
+
 /** SIGKILLs every tracked child still alive; synchronous, so it also works from an 'exit' listener. */
 export function killLiveChildren(): void {
   for (const child of live) {

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createRequire } from "node:module";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
@@ -67,9 +67,14 @@ const BUNDLED_LLAMA_CPP_COMMIT: string | undefined = (() => {
 
 let llamaInstance: Promise<Llama> | undefined;
 
-/** One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built). */
+/**
+ * One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built).
+ * node-llama-cpp is imported here, on first use, not with this module: importing it costs about
+ * 0.4 s of CPU, which a run whose arms are all runners, servers or plugins never needs.
+ */
 export function llamaRuntime(): Promise<Llama> {
-  llamaInstance ??= getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
+  llamaInstance ??= import("node-llama-cpp").then(({ getLlama, LlamaLogLevel }) =>
+    getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error }));
   return llamaInstance;
 }
 

@@ -6,7 +6,7 @@ import { newRunId, RunDirectory } from "../../results/run-directory.js";
 import type { GateVerdict, RunEvent } from "../../results/types.js";
 import { exitCodeFor } from "../../results/verdicts.js";
 import { runBattery } from "../../runner/run.js";
-import { DEFAULT_CASE_TIMEOUT_S, DEFAULT_JOBS } from "../../runner/run-options.js";
+import { DEFAULT_CASE_TIMEOUT_S, DEFAULT_JOBS, runSelection, type RunOptions } from "../../runner/run-options.js";
 import { DEFAULT_RUNNER_RESTARTS } from "../../sut/restarting-runner.js";
 import { DEFAULT_BATTERY } from "../../suites/default-battery.js";
 import type { LlamaCppSettings } from "../../sut/llamacpp.js";
@@ -107,11 +107,12 @@ export function registerRun(program: Command): void {
         config: options.config, deviceLock: options.deviceLock, lockTimeoutS: options.lockTimeout, bootTimeoutS: options.bootTimeout, legTimeoutS: options.legTimeout,
         resetCommand: options.resetCommand?.split(" ").filter((part) => part !== ""),
       });
+      const controller = new AbortController();
+      const runOptions: RunOptions = { suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, kernelOps: options.op, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, jobs: options.jobs, signal: controller.signal, box };
       const recorder = new RunDirectory(options.runId ?? newRunId(), options.runsDir, process.argv.slice(2));
-      recorder.provenance.selection = { suites: options.suite, arms: options.arm, prompts: options.prompt, cases: options.case, niah_cases: options.niahCase, ...(options.op.length === 0 ? {} : { ops: options.op }), ...(options.shard === undefined ? {} : { shard: options.shard }), jobs: options.jobs };
+      recorder.provenance.selection = runSelection(runOptions);
       recorder.provenance.commit = sourceCommit();
       await recorder.open();
-      const controller = new AbortController();
       // Until the run is finalised below, every other way out (an error, a signal, a stall) is
       // finalised by exit-code.ts as interrupted or errored, with the reason.
       let stopReason = "interrupted";
@@ -126,7 +127,7 @@ export function registerRun(program: Command): void {
         if (event.kind === "notice") notice(event.message);
         if (event.kind === "arm-end" && event.summaryLine !== undefined) say(event.summaryLine);
       };
-      const deal = await runBattery({ suites: options.suite, arms: options.arm, model: options.model, runner: options.runner?.split(" ").filter((part) => part !== ""), plugin: options.plugin, kernelCases: options.case, kernelOps: options.op, time: options.time, prompts: options.prompt, niahCases: options.niahCase, settings, caseTimeoutS: options.caseTimeout, runnerRestarts: options.runnerRestarts, shutdownGraceS: options.shutdownGrace, shard: options.shard, jobs: options.jobs, signal: controller.signal, box }, recorder, emit);
+      const deal = await runBattery(runOptions, recorder, emit);
       // Each box's log says which arms it was dealt, so a CI log shows where an arm ran.
       if (options.shard !== undefined) say(`shard ${shardLabel(options.shard)}: ${deal.arms.length === 0 ? "no arm" : deal.arms.join(", ")} of ${deal.batteryArms} arms`);
       const verdicts = recorder.allVerdicts();
