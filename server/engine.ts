@@ -395,7 +395,10 @@ export class BatchEngine {
     if (k === 0 || !this.native.reached || this.fault === "skip-slot-clear") return;
     try {
       const rows = this.native.teacherForcedTopK(slot.sequenceId, Int32Array.from(job.request.promptIds), 0, k);
-      job.promptLogprobs = topKOfRows(rows, k).slice(0, -1).map((top, i) => ({ logprob: rows.next[i], top }));
+      const tops = topKOfRows(rows, k);
+      // FAULT echo-one-late: each position reads the row after its own (the last keeps its own).
+      const row = (i: number) => (this.fault === "echo-one-late" ? Math.min(i + 1, tops.length - 2) : i);
+      job.promptLogprobs = tops.slice(0, -1).map((_, i) => ({ logprob: rows.next[row(i)], top: tops[row(i)] }));
     } finally {
       this.native.clearSequence(slot.sequenceId);
     }

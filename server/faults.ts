@@ -31,11 +31,14 @@ import { BenchError } from "../harness/errors.js";
  * `spec-no-rollback`: after a rejection the recurrent state is not restored from its checkpoint:
  * it keeps the rejected drafts, set back to the kept tokens' position (hybrid and recurrent targets).
  *
+ * The echo path's (engine.ts, scorePromptNatively): `echo-one-late`: each echoed prompt token is
+ * given the log-prob and top-k of the position after its own, an off-by-one in teacher forcing.
+ *
  * The chat path's (chat-prompt.ts): `chat-template-own`: chat is rendered with the server's plain
  * built-in template although the model file carries its own, while /props still names the file's.
  */
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported",
-  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own"] as const;
+  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

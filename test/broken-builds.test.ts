@@ -196,4 +196,14 @@ for (const { fault, exit, status, cell } of CHAT_TEMPLATE_TRIES) {
   });
 }
 
+// Our server's echo path (prompt log-probs, how the harness teacher-forces a server arm), broken behind the identity check:
+// the server runs the goldens' own file, greedy is untouched, and each prompt position reads the row after its own.
+test("our server scoring echoed prompts one position late (FAKE echo-one-late): identity and greedy pass, distribution fails, exit 1", () => {
+  const result = bench(["run", "--suite", "parity16", "--arm", "server F32", "--prompt", "4", "--prompt", "5", "--runs-dir", runs, "--run-id", "echo-one-late"], { BENCH_SERVER_FAULT: "echo-one-late" });
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const { verdict } = ran("echo-one-late");
+  assert.equal(["identity", "greedy_parity", "distribution"].map((check) => verdict(check).status), ["pass", "pass", "fail"]);
+  assert.equal(verdict("distribution").gate, "required");
+});
+
 test.run();
