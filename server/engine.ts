@@ -10,7 +10,7 @@ import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
-import { topKOfRows, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { teacherForceInEmptySequence, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PrefillStop, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
@@ -393,15 +393,10 @@ export class BatchEngine {
     const k = job.request.promptLogprobs;
     // The FAKE uncleared slot must keep its stale cells: decoding over them here would hide the fault.
     if (k === 0 || !this.native.reached || this.fault === "skip-slot-clear") return;
-    try {
-      const rows = this.native.teacherForcedTopK(slot.sequenceId, Int32Array.from(job.request.promptIds), 0, k);
-      const tops = topKOfRows(rows, k);
-      // FAULT echo-one-late: each position reads the row after its own (the last keeps its own).
-      const row = (i: number) => (this.fault === "echo-one-late" ? Math.min(i + 1, tops.length - 2) : i);
-      job.promptLogprobs = tops.slice(0, -1).map((_, i) => ({ logprob: rows.next[row(i)], top: tops[row(i)] }));
-    } finally {
-      this.native.clearSequence(slot.sequenceId);
-    }
+    const { rows, next } = teacherForceInEmptySequence(this.native, slot.sequenceId, job.request.promptIds, 0, k);
+    // FAULT echo-one-late: each position reads the row after its own (the last keeps its own).
+    const row = (i: number) => (this.fault === "echo-one-late" ? Math.min(i + 1, rows.length - 2) : i);
+    job.promptLogprobs = rows.slice(0, -1).map((_, i) => ({ logprob: next[row(i)], top: rows[row(i)] }));
   }
 
   private async prefill(slot: Slot): Promise<void> {

@@ -50,12 +50,23 @@ export interface NativeTopKRows {
   readonly next: Float64Array;
 }
 
-/** The rows as one TopK each. */
-export function topKOfRows(rows: NativeTopKRows, k: number): TopK[] {
-  return Array.from({ length: rows.next.length }, (_, row) => ({
-    ids: Array.from(rows.ids.subarray(row * k, (row + 1) * k)),
-    logprobs: Array.from(rows.logprobs.subarray(row * k, (row + 1) * k)),
-  }));
+/**
+ * Teacher forcing through the addon in a sequence emptied first and emptied again after, so
+ * node-llama-cpp (which does not know what the addon decoded) finds it as it left it: each scored
+ * position's top-k, and the log-prob of the input's next token there (NaN after the last).
+ */
+export function teacherForceInEmptySequence(native: Extract<NativeContext, { reached: true }>, sequenceId: number, input: readonly number[], firstScored: number, k: number): { readonly rows: TopK[]; readonly next: Float64Array } {
+  native.clearSequence(sequenceId);
+  try {
+    const flat = native.teacherForcedTopK(sequenceId, Int32Array.from(input), firstScored, k);
+    const rows = Array.from({ length: flat.next.length }, (_, row) => ({
+      ids: Array.from(flat.ids.subarray(row * k, (row + 1) * k)),
+      logprobs: Array.from(flat.logprobs.subarray(row * k, (row + 1) * k)),
+    }));
+    return { rows, next: flat.next };
+  } finally {
+    native.clearSequence(sequenceId);
+  }
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */

@@ -7,7 +7,7 @@ import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
-import { reachNativeContext, releaseNativeContext, topKOfRows, type NativeContext } from "./llamacpp-native-context.js";
+import { reachNativeContext, releaseNativeContext, teacherForceInEmptySequence, type NativeContext } from "./llamacpp-native-context.js";
 import { topKFromProbabilities } from "./topk.js";
 import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
@@ -306,12 +306,7 @@ function assertFits(settings: LlamaCppSettings, tokens: number): void {
  */
 function nativeTopK(native: Extract<NativeContext, { reached: true }>, sequence: LlamaContextSequence, input: readonly TokenId[], firstScored: number, k: number): TopK[] {
   const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId; // private in its typings; the version is pinned exactly
-  native.clearSequence(sequenceId);
-  try {
-    return topKOfRows(native.teacherForcedTopK(sequenceId, Int32Array.from(input), firstScored, k), k);
-  } finally {
-    native.clearSequence(sequenceId);
-  }
+  return teacherForceInEmptySequence(native, sequenceId, input, firstScored, k).rows;
 }
 
 /** Teacher forcing where the addon is not there: node-llama-cpp's full distribution per position, reduced here. */
