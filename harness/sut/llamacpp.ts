@@ -68,7 +68,8 @@ const BUNDLED_LLAMA_CPP_COMMIT: string | undefined = (() => {
 let llamaInstance: Promise<Llama> | undefined;
 
 /**
- * One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built).
+ * One llama.cpp runtime per process, CPU only, prebuilt binaries (nothing is downloaded or built;
+ * the install registers them as tested on this machine, scripts/trust-llama-binary.js).
  * node-llama-cpp is imported here, on first use, not with this module: importing it costs about
  * 0.4 s of CPU, which a run whose arms are all runners, servers or plugins never needs.
  */
