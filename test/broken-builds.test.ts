@@ -16,6 +16,7 @@ import { runChatTemplateArm } from "../harness/runner/chat-template-runner.js";
 import { loadSuite } from "../harness/suites/load.js";
 import type { ChatTemplateSuite } from "../harness/suites/chat-template-suite.js";
 import { LlamaCppTokenizerSut } from "../harness/sut/llamacpp-tokenizer.js";
+import { caseTimeoutOf } from "../harness/sut/with-timeout.js";
 import { runInProcess } from "./helpers/in-process-run.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
@@ -80,7 +81,7 @@ function brokenSpeculationSuite(faults: readonly string[]): string {
 
 const SPECULATION_TRIES = [
   { fault: "short", exit: 1, status: "fail", cell: /^prompt 0 \(single, T=16\): the speculating server's answer is malformed: 8 of 16 ids, and it does not end on an end-of-sequence id the request allows$/ },
-  { fault: "hang", exit: 2, status: "error", cell: /^prompt 0 \(single, T=16\): the speculating server gave no answer: FAKE hang: timed greedy did not answer within 10 s \(per-case timeout\)$/ },
+  { fault: "hang", exit: 2, status: "error", cell: /^prompt 0 \(single, T=16\): the speculating server gave no answer: FAKE hang: timed greedy did not answer within 10 s \(per-case timeout, set by case_timeout_s in \S+\/speculative-faults\.json: raise it there, it overrides --case-timeout SECONDS\)$/ },
   { fault: "die", exit: 2, status: "error", cell: /^prompt 0 \(single, T=16\): the speculating server gave no answer: / },
   { fault: "wrong-shape", exit: 2, status: "error", cell: /^prompt 0 \(single, T=16\): the speculating server gave no answer: choices\[0\]\.token_ids is \["\d+",.* not a list of token ids$/ },
 ] as const;
@@ -155,7 +156,7 @@ async function startBrokenTemplateServer(fault: "short" | "hang" | "wrong-shape"
 
 const CHAT_TEMPLATE_TRIES = [
   { fault: "short", exit: 1, status: "fail", cell: /^one-user-turn: first differing token \d+: reference \d+ ".*" vs server \(end\); / },
-  { fault: "hang", exit: 2, status: "error", cell: /^one-user-turn-no-generation-prompt: not asked: the server stopped answering at one-user-turn \(server: \/apply-template did not answer within 2 s \(per-case timeout\)\)$/ },
+  { fault: "hang", exit: 2, status: "error", cell: /^one-user-turn-no-generation-prompt: not asked: the server stopped answering at one-user-turn \(server: \/apply-template did not answer within 2 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in \S+\/chat-template\.json\)\)$/ },
   { fault: "wrong-shape", exit: 2, status: "error", cell: /^one-user-turn: server \/apply-template answered 200 without a string "prompt"$/ },
   { fault: "die", exit: 2, status: "error", cell: /^one-user-turn-no-generation-prompt: server \/apply-template gave no answer: connect ECONNREFUSED 127\.0\.0\.1:\d+$/ },
 ] as const;
@@ -179,7 +180,7 @@ for (const { fault, exit, status, cell } of CHAT_TEMPLATE_TRIES) {
       await runChatTemplateArm({
         suiteName: suite.name, suite, arm, emit: async (event) => void events.push(event), signal: new AbortController().signal, reproduce: "bench run --suite chat-template",
         sut: { label: `FAKE ${fault}`, provenance: { kind: "fake", engine: "FAKE", settings: {} }, close: async () => {} },
-        conversations, tokenizer, reference, fileTemplate, caseTimeoutS: 2,
+        conversations, tokenizer, reference, fileTemplate, caseTimeout: caseTimeoutOf(suite, 2),
         servers: { server: { baseUrl: server.baseUrl }, "llama-server": { absent: "not asked in this test" } },
       });
     } finally {

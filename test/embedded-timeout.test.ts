@@ -16,8 +16,8 @@ test("after a greedy call times out, the next greedy and teacher-forced calls on
     const clean = (await sut.greedy([{ promptIds: short, maxTokens: 16 }]))[0];
     const cleanTopK = (await sut.teacherForcedTopK([{ promptIds: short, continuationIds: clean, k: 4 }]))[0];
     // 900 tokens cannot be decoded in 50 ms: the call is abandoned mid-way, every time.
-    const hurried = withCaseTimeout(sut, 0.05);
-    const patient = withCaseTimeout(sut, 60);
+    const hurried = withCaseTimeout(sut, { seconds: 0.05 });
+    const patient = withCaseTimeout(sut, { seconds: 60 });
     for (let round = 0; round < 2; round++) {
       const error = await hurried.greedy!([{ promptIds: long, maxTokens: 900 }]).then(() => undefined, (e: unknown) => e);
       assert.ok(error instanceof SutTimeoutError, String(error));

@@ -49,7 +49,7 @@ test("a runner that hangs (and ignores SIGTERM): verdicts written, then the shut
   const { status, stdout, stderr } = await result;
   assert.is(status, 2, stdout + stderr);
   assert.ok(Date.now() - began < 60_000, "bounded: case timeouts, then shutdown request, 1 s grace, SIGTERM, 1 s, SIGKILL");
-  assert.match(stdout, /greedy_parity +required +ERROR +1 prompt\(s\) errored \(prompt 4: runner: greedy timed out after 1 s \(per-case timeout\); the runner was stopped, a fresh runner takes the next case\)/);
+  assert.match(stdout, /greedy_parity +required +ERROR +1 prompt\(s\) errored \(prompt 4: runner: greedy timed out after 1 s; the runner was stopped, a fresh runner takes the next case \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in \S+\/parity16\.json\)\)/);
   const summary = summaryOf("hang-ladder");
   assert.is(summary.status, "complete");
   assert.is(summary.exit_code, 2);
@@ -68,7 +68,7 @@ test("a runner that hangs on one prompt is stopped, the box reset and a fresh ru
   const verdict = (check: string) => summary.verdicts.find((v: { check: string }) => v.check === check);
   // The batch of three hung: the runner was replaced and the prompts asked alone; prompt 1 hung again, the others were answered.
   assert.is(verdict("greedy_parity").status, "error");
-  assert.match(verdict("greedy_parity").reason, /^1 prompt\(s\) errored \(prompt 1: runner: greedy timed out after 4 s \(per-case timeout\); the runner was stopped, a fresh runner takes the next case\)/);
+  assert.match(verdict("greedy_parity").reason, /^1 prompt\(s\) errored \(prompt 1: runner: greedy timed out after 4 s; the runner was stopped, a fresh runner takes the next case \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in \S+\/parity16\.json\)\)/);
   const cells = readFileSync(join(runs, "hang-on-prompt", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line)).filter((c) => c.check === "greedy_parity");
   assert.equal(cells.filter((c) => c.status === "error").map((c) => [c.prompt, c.reproduce.endsWith("--prompt 1")]), [[1, true]]);
   assert.equal(cells.filter((c) => c.status === "pass").map((c) => c.prompt), [...Array(16).fill(0), ...Array(16).fill(2)], "real verdicts for the prompts that were answered: 16 positions each");

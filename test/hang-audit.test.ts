@@ -67,7 +67,7 @@ test("conformance: a server that stops answering one check is an error after the
     assert.is(result.code, 2, String(result.error));
     const verdict = onlyVerdict(result.verdicts);
     assert.is(verdict.status, "error");
-    assert.is(verdict.status === "error" ? verdict.reason : "", `wedged: conformance check metrics_prometheus at ${server.url} did not answer within 2 s (per-case timeout)`);
+    assert.is(verdict.status === "error" ? verdict.reason : "", `wedged: conformance check metrics_prometheus at ${server.url} did not answer within 2 s (per-case timeout, set by case_timeout_s in ${suite}: raise it there, it overrides --case-timeout SECONDS)`);
     // The check's one request was sent and abandoned; "usage" was never asked.
     assert.equal(server.unanswered(), ["GET /metrics"]);
     assert.is(await stillHeld(server), 0, "the abandoned /metrics request still holds its connection");
@@ -85,7 +85,7 @@ test("conformance: a stream that stops after its first event is an error after t
     const result = await guarded("bench run on a stream cut short", runInProcess(runs, "half-stream", { suites: [suite] }));
     assert.is(result.code, 2, String(result.error));
     const verdict = onlyVerdict(result.verdicts);
-    assert.is(verdict.status === "error" ? verdict.reason : verdict.status, `half: conformance check sse_framing at ${server.url} did not answer within 2 s (per-case timeout)`);
+    assert.is(verdict.status === "error" ? verdict.reason : verdict.status, `half: conformance check sse_framing at ${server.url} did not answer within 2 s (per-case timeout, set by case_timeout_s in ${suite}: raise it there, it overrides --case-timeout SECONDS)`);
     assert.equal(server.unanswered(), ["POST /v1/chat/completions"]);
     assert.is(await stillHeld(server), 0, "the abandoned stream still holds its connection");
     assert.equal(liveHandles(), []);
@@ -130,7 +130,7 @@ test("niah: an HTTP arm's server that stops answering mid-run is an error after 
     assert.is(result.code, 2, String(result.error));
     const verdict = result.verdicts.find((v) => v.check === "niah");
     assert.is(verdict?.status, "error", JSON.stringify(result.verdicts));
-    assert.match(verdict?.status === "error" ? verdict.reason : "", /^1 needle case\(s\) errored; the others did not run: wedged: tokenize did not answer within 2 s \(per-case timeout\)/);
+    assert.match(verdict?.status === "error" ? verdict.reason : "", /^1 needle case\(s\) errored; the others did not run: wedged: tokenize did not answer within 2 s \(per-case timeout, set by case_timeout_s in \S+\/wedged-niah\.json: raise it there, it overrides --case-timeout SECONDS\)/);
     assert.is(server.unanswered().length, 1, server.unanswered().join(", "));
     assert.is(await stillHeld(server), 0, `the abandoned ${server.unanswered()[0]} still holds its connection`);
     // The test's own server is the one process left.

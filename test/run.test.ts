@@ -108,7 +108,7 @@ test("a SUT that crashes or hangs mid-run: error verdict with a one-line reason,
   const hang = await programmaticRun("hang", { kind: "hang-on-greedy-call", call: 1 }, { caseTimeoutS: 1 });
   assert.is(hang.code, 2);
   const parity = hang.verdicts.find((v) => v.check === "greedy_parity")!;
-  assert.match(parity.status === "error" ? parity.reason : "", /greedy did not answer within 1 s \(per-case timeout\)/);
+  assert.match(parity.status === "error" ? parity.reason : "", /greedy did not answer within 1 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in \S+\/parity16\.json\)/);
   const lines = readFileSync(join(runs, "hang", "cells.jsonl"), "utf8").trim().split("\n");
   assert.ok(lines.length > 1, "cells of the checks that finished are kept");
 });
@@ -128,7 +128,7 @@ test("a needle case that errors keeps L, depth, trial and seed, and the next cas
   assert.is(hang.code, 2);
   const hung = niahCells("niah-hang");
   assert.equal(hung.map((c) => [c.status, c.niah_length, c.niah_depth, c.niah_trial]), [["error", 4000, 0.25, 0]]);
-  assert.match(hung[0].detail, /greedy did not answer within 1 s \(per-case timeout\)/);
+  assert.match(hung[0].detail, /greedy did not answer within 1 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in \S+\/niah\.json\)/);
   assert.ok(hung[0].niah_seed !== null);
   const hungVerdict = hang.verdicts.find((v) => v.check === "niah")!;
   assert.match(hungVerdict.status === "error" ? hungVerdict.reason : "", /^1 needle case\(s\) errored; the others did not run: .*per-case timeout/);

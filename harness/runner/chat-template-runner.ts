@@ -5,7 +5,7 @@ import type { CellRecord } from "../results/types.js";
 import { firstDivergence } from "../speculative/compare.js";
 import { CHAT_TEMPLATE_SIDES, CHECK_OF_SIDE, type ChatTemplateArm, type ChatTemplateSide, type ChatTemplateSuite, type KnownChatTemplateDifference } from "../suites/chat-template-suite.js";
 import { httpCall } from "../sut/http.js";
-import { endsTheSut, timedCall } from "../sut/with-timeout.js";
+import { endsTheSut, timedCall, type CaseTimeout } from "../sut/with-timeout.js";
 import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";
 import { ErrorsInCells, makeCell, runCheck, type ArmScope, type CheckOutcome } from "./check.js";
@@ -25,15 +25,15 @@ export interface ChatTemplateArmContext extends ArmScope {
   /** The model file's `tokenizer.chat_template` (undefined: it carries none). */
   readonly fileTemplate: string | undefined;
   readonly servers: Readonly<Record<ChatTemplateSide, TemplateServer>>;
-  /** Seconds a server has for each request (the per-case timeout): one that never answers is an error, not a hung run. */
-  readonly caseTimeoutS: number;
+  /** How long a server has for each request (the per-case timeout): one that never answers is an error, not a hung run. */
+  readonly caseTimeout: CaseTimeout;
 }
 
 /** A GET or POST to a server under the per-case timeout and the arm's stop; a failed call names the server and the endpoint. */
 async function callServer(context: ChatTemplateArmContext, side: ChatTemplateSide, url: string, body?: unknown) {
   const path = new URL(url).pathname;
   try {
-    return await timedCall(side, path, () => httpCall(url, { body, signal: context.signal }), context.caseTimeoutS, context.signal)();
+    return await timedCall(side, path, () => httpCall(url, { body, signal: context.signal }), context.caseTimeout, context.signal)();
   } catch (error) {
     if (endsTheSut(error)) throw error;
     throw new Error(`${side} ${path} gave no answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });

@@ -4,7 +4,7 @@ import type { Suite } from "../suites/load.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 import { RestartingRunner } from "../sut/restarting-runner.js";
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
-import { withCaseTimeout } from "../sut/with-timeout.js";
+import { caseTimeoutOf, withCaseTimeout } from "../sut/with-timeout.js";
 import { runCheck } from "./check.js";
 import type { RunArm } from "./kinds/kind.js";
 import type { SutContext } from "./open-sut.js";
@@ -61,11 +61,11 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
         const context = { ...sutContext(arm, options, emit), ...leg.sutHooks };
         const opened = await open(arm, context);
         leg.startClock();
-        const caseTimeoutS = suite.case_timeout_s ?? options.caseTimeoutS;
+        const caseTimeout = caseTimeoutOf(suite, options.caseTimeoutS);
         // A runner that stops answering is replaced (restarting-runner.ts); an in-process SUT cannot be, and a server arm's timeout ends its checks.
         const sut = opened.provenance.kind === "stdio"
-          ? new RestartingRunner(opened, { caseTimeoutS, limit: options.runnerRestarts, signal: leg.signal, open: () => open(arm, context), beforeRestart: (restart, why) => leg.restartRunner(restart, why) }).sut
-          : withCaseTimeout(opened, caseTimeoutS, leg.signal);
+          ? new RestartingRunner(opened, { caseTimeout, limit: options.runnerRestarts, signal: leg.signal, open: () => open(arm, context), beforeRestart: (restart, why) => leg.restartRunner(restart, why) }).sut
+          : withCaseTimeout(opened, caseTimeout, leg.signal);
         recorder.provenance.suts.push({ suite: suite.name, arm: arm.label, provenance: { ...sut.provenance } });
         await emit({ kind: "arm-start", suite: suite.name, arm: arm.label, sut: { ...sut.provenance } });
         try {

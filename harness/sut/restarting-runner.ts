@@ -1,5 +1,5 @@
 import { SutGoneError } from "./sut-gone.js";
-import { SutStoppedError, SutTimeoutError, withCaseTimeout } from "./with-timeout.js";
+import { perCaseTimeoutNote, SutStoppedError, SutTimeoutError, withCaseTimeout, type CaseTimeout } from "./with-timeout.js";
 import type { Capability, SutProvenance, SystemUnderTest } from "./types.js";
 
 /** Per arm, how many times a runner that stopped answering is replaced before the rest of the arm is not run. */
@@ -18,7 +18,7 @@ export class RunnerReplacedError extends Error {
 }
 
 export interface RestartPlan {
-  readonly caseTimeoutS: number;
+  readonly caseTimeout: CaseTimeout;
   /** Restarts allowed for the arm; after them, every later request fails as not run. */
   readonly limit: number;
   /** The arm's signal: no restart once it is stopped. */
@@ -61,7 +61,7 @@ export class RestartingRunner {
 
   constructor(private readonly first: SystemUnderTest, private readonly plan: RestartPlan) {
     this.runner = first;
-    this.current = withCaseTimeout(first, plan.caseTimeoutS, plan.signal);
+    this.current = withCaseTimeout(first, plan.caseTimeout, plan.signal);
     const wrapped: Partial<Record<Capability, (...args: never[]) => Promise<unknown>>> = {};
     for (const method of METHODS) {
       if (typeof first[method] === "function") wrapped[method] = (...args: never[]) => this.call(method, args);
@@ -84,11 +84,11 @@ export class RestartingRunner {
       return await (runner[method] as (...a: never[]) => Promise<unknown>)(...args);
     } catch (error) {
       if (!(error instanceof SutTimeoutError)) throw error;
-      const why = `${method} timed out after ${this.plan.caseTimeoutS} s (per-case timeout)`;
-      this.stopped = why;
+      const timedOut = `${method} timed out after ${this.plan.caseTimeout.seconds} s`;
+      this.stopped = `${timedOut} (per-case timeout)`;
       await this.runner.close();
       const next = this.restartCount < this.plan.limit ? "a fresh runner takes the next case" : `not replaced: restarted ${this.restartCount} times already (the limit)`;
-      throw new RunnerReplacedError(`${this.first.label}: ${why}; the runner was stopped, ${next}`);
+      throw new RunnerReplacedError(`${this.first.label}: ${timedOut}; the runner was stopped, ${next} ${perCaseTimeoutNote(this.plan.caseTimeout)}`);
     }
   }
 
@@ -117,7 +117,7 @@ export class RestartingRunner {
       this.gone = `not run: the restarted runner is not the one this arm's verdicts are about: ${differs}`;
       throw new SutGoneError(this.gone);
     }
-    this.current = withCaseTimeout(fresh, this.plan.caseTimeoutS, this.plan.signal);
+    this.current = withCaseTimeout(fresh, this.plan.caseTimeout, this.plan.signal);
     this.stopped = undefined;
     return this.current;
   }

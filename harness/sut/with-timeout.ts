@@ -1,9 +1,31 @@
 import type { SystemUnderTest } from "./types.js";
 import { SutGoneError } from "./sut-gone.js";
 
+/** The per-case timeout a call is held to, and where it was set: what a message about it tells the user to raise. */
+export interface CaseTimeout {
+  readonly seconds: number;
+  /** The suite file being run, where the caller knows it. */
+  readonly suitePath?: string;
+  /** The suite file sets it (`case_timeout_s`), which `--case-timeout` does not override. */
+  readonly setBySuite?: boolean;
+}
+
+/** A suite's per-case timeout: its own `case_timeout_s`, else the run's (`--case-timeout`). */
+export function caseTimeoutOf(suite: { readonly case_timeout_s?: number; readonly path: string }, runSeconds: number): CaseTimeout {
+  return { seconds: suite.case_timeout_s ?? runSeconds, suitePath: suite.path, setBySuite: suite.case_timeout_s !== undefined };
+}
+
+/** How every message about a per-case timeout ends: that it was one, and both ways to raise it. */
+export function perCaseTimeoutNote(timeout: CaseTimeout): string {
+  const field = timeout.suitePath === undefined ? "the suite's case_timeout_s" : `case_timeout_s in ${timeout.suitePath}`;
+  return timeout.setBySuite === true
+    ? `(per-case timeout, set by ${field}: raise it there, it overrides --case-timeout SECONDS)`
+    : `(per-case timeout: raise it with --case-timeout SECONDS or ${field})`;
+}
+
 export class SutTimeoutError extends Error {
-  constructor(readonly label: string, readonly method: string, readonly seconds: number) {
-    super(`${label}: ${method} did not answer within ${seconds} s (per-case timeout)`);
+  constructor(readonly label: string, readonly method: string, readonly timeout: CaseTimeout) {
+    super(`${label}: ${method} did not answer within ${timeout.seconds} s ${perCaseTimeoutNote(timeout)}`);
     this.name = "SutTimeoutError";
   }
 }
@@ -58,21 +80,21 @@ function stopReason(signal: AbortSignal | undefined): string | undefined {
 /**
  * One call of a SUT made outside its SystemUnderTest (a server's timed greedy, its /apply-template)
  * under the same per-case timeout and stop as the SUT's own methods: SutTimeoutError after
- * `seconds`, SutStoppedError as soon as `signal` aborts, so a server that never answers cannot hang the run.
+ * `timeout.seconds`, SutStoppedError as soon as `signal` aborts, so a server that never answers cannot hang the run.
  */
-export function timedCall<A extends unknown[], R>(label: string, method: string, fn: (...args: A) => Promise<R>, seconds: number, signal?: AbortSignal, giveUp: () => void = () => {}): (...args: A) => Promise<R> {
-  return (...args: A) => race(fn(...args), seconds, signal, () => new SutTimeoutError(label, method, seconds), () => new SutStoppedError(label, method, stopReason(signal)), giveUp);
+export function timedCall<A extends unknown[], R>(label: string, method: string, fn: (...args: A) => Promise<R>, timeout: CaseTimeout, signal?: AbortSignal, giveUp: () => void = () => {}): (...args: A) => Promise<R> {
+  return (...args: A) => race(fn(...args), timeout.seconds, signal, () => new SutTimeoutError(label, method, timeout), () => new SutStoppedError(label, method, stopReason(signal)), giveUp);
 }
 
 /**
- * Wraps any SUT so every batch call fails with SutTimeoutError after `seconds`, or with
+ * Wraps any SUT so every batch call fails with SutTimeoutError after `timeout.seconds`, or with
  * SutStoppedError as soon as `signal` aborts, instead of hanging the run; either way the SUT is
  * told to abandon the call (SystemUnderTest.abandon). Capabilities are
  * preserved exactly: an absent method stays absent.
  */
-export function withCaseTimeout(sut: SystemUnderTest, seconds: number, signal?: AbortSignal): SystemUnderTest {
+export function withCaseTimeout(sut: SystemUnderTest, timeout: CaseTimeout, signal?: AbortSignal): SystemUnderTest {
   const wrap = <A extends unknown[], R>(method: string, fn: ((...args: A) => Promise<R>) | undefined): ((...args: A) => Promise<R>) | undefined =>
-    fn === undefined ? undefined : timedCall(sut.label, method, fn.bind(sut), seconds, signal, () => sut.abandon?.());
+    fn === undefined ? undefined : timedCall(sut.label, method, fn.bind(sut), timeout, signal, () => sut.abandon?.());
   return {
     label: sut.label,
     provenance: sut.provenance,

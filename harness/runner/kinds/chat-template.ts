@@ -10,6 +10,7 @@ import { stopManagedServer, type ManagedServer } from "../../sut/http.js";
 import { builtLlamaServer, llamaServerPath } from "../../sut/llama-server-binary.js";
 import { LlamaCppTokenizerSut } from "../../sut/llamacpp-tokenizer.js";
 import { startServerCommand } from "../../sut/server-command.js";
+import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { modelArms, selectIndices } from "../arm-selection.js";
 import { runChatTemplateArm, type TemplateServer } from "../chat-template-runner.js";
 import { openServerArm } from "../open-server-arm.js";
@@ -56,7 +57,7 @@ export const chatTemplateKind: SuiteKind<ChatTemplateSuite, ChatTemplateArm> = {
           suiteName: suite.name, suite, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
           conversations, tokenizer, reference: referenceChatTemplate(arm.reference), fileTemplate: ggufChatTemplate(readGguf(model.path)),
           servers: { server: { baseUrl: ours.baseUrl }, "llama-server": llamaServer === undefined ? absent : { baseUrl: llamaServer.baseUrl } },
-          caseTimeoutS: suite.case_timeout_s ?? options.caseTimeoutS,
+          caseTimeout: caseTimeoutOf(suite, options.caseTimeoutS),
         });
       } finally {
         if (llamaServer !== undefined) await stopManagedServer(llamaServer, options.shutdownGraceS);

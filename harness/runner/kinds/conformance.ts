@@ -1,4 +1,5 @@
 import type { ConformanceArm, ConformanceSuite } from "../../suites/conformance-suite.js";
+import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { modelArms } from "../arm-selection.js";
 import { runConformanceArm } from "../conformance-runner.js";
 import { apiKeyOf } from "../open-sut.js";
@@ -15,7 +16,7 @@ export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
     const { emit } = battery;
     await battery.legs(suite, arms, (arm, context) => openServerArm(suite, arm, context, emit), (arm, sut, server, signal) => runConformanceArm({
       suiteName: suite.name, arm, sut, emit, signal,
-      reproduce: battery.reproduce(suite, arm), checks: suite.checks, caseTimeoutS: suite.case_timeout_s ?? battery.options.caseTimeoutS,
+      reproduce: battery.reproduce(suite, arm), checks: suite.checks, caseTimeout: caseTimeoutOf(suite, battery.options.caseTimeoutS),
       target: {
         baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: apiKeyOf(arm), managed: server.managed,
         ...(arm.server === undefined ? {} : { slots: arm.server.slots ?? 2, queue: arm.server.queue ?? 1 }), expectMetrics: arm.expect_metrics ?? [],

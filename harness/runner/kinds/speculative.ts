@@ -5,7 +5,7 @@ import { loadParitySuite } from "../../suites/load.js";
 import type { SpeculativeArm, SpeculativeSuite } from "../../suites/speculative-suite.js";
 import { dialectOfferAt, openHttpSut, stopManagedServer } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
-import { timedCall } from "../../sut/with-timeout.js";
+import { caseTimeoutOf, timedCall, type CaseTimeout } from "../../sut/with-timeout.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
 import { runSpeculativeArm, type ServerGreedy, type SpeculatingServer } from "../speculative-runner.js";
@@ -26,10 +26,10 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
  * command): aborted with the leg, and held to the per-case timeout as the leg's SUT is (the runner
  * asks these servers directly, so a server that stops answering would otherwise hang the run).
  */
-async function timedGreedyAt(baseUrl: string, dialect: string, label: string, caseTimeoutS: number, signal: AbortSignal): Promise<ServerGreedy> {
-  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeoutS, signal)(baseUrl, dialect, signal);
+async function timedGreedyAt(baseUrl: string, dialect: string, label: string, caseTimeout: CaseTimeout, signal: AbortSignal): Promise<ServerGreedy> {
+  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeout, signal)(baseUrl, dialect, signal);
   if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
-  return timedCall(label, "timed greedy", speculativeGreedy, caseTimeoutS, signal);
+  return timedCall(label, "timed greedy", speculativeGreedy, caseTimeout, signal);
 }
 
 /** A `{draft}` with no draft model, or a draft model no argument reads, is a suite that cannot mean what it says. */
@@ -71,7 +71,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
     const { options, emit } = battery;
     const prompts = promptsOf(suite);
     const promptIndices = selectIndices(prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
-    const caseTimeoutS = suite.case_timeout_s ?? options.caseTimeoutS;
+    const caseTimeout = caseTimeoutOf(suite, options.caseTimeoutS);
     // Each arm's leg context, so that its plain server is started under the leg's hooks too (its stderr in the box evidence).
     const legContexts = new Map<SpeculativeArm, SutContext>();
     const open = async (arm: SpeculativeArm, context: SutContext) => {
@@ -89,7 +89,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
       const dialect = opened.dialects.found.speculativeGreedy;
       const speculating: SpeculatingServer = dialect === undefined
         ? { refusal: opened.dialects.missing.speculativeGreedy ?? "no dialect answered with draft counts" }
-        : { greedy: await timedGreedyAt(opened.baseUrl, dialect, arm.label, caseTimeoutS, signal) };
+        : { greedy: await timedGreedyAt(opened.baseUrl, dialect, arm.label, caseTimeout, signal) };
       return runSpeculativeArm({
         suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
         prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
@@ -103,7 +103,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
           const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress, onProcess: context?.onProcess });
           try {
             // The speculating server's dialect: the plain one is the same command, less speculation.
-            return await body(await timedGreedyAt(plain.baseUrl, dialect, `${arm.label} (plain)`, caseTimeoutS, signal));
+            return await body(await timedGreedyAt(plain.baseUrl, dialect, `${arm.label} (plain)`, caseTimeout, signal));
           } finally {
             await stopManagedServer(plain, options.shutdownGraceS, context?.onWarning);
           }

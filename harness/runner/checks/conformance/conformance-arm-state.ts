@@ -1,4 +1,5 @@
 import type { ConformanceTarget } from "../../../conformance/checks.js";
+import type { CaseTimeout } from "../../../sut/with-timeout.js";
 import type { ArmScope } from "../../check.js";
 import type { CheckModule } from "../check-module.js";
 
@@ -6,8 +7,8 @@ export interface ConformanceArmContext extends ArmScope {
   /** The suite's conformance checks (harness/conformance/checks.ts), by name. */
   readonly checks: readonly string[];
   readonly target: ConformanceTarget;
-  /** Seconds one named check may wait on the server before the server counts as no longer answering. */
-  readonly caseTimeoutS: number;
+  /** How long one named check may wait on the server before the server counts as no longer answering. */
+  readonly caseTimeout: CaseTimeout;
 }
 
 /** What the checks of one conformance arm share: its context, and the arm's summary line as the conformance check wrote it. */

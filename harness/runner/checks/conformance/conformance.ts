@@ -17,7 +17,7 @@ export const conformanceCheck: ConformanceCheck<"conformance"> = {
       // The checks ask the server directly, not through the leg's SUT: each is held to the per-case timeout here, its
       // requests aborted when it is given up on, and a server that stops answering ends the arm with an error, never a fail or a hang.
       const abandon = new AbortController();
-      const check = timedCall(context.arm.label, `conformance check ${name} at ${context.target.baseUrl}`, CONFORMANCE_CHECKS[name], context.caseTimeoutS, context.signal, () => abandon.abort());
+      const check = timedCall(context.arm.label, `conformance check ${name} at ${context.target.baseUrl}`, CONFORMANCE_CHECKS[name], context.caseTimeout, context.signal, () => abandon.abort());
       const result = await check({ ...context.target, signal: abandon.signal }).catch((error: unknown) => {
         if (endsTheSut(error)) throw error;
         return { status: "fail" as const, detail: `threw: ${error instanceof Error ? error.message : String(error)}` };
