@@ -18,6 +18,7 @@ import type { ChatTemplateSuite } from "../harness/suites/chat-template-suite.js
 import { LlamaCppTokenizerSut } from "../harness/sut/llamacpp-tokenizer.js";
 import { caseTimeoutOf } from "../harness/sut/with-timeout.js";
 import { runInProcess } from "./helpers/in-process-run.js";
+import { speculativeSuiteBehindProxy } from "./helpers/speculation-behind-proxy.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 /**
@@ -70,12 +71,9 @@ for (const { mode, exit, status, cell } of PERPLEXITY_TRIES) {
  * proxy), so one fault's hang or death cannot reach another's cells.
  */
 function brokenSpeculationSuite(faults: readonly string[]): string {
-  const suite = JSON.parse(readFileSync(join(SUITES_DIR, "speculative.json"), "utf8")) as { arms: { label: string; command: string[] }[] };
-  const arm = suite.arms.find((a) => a.label === "bench serve draft model")!;
-  const proxied = (fault: string) => ["node", "{bench}/dist/test/helpers/fake-speculation-proxy.js", "--listen", "{port}", "--fault", fault, "--", ...arm.command.map((part) => (part === "{port}" ? "{inner-port}" : part))];
   const path = join(work.path, "speculative-faults.json");
   // T = 16 alone, and a per-case timeout a hang reaches quickly but an answer never does (one T=16 answer takes well under a second).
-  writeFileSync(path, JSON.stringify({ ...suite, $schema: undefined, max_tokens: [16], case_timeout_s: 10, arms: faults.map((fault) => ({ ...arm, label: `FAKE ${fault}`, command: proxied(fault) })) }));
+  writeFileSync(path, JSON.stringify({ ...speculativeSuiteBehindProxy(faults), max_tokens: [16], case_timeout_s: 10 }));
   return path;
 }
 

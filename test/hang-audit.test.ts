@@ -12,6 +12,7 @@ import type { GateVerdict } from "../harness/results/types.js";
 import { startBenchServe, waitHealthy } from "./helpers/bench-serve.js";
 import { runInProcess } from "./helpers/in-process-run.js";
 import { startSilentServer } from "./helpers/silent-server.js";
+import { speculativeSuiteBehindProxy } from "./helpers/speculation-behind-proxy.js";
 import { BENCH_BIN, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 /**
@@ -140,6 +141,19 @@ test("niah: an HTTP arm's server that stops answering mid-run is an error after 
     upstream.child.kill("SIGTERM");
     await upstream.exited;
   }
+});
+
+test("speculative: a server that stops answering /v1/models after the probes that open it ends the run with exit 2 after the per-case timeout, naming the server and the timeout", async () => {
+  // Our server with a draft model, behind the FAKE proxy that answers the model list only to the probes that open the arm.
+  const suite = join(workspace.path, "silent-models.json");
+  writeFileSync(suite, JSON.stringify({ ...speculativeSuiteBehindProxy(["silent-models"]), name: "silent-models", max_tokens: [16] }));
+  const result = await guarded("bench run on a speculating server wedged after its open", runInProcess(runs, "silent-models", { suites: [suite], prompts: [0], caseTimeoutS: 1, shutdownGraceS: 1 }));
+  // The run stops on it, as on an arm that cannot be opened: the CLI prints this one line and exits 2.
+  assert.is(result.code, 2, String(result.error));
+  const reason = result.error instanceof Error ? result.error.message : String(result.error);
+  assert.match(reason, /^FAKE silent-models: http:\/\/127\.0\.0\.1:\d+\/v1\/models did not answer within 1 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in [^\n]+\)$/);
+  assert.ok(reason.endsWith(`case_timeout_s in ${suite})`), reason);
+  assert.equal(liveHandles(), []);
 });
 
 test("our server wedged before it listens (no line, no exit) fails to open after the boot timeout, its process killed", async () => {

@@ -14,6 +14,9 @@
  *   hang         the answer never comes (a wedged decode step)
  *   die          the server and the proxy exit instead of answering (a crash mid-run)
  *   wrong-shape  the ids come back as text
+ * and one fault acts on the model list instead:
+ *   silent-models  GET /v1/models is answered once (the probes that open the arm), never after: a
+ *                  server wedged between its open and the first request the suite kind sends it
  *
  * `{inner-port}` in the server's argv becomes a free loopback port the proxy forwards to.
  */
@@ -97,12 +100,18 @@ function spoil(text: string): string | undefined {
     case "wrong-shape":
       setIds(json, ids.map(String));
       return JSON.stringify(json);
+    case "silent-models":
+      return text;
     default:
       throw new Error(`fake-speculation-proxy: unknown --fault ${fault}`);
   }
 }
 
+let modelListsAnswered = 0;
+
 createHttpServer((incoming, outgoing) => {
+  // Read, never answered: the request stays open until the client lets it go.
+  if (fault === "silent-models" && incoming.url === "/v1/models" && ++modelListsAnswered > 1) return;
   const chunks: Buffer[] = [];
   incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
   incoming.on("end", () => {

@@ -27,7 +27,9 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
  * asks these servers directly, so a server that stops answering would otherwise hang the run).
  */
 async function timedGreedyAt(baseUrl: string, dialect: string, label: string, caseTimeout: CaseTimeout, signal: AbortSignal): Promise<ServerGreedy> {
-  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeout, signal)(baseUrl, dialect, signal);
+  // Given up on, the model-list request is aborted too: it leaves no connection open behind the error.
+  const abandon = new AbortController();
+  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeout, signal, () => abandon.abort())(baseUrl, dialect, AbortSignal.any([signal, abandon.signal]));
   if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
   return timedCall(label, "timed greedy", speculativeGreedy, caseTimeout, signal);
 }
