@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveBoxSettings } from "../harness/box/config.js";
@@ -154,6 +154,19 @@ test("speculative: a server that stops answering /v1/models after the probes tha
   assert.match(reason, /^FAKE silent-models: http:\/\/127\.0\.0\.1:\d+\/v1\/models did not answer within 1 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in [^\n]+\)$/);
   assert.ok(reason.endsWith(`case_timeout_s in ${suite})`), reason);
   assert.equal(liveHandles(), []);
+});
+
+test("the FAKE speculation proxy, stopped, passes the stop to its server and exits only after it", async () => {
+  // A server that takes half a second to stop, and says its pid first.
+  const server = "process.on('SIGTERM', () => setTimeout(() => process.exit(0), 500)); setInterval(() => {}, 1000); console.error(process.pid);";
+  const proxy = spawn(process.execPath, [join(import.meta.dirname, "helpers", "fake-speculation-proxy.js"), "--listen", "0", "--fault", "hang", "--", process.execPath, "-e", server], { stdio: ["ignore", "ignore", "pipe"] });
+  const pid = await guarded("the FAKE proxy's server saying its pid", new Promise<number>((resolve) => proxy.stderr.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())))));
+  const exited = new Promise((resolve) => proxy.once("exit", resolve));
+  proxy.kill("SIGTERM");
+  await guarded("the FAKE proxy's stop", exited);
+  const alive = (() => { try { return process.kill(pid, 0); } catch { return false; } })();
+  if (alive) process.kill(pid, "SIGKILL");
+  assert.not.ok(alive, "the proxy exited while its server was still running");
 });
 
 test("our server wedged before it listens (no line, no exit) fails to open after the boot timeout, its process killed", async () => {
