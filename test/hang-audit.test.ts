@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveBoxSettings } from "../harness/box/config.js";
 import { BenchError } from "../harness/errors.js";
@@ -10,9 +10,9 @@ import { SUITES_DIR } from "../harness/paths.js";
 import { openArmSut, type OpenSut } from "../harness/runner/open-sut.js";
 import type { GateVerdict } from "../harness/results/types.js";
 import { startBenchServe, waitHealthy } from "./helpers/bench-serve.js";
-import { runInProcess } from "./helpers/in-process-run.js";
+import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { startSilentServer } from "./helpers/silent-server.js";
-import { speculativeSuiteBehindProxy } from "./helpers/speculation-behind-proxy.js";
+import { OUR_DRAFT_ARM, speculativeSuiteBehindProxy } from "./helpers/speculation-behind-proxy.js";
 import { BENCH_BIN, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 /**
@@ -143,17 +143,43 @@ test("niah: an HTTP arm's server that stops answering mid-run is an error after 
   }
 });
 
-test("speculative: a server that stops answering /v1/models after the probes that open it ends the run with exit 2 after the per-case timeout, naming the server and the timeout", async () => {
-  // Our server with a draft model, behind the FAKE proxy that answers the model list only to the probes that open the arm.
-  const suite = join(workspace.path, "silent-models.json");
-  writeFileSync(suite, JSON.stringify({ ...speculativeSuiteBehindProxy(["silent-models"]), name: "silent-models", max_tokens: [16] }));
-  const result = await guarded("bench run on a speculating server wedged after its open", runInProcess(runs, "silent-models", { suites: [suite], prompts: [0], caseTimeoutS: 1, shutdownGraceS: 1 }));
-  // The run stops on it, as on an arm that cannot be opened: the CLI prints this one line and exits 2.
-  assert.is(result.code, 2, String(result.error));
-  const reason = result.error instanceof Error ? result.error.message : String(result.error);
-  assert.match(reason, /^FAKE silent-models: http:\/\/127\.0\.0\.1:\d+\/v1\/models did not answer within 1 s \(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in [^\n]+\)$/);
-  assert.ok(reason.endsWith(`case_timeout_s in ${suite})`), reason);
+test("speculative: a speculating server that stops answering its model list, or a timed greedy, is its arm's error after the per-case timeout, the request let go; the next arm still runs", async () => {
+  // Our server with a draft model behind the FAKE proxy, twice (silent on /v1/models after the probes
+  // that open the arm; holding a speculating answer), then the same server unproxied.
+  const held = join(workspace.path, "held-open");
+  mkdirSync(held);
+  const suite = join(workspace.path, "wedged-speculation.json");
+  writeFileSync(suite, JSON.stringify({ ...speculativeSuiteBehindProxy(["silent-models", "hang"], { heldOpenDirectory: held, keepOurArm: true }), name: "wedged-speculation", max_tokens: [16] }));
+  // 5 s: a wedged request reaches it quickly, one T=16 answer (well under a second) never does.
+  const result = await guarded("bench run on speculating servers wedged after their open", runInProcess(runs, "wedged-speculation", { suites: [suite], prompts: [0], caseTimeoutS: 5, shutdownGraceS: 1 }));
+  assert.is(result.error, undefined, describeRun(result));
+  assert.is(result.code, 2, describeRun(result));
+  const note = `(per-case timeout: raise it with --case-timeout SECONDS or case_timeout_s in ${suite})`;
+  const silent = onlyVerdict(result.verdicts.filter((v) => v.arm === "FAKE silent-models"));
+  assert.is(silent.status, "error");
+  assert.match(silent.status === "error" ? silent.reason : "", /^FAKE silent-models: http:\/\/127\.0\.0\.1:\d+\/v1\/models did not answer within 5 s /);
+  assert.ok(silent.status === "error" && silent.reason.endsWith(` 5 s ${note}`), JSON.stringify(silent));
+  const hang = onlyVerdict(result.verdicts.filter((v) => v.arm === "FAKE hang"));
+  assert.is(hang.status === "error" ? hang.reason : hang.status, `prompt 0 (single, T=16): the speculating server gave no answer: FAKE hang: timed greedy did not answer within 5 s ${note}`);
+  // The arm after the wedged ones ran its check to the end.
+  assert.is(onlyVerdict(result.verdicts.filter((v) => v.arm === OUR_DRAFT_ARM)).status, "pass", describeRun(result));
+  // Each proxy, when stopped, still held this many of the requests it left unanswered: the client had let none go.
+  assert.is(readFileSync(join(held, "silent-models.held"), "utf8"), "0", "the abandoned /v1/models request still held its connection when the server was stopped");
+  assert.is(readFileSync(join(held, "hang.held"), "utf8"), "0", "the abandoned timed greedy request still held its connection when the server was stopped");
   assert.equal(liveHandles(), []);
+});
+
+test("the FAKE speculation proxy, stopped, passes the stop to its server and exits only after it", async () => {
+  // A server that takes half a second to stop, and says its pid first.
+  const server = "process.on('SIGTERM', () => setTimeout(() => process.exit(0), 500)); setInterval(() => {}, 1000); console.error(process.pid);";
+  const proxy = spawn(process.execPath, [join(import.meta.dirname, "helpers", "fake-speculation-proxy.js"), "--listen", "0", "--fault", "hang", "--", process.execPath, "-e", server], { stdio: ["ignore", "ignore", "pipe"] });
+  const pid = await guarded("the FAKE proxy's server saying its pid", new Promise<number>((resolve) => proxy.stderr.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())))));
+  const exited = new Promise((resolve) => proxy.once("exit", resolve));
+  proxy.kill("SIGTERM");
+  await guarded("the FAKE proxy's stop", exited);
+  const alive = (() => { try { return process.kill(pid, 0); } catch { return false; } })();
+  if (alive) process.kill(pid, "SIGKILL");
+  assert.not.ok(alive, "the proxy exited while its server was still running");
 });
 
 test("our server wedged before it listens (no line, no exit) fails to open after the boot timeout, its process killed", async () => {

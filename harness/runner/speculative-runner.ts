@@ -8,8 +8,12 @@ import { makeCell, runCheck, type ArmScope } from "./check.js";
 /** One greedy request to a server, answered with its ids and its `timings` counts. */
 export type ServerGreedy = (request: GreedyRequest) => Promise<TimedGreedy>;
 
-/** The leg's server as its dialect probe found it: speculating (answers with draft counts), or not, and why. */
-export type SpeculatingServer = { readonly greedy: ServerGreedy } | { readonly refusal: string };
+/**
+ * The leg's server as its dialect probe found it: speculating (answers with draft counts), or not,
+ * and why. A speculating server's greedy is opened inside the check (it asks the server's model
+ * list), so a server that stops answering there is that check's error, not the run's.
+ */
+export type SpeculatingServer = { readonly open: () => Promise<ServerGreedy> } | { readonly refusal: string };
 
 export interface SpeculativeArmContext extends ArmScope {
   readonly gate: GateLevel;
@@ -66,7 +70,7 @@ export async function runSpeculativeArm(context: SpeculativeArmContext): Promise
       await context.emit({ kind: "cells", cells: [makeCell(context, "speculative_greedy", gate, { status: "skip", detail: reason })] });
       return { status: "skip", reason };
     }
-    const speculating = context.speculating.greedy;
+    const speculating = await context.speculating.open();
     const indices = [...context.prompts.keys()];
     const ids = await context.sut.tokenize!([...context.prompts.values()]);
     const cases: Case[] = indices.flatMap((prompt, i) => context.maxTokens.map((maxTokens) => ({ prompt, request: { promptIds: ids[i], maxTokens } })));

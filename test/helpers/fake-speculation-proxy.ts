@@ -5,7 +5,7 @@
  * shows on demand. Answers without accepted drafts (the same server without speculation) pass
  * untouched, so whatever the check makes of it is the speculating side's fault.
  *
- *   node fake-speculation-proxy.js --listen PORT (--position N | --fault FAULT) -- SERVER ARGV ... --port {inner-port}
+ *   node fake-speculation-proxy.js --listen PORT (--position N | --fault FAULT) [--held-open-file PATH] -- SERVER ARGV ... --port {inner-port}
  *
  * `--position N`: the id at position N changes (a speculator that keeps a draft the target did not choose).
  * `--fault` acts on answers longer than the dialect probe's 8 tokens only, so the probe still sees a
@@ -19,10 +19,15 @@
  *                  server wedged between its open and the first request the suite kind sends it
  *
  * `{inner-port}` in the server's argv becomes a free loopback port the proxy forwards to.
+ * `--held-open-file PATH`: when stopped, the proxy writes there how many of the requests it left
+ * unanswered still had their connection open (the client never let them go).
+ * A stop (SIGTERM, SIGINT) is passed to the server, and the proxy exits once the server has: it never
+ * leaves the server running after it, which a run stopping it would not see.
  */
 import { spawn } from "node:child_process";
 import { createServer as createHttpServer, request as httpRequest } from "node:http";
-import { createServer as createNetServer } from "node:net";
+import { createServer as createNetServer, type Socket } from "node:net";
+import { writeFileAtomicSync } from "../../harness/io/atomic-write.js";
 
 const args = process.argv.slice(2);
 const split = args.indexOf("--");
@@ -32,7 +37,9 @@ const option = (name: string): string => {
   return args[at + 1];
 };
 const listen = Number(option("--listen"));
-const fault = args.slice(0, split).includes("--fault") ? option("--fault") : `wrong-token:${option("--position")}`;
+const given = (name: string): string | undefined => (args.slice(0, split).includes(name) ? option(name) : undefined);
+const fault = given("--fault") ?? `wrong-token:${option("--position")}`;
+const heldOpenFile = given("--held-open-file");
 /** The dialect probe asks a speculating server for this many tokens (harness/sut/dialects/probe.ts). */
 const PROBE_TOKENS = 8;
 
@@ -46,10 +53,25 @@ await new Promise<void>((resolve) => free.close(() => resolve()));
 
 const argv = args.slice(split + 1).map((part) => part.replaceAll("{inner-port}", String(innerPort)));
 const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "inherit"] });
-const stop = () => { child.kill("SIGTERM"); process.exit(0); };
+/** The connections of the requests left unanswered, while the client holds them open. */
+const held = new Set<Socket>();
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  if (heldOpenFile !== undefined) writeFileAtomicSync(heldOpenFile, String(held.size));
+  child.kill("SIGTERM");
+};
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
-child.on("exit", (code) => process.exit(code ?? 1));
+child.on("exit", (code) => process.exit(stopping ? 0 : code ?? 1));
+
+/** Leaves a request unanswered, counted among the held ones until its client closes the connection. */
+function hold(socket: Socket): void {
+  if (socket.destroyed) return;
+  held.add(socket);
+  socket.once("close", () => held.delete(socket));
+}
 
 interface Answer {
   tokens?: unknown;
@@ -111,7 +133,7 @@ let modelListsAnswered = 0;
 
 createHttpServer((incoming, outgoing) => {
   // Read, never answered: the request stays open until the client lets it go.
-  if (fault === "silent-models" && incoming.url === "/v1/models" && ++modelListsAnswered > 1) return;
+  if (fault === "silent-models" && incoming.url === "/v1/models" && ++modelListsAnswered > 1) return hold(incoming.socket);
   const chunks: Buffer[] = [];
   incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
   incoming.on("end", () => {
@@ -122,7 +144,7 @@ createHttpServer((incoming, outgoing) => {
         let text = Buffer.concat(body).toString("utf8");
         const completion = incoming.url === "/completion" || incoming.url === "/v1/completions";
         const spoiled = completion && answer.statusCode === 200 ? spoil(text) : text;
-        if (spoiled === undefined) return;
+        if (spoiled === undefined) return hold(incoming.socket);
         text = spoiled;
         const headers = { ...answer.headers, "content-length": String(Buffer.byteLength(text)) };
         delete headers["transfer-encoding"];

@@ -27,11 +27,13 @@ async function armCommands(arm: SpeculativeArm): Promise<{ modelPath: string; pl
  * asks these servers directly, so a server that stops answering would otherwise hang the run).
  */
 async function timedGreedyAt(baseUrl: string, dialect: string, label: string, caseTimeout: CaseTimeout, signal: AbortSignal): Promise<ServerGreedy> {
-  // Given up on, the model-list request is aborted too: it leaves no connection open behind the error.
+  // A server given up on once (its model list or any greedy request) is asked nothing more: every
+  // request still open to it is aborted, so none leaves a connection open behind the error.
   const abandon = new AbortController();
-  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeout, signal, () => abandon.abort())(baseUrl, dialect, AbortSignal.any([signal, abandon.signal]));
+  const giveUp = () => abandon.abort();
+  const { speculativeGreedy } = await timedCall(label, `${baseUrl}/v1/models`, dialectOfferAt, caseTimeout, signal, giveUp)(baseUrl, dialect, AbortSignal.any([signal, abandon.signal]));
   if (speculativeGreedy === undefined) throw new Error(`the ${dialect} dialect has no timed greedy`);
-  return timedCall(label, "timed greedy", speculativeGreedy, caseTimeout, signal);
+  return timedCall(label, "timed greedy", speculativeGreedy, caseTimeout, signal, giveUp);
 }
 
 /** A `{draft}` with no draft model, or a draft model no argument reads, is a suite that cannot mean what it says. */
@@ -91,7 +93,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
       const dialect = opened.dialects.found.speculativeGreedy;
       const speculating: SpeculatingServer = dialect === undefined
         ? { refusal: opened.dialects.missing.speculativeGreedy ?? "no dialect answered with draft counts" }
-        : { greedy: await timedGreedyAt(opened.baseUrl, dialect, arm.label, caseTimeout, signal) };
+        : { open: () => timedGreedyAt(opened.baseUrl, dialect, arm.label, caseTimeout, signal) };
       return runSpeculativeArm({
         suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), gate: suite.checks.speculative_greedy,
         prompts: new Map(promptIndices.map((p) => [p, prompts[p]])), maxTokens: suite.max_tokens, concurrency: suite.concurrency,
