@@ -12,7 +12,9 @@
  *    requests, and the server process's peak resident memory.
  *
  * Rows print each side's medians, harness/floor (wall and CPU) per fixture, and real/char per side.
- * BENCH_ROUNDS=N rounds per side (default 2); BENCH_REQUESTS requests per server round (default 32).
+ * BENCH_ROUNDS=N rounds per side (default 2); BENCH_REQUESTS requests per server round (default 32);
+ * BENCH_LOGPROBS=K has every server request ask for its tokens' top-K log-probs (`logprobs: K`), what
+ * an evaluation client asks; BENCH_PARTS=server measures the server rows only.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -34,6 +36,10 @@ import { openRaw, type RawSession } from "./raw-llamacpp.js";
 import { batteryTask, describeRatios, sideBySide, type SideBySide } from "./side-by-side.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const LOGPROBS = Number(process.env.BENCH_LOGPROBS ?? 0);
+if (!Number.isInteger(LOGPROBS) || LOGPROBS < 0) throw new Error(`BENCH_LOGPROBS=${process.env.BENCH_LOGPROBS}: give a whole number of top log-probs per token (0: none)`);
+const SERVER_ONLY = process.env.BENCH_PARTS === "server";
+if (process.env.BENCH_PARTS !== undefined && !SERVER_ONLY) throw new Error(`BENCH_PARTS=${process.env.BENCH_PARTS}: the only part that runs alone is "server"`);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 32);
 const SLOTS = 4;
 const SERVER_THREADS = 1;
@@ -92,7 +98,7 @@ interface ServerFigures {
  * expected Content-only format"); they are counted and said, never hidden.
  */
 async function loadServer(server: ManagedServer, prompts: readonly LoadPrompt[], seed: number): Promise<ServerFigures> {
-  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true }, ...(LOGPROBS > 0 ? { logprobs: LOGPROBS } : {}) });
   const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: SLOTS }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed });
   const streamed = result.samples.reduce((sum, sample) => sum + (sample.usage?.completionTokens ?? sample.clientTokens), 0);
   const failed = result.samples.filter((sample) => sample.status !== "ok");
@@ -143,6 +149,8 @@ try {
     const suite = loadParitySuite(fixture.suite);
     const model = await resolveModel(suite.oracle.model);
     console.log(`\n${fixture.name}: ${model.id}`);
+    servers.set(fixture.name, await serverRow(model, llamaServer));
+    if (SERVER_ONLY) continue;
     goldens.set(fixture.name, await sideBySide(
       { name: `harness: bench goldens make --suite ${fixture.suite}`, run: () => makeGoldens(suite, model, join(scratch, fixture.suite)).then(() => undefined) },
       { name: "floor: raw node-llama-cpp, same evaluations", run: withRaw(model, (raw) => goldensSutWork(raw, suite)) },
@@ -153,7 +161,6 @@ try {
       { name: "floor: raw node-llama-cpp, the arm's evaluations", run: withRaw(model, (raw) => paritySutWork(raw, suite)) },
       { iterations: ROUNDS },
     ));
-    servers.set(fixture.name, await serverRow(model, llamaServer));
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });
@@ -161,14 +168,14 @@ try {
 
 const [real, char] = FIXTURES.map((f) => f.name);
 console.log(`\nmachine: ${describeMachine(machineInfo())}, load average after ${loadavg().map((l) => l.toFixed(1)).join(" ")}; medians of ${ROUNDS} rounds per side`);
-for (const [what, rows] of [["goldens making (parity16 prompts, T 16, K 20)", goldens], ["parity16 battery, embedded F32 arm", battery]] as const) {
+for (const [what, rows] of SERVER_ONLY ? [] : [["goldens making (parity16 prompts, T 16, K 20)", goldens], ["parity16 battery, embedded F32 arm", battery]] as const) {
   const [r, c] = [rows.get(real)!, rows.get(char)!];
   console.log(`${what}:\n  ${real}: harness ${seconds(r.harnessMs)} (CPU ${seconds(r.harnessCpuMs)}), floor ${seconds(r.rawMs)} (CPU ${seconds(r.rawCpuMs)}) — ${describeRatios(r)}` +
     `\n  ${char}: harness ${seconds(c.harnessMs)} (CPU ${seconds(c.harnessCpuMs)}), floor ${seconds(c.rawMs)} (CPU ${seconds(c.rawCpuMs)}) — ${describeRatios(c)}` +
     `\n  ${real} / ${char}: harness wall ×${(r.harnessMs / c.harnessMs).toFixed(2)} CPU ×${(r.harnessCpuMs / c.harnessCpuMs).toFixed(2)}; floor wall ×${(r.rawMs / c.rawMs).toFixed(2)} CPU ×${(r.rawCpuMs / c.rawCpuMs).toFixed(2)}`);
 }
 const [rs, cs] = [servers.get(real)!, servers.get(char)!];
-console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed greedy requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens at ${SLOTS} clients):` +
+console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed greedy requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens${LOGPROBS > 0 ? `, each token with its top-${LOGPROBS} log-probs` : ""} at ${SLOTS} clients):` +
   `\n  ${real}: ours ${rs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(rs.ours.peakBytes)}${rs.ours.failed}; llama-server ${rs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(rs["llama-server"].peakBytes)}${rs["llama-server"].failed} — ours/llama-server tok/s ${(rs.ours.tps / rs["llama-server"].tps).toFixed(2)}` +
   `\n  ${char}: ours ${cs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(cs.ours.peakBytes)}${cs.ours.failed}; llama-server ${cs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(cs["llama-server"].peakBytes)}${cs["llama-server"].failed} — ours/llama-server tok/s ${(cs.ours.tps / cs["llama-server"].tps).toFixed(2)}` +
   `\n  ${real} / ${char}: ours tok/s ×${(rs.ours.tps / cs.ours.tps).toFixed(2)}, llama-server tok/s ×${(rs["llama-server"].tps / cs["llama-server"].tps).toFixed(2)}`);
