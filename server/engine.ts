@@ -10,7 +10,7 @@ import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
-import { teacherForceInEmptySequence, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { greedyStepDistributions, teacherForceInEmptySequence, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PrefillStop, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
@@ -158,13 +158,30 @@ function isPlainGreedy(request: GenerationRequest): boolean {
   return probeFor(request) === GREEDY && request.promptLogprobs === 0 && request.maxTokens > 0;
 }
 
+/** How many top log-probs a greedy request's generated tokens carry (1 where it asked for its tokens' own only: greedy's token is the top-1). */
+function greedyTopK(request: GenerationRequest): number {
+  return request.logprobs > 0 ? request.logprobs : request.tokenLogprobs ? 1 : 0;
+}
+
+/** A greedy request stepGreedily decodes: plain, or asking for its generated tokens' log-probs (their top-k computed in native code, never a vocabulary-sized Map). */
+function isNativeGreedy(request: GenerationRequest): boolean {
+  return request.sampling.temperature === 0 && request.promptLogprobs === 0 && request.maxTokens > 0;
+}
+
 /** GREEDY is the only token-only probe: sampling-order.ts takes its argmax without a sampler. */
 function probeFor(request: GenerationRequest): Probe {
   return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : PROBE;
 }
 
+/** A greedy token's own log-prob and its distribution's top-k, computed in native code (stepGreedily). */
+interface NativeDistribution {
+  readonly logprob: number;
+  readonly top: TopK;
+}
+
 interface NextTokenOutput {
   readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number> };
+  readonly native?: NativeDistribution;
 }
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
@@ -303,9 +320,13 @@ export class BatchEngine {
     return this.slots.filter((slot) => slot.job === undefined);
   }
 
-  /** Plain greedy requests are decoded by stepGreedily, the one path with a prompt cache. The FAKE slot-clear fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended. */
+  /**
+   * Greedy requests are decoded by stepGreedily, the one path with a prompt cache; with a draft
+   * model, only plain ones (a drafted token has no distribution to report). The FAKE slot-clear
+   * fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended.
+   */
   private decodesNatively(request: GenerationRequest): boolean {
-    return this.native.reached && this.fault !== "skip-slot-clear" && isPlainGreedy(request);
+    return this.native.reached && this.fault !== "skip-slot-clear" && (this.speculator === undefined ? isNativeGreedy(request) : isPlainGreedy(request));
   }
 
   private dropCancelledFromQueue(): void {
@@ -457,6 +478,7 @@ export class BatchEngine {
       return { slot, index, start, piece, stop, prefilling };
     });
     let decoded: Int32Array;
+    let distributions: ((index: number) => NativeDistribution | undefined) | undefined;
     try {
       const step = [
         Int32Array.from(entries, (e) => e.slot.sequenceId),
@@ -465,7 +487,16 @@ export class BatchEngine {
         Int32Array.from(entries, (e) => e.start),
         this.cacheSettings.prefillChunk,
       ] as const;
-      decoded = entries.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step);
+      const offThread = entries.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS;
+      // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked.
+      const topK = Int32Array.from(entries, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : greedyTopK(e.slot.job!.request)));
+      if (topK.some((k) => k > 0)) {
+        const result = await native.decodeGreedyTopK(...step, topK, offThread);
+        decoded = result.next;
+        distributions = greedyStepDistributions(result, topK);
+      } else {
+        decoded = offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step);
+      }
     } catch (error) {
       for (const slot of live) this.fail(slot, error);
       return;
@@ -487,7 +518,7 @@ export class BatchEngine {
         if (e.prefilling) job.prefill.shift();
         // A stretch short of the prompt's end gives no token yet.
         if (e.prefilling && job.prefill.length > 0) continue;
-        this.accept(e.slot, { next: { token: decoded[e.index] as Token } });
+        this.accept(e.slot, { next: { token: decoded[e.index] as Token }, native: distributions?.(e.index) });
       } catch (error) {
         this.fail(e.slot, error);
       }
@@ -554,12 +585,13 @@ export class BatchEngine {
     const piece = job.renderer!.push(id);
     const text = job.renderer!.rendered;
     const { stopAt, safeEnd } = scanStops(text, request.stop);
+    const { native } = output;
     const token: GeneratedToken = {
       id,
       piece,
       text: text.slice(job.streamed, Math.max(job.streamed, safeEnd)),
-      ...(probabilities === undefined ? {} : { logprob: Math.log(probabilities.get(id as Token) ?? 0) }),
-      ...(request.logprobs > 0 && probabilities !== undefined ? { top: topKFromProbabilities(probabilities, request.logprobs) } : {}),
+      ...(native !== undefined ? { logprob: native.logprob } : probabilities === undefined ? {} : { logprob: Math.log(probabilities.get(id as Token) ?? 0) }),
+      ...(request.logprobs === 0 ? {} : native !== undefined ? { top: native.top } : probabilities !== undefined ? { top: topKFromProbabilities(probabilities, request.logprobs) } : {}),
     };
     job.streamed = Math.max(job.streamed, safeEnd);
     if (job.firstTokenAt === undefined) {

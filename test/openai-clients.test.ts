@@ -96,6 +96,25 @@ test("lm-eval loglikelihood with max_tokens 0 (echo only): one log-prob per prom
   assert.is(lp.tokens.join(""), json.choices[0].text);
 });
 
+test("greedy with log-probs: plain greedy's tokens, each one's log-prob its top-1's, its top-k what echo scores at that position (4 requests at once, batched)", async () => {
+  const prompts = await Promise.all(["The model runs", "Roses are red", "Once upon a", "Hello"].map(tokenize));
+  const ask = (prompt: number[], extra: Record<string, unknown>) => post("/v1/completions", { prompt: [prompt], max_tokens: 10, temperature: 0, ignore_eos: true, ...extra });
+  const [plain, ranked] = await Promise.all([Promise.all(prompts.map((p) => ask(p, {}))), Promise.all(prompts.map((p) => ask(p, { logprobs: 5 })))]);
+  for (const [n, prompt] of prompts.entries()) {
+    const lp = (ranked[n].json.choices[0] as CompletionChoice).logprobs!;
+    assert.equal(lp.token_ids, plain[n].json.choices[0].token_ids, "the same greedy tokens with and without log-probs");
+    const echoed = (await post("/v1/completions", { prompt: [[...prompt, ...lp.token_ids]], echo: true, logprobs: 5, max_tokens: 0, temperature: 0 })).json.choices[0] as CompletionChoice;
+    for (const [i, logprob] of lp.token_logprobs.entries()) {
+      const top = lp.top_logprobs[i]!;
+      assert.is(logprob, Math.max(...Object.values(top)), `token ${i}: greedy's token is its top-1`);
+      const scored = echoed.logprobs!.top_logprobs[prompt.length + i]!;
+      assert.equal(Object.keys(top), Object.keys(scored), `token ${i}: the same top-5 as echo scores`);
+      // Float32 logits move in their last digits with a batch's composition: within 1e-5 of the value.
+      for (const [text, value] of Object.entries(top)) assert.ok(Math.abs(value - scored[text]!) <= 1e-5 * Math.max(1, Math.abs(value)), `token ${i} "${text}": ${value} vs echo ${scored[text]}`);
+    }
+  }
+});
+
 test("lm-eval generate_until: a batch of string prompts with 4 until strings plus the EOS text (5 stops) — one choice per prompt, stop text cut", async () => {
   const prompts = ["Once upon a time", "The sky is", "Hello"];
   const free = await Promise.all(prompts.map(async (prompt) => (await post("/v1/completions", { prompt, max_tokens: 12, temperature: 0 })).json.choices[0].text as string));

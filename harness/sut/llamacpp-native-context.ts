@@ -13,7 +13,11 @@ interface ContextAccessAddon {
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): GreedyTopKStep;
   decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
+  decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): Promise<GreedyTopKStep>;
+  /** Present (true) where decodeGreedy takes topK. */
+  readonly greedyTopK?: boolean;
   decodeVerify(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): VerifiedBatch;
   teacherForcedTopK(handle: number, sequence: number, tokens: Int32Array, firstScored: number, k: number): NativeTopKRows;
   clearSequence(handle: number, sequence: number): void;
@@ -24,6 +28,18 @@ interface ContextAccessAddon {
   saveCheckpoint(handle: number, sequence: number): Uint8Array;
   restoreCheckpoint(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
+}
+
+/**
+ * A greedy step that also reports, for the sequences that asked (topK[i] > 0), the top-k of their
+ * next-token log-softmax (double precision, full vocabulary, lower id first on ties, as the argmax)
+ * flat in sequence order, and each asking sequence's argmax log-prob (`chosen`, NaN for the others).
+ */
+export interface GreedyTopKStep {
+  readonly next: Int32Array;
+  readonly ids: Int32Array;
+  readonly logprobs: Float64Array;
+  readonly chosen: Float64Array;
 }
 
 /** Every position's output of a verification batch, flat in the order of its tokens (decodeVerify). */
@@ -67,6 +83,16 @@ export function teacherForceInEmptySequence(native: Extract<NativeContext, { rea
   } finally {
     native.clearSequence(sequenceId);
   }
+}
+
+/** A greedy step's asked distributions by sequence index: its argmax's log-prob and its top-k (undefined where topK[i] is 0). */
+export function greedyStepDistributions(step: GreedyTopKStep, topK: Int32Array): (index: number) => { readonly logprob: number; readonly top: TopK } | undefined {
+  const offsets = new Int32Array(topK.length + 1);
+  topK.forEach((k, i) => { offsets[i + 1] = offsets[i] + k; });
+  return (index) => (topK[index] === 0 ? undefined : {
+    logprob: step.chosen[index],
+    top: { ids: Array.from(step.ids.subarray(offsets[index], offsets[index + 1])), logprobs: Array.from(step.logprobs.subarray(offsets[index], offsets[index + 1])) },
+  });
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */
@@ -114,6 +140,8 @@ export type NativeContext =
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
     /** decodeGreedy's step on a worker thread, the event loop going on meanwhile (a hop each way: worth it for a step that carries prompt tokens); until it settles, every other call here throws. */
     readonly decodeGreedyOffThread: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
+    /** decodeGreedy, and each sequence's top-topK[i] next-token log-probs where topK[i] > 0 (a greedy request that asked for log-probs), on this thread or a worker's. */
+    readonly decodeGreedyTopK: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, offThread: boolean) => GreedyTopKStep | Promise<GreedyTopKStep>;
     /**
      * As decodeGreedy, but with an output at every token (a speculative verification: the target
      * checks a sequence's drafted tokens in one evaluation): each one's argmax, and by how much the
@@ -157,7 +185,7 @@ function loadAddon(): ContextAccessAddon | string {
   try {
     const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
     // A build from before a function was added: this checkout's code would call what is not there.
-    if (typeof loaded.teacherForcedTopK !== "function") return "the llama-context addon is older than this checkout (no teacherForcedTopK): rebuild it with npm run build:native";
+    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true) return "the llama-context addon is older than this checkout (no top-k in its greedy step): rebuild it with npm run build:native";
     return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
@@ -194,6 +222,9 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeGreedyOffThread: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode),
+        decodeGreedyTopK: (sequences, counts, tokens, starts, maxPerDecode, topK, offThread) => (offThread
+          ? loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode, topK)
+          : loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode, topK)),
         decodeVerify: (sequences, counts, tokens, starts) => loaded.decodeVerify(handle, sequences, counts, tokens, starts),
         teacherForcedTopK: (sequence, tokens, firstScored, k) => loaded.teacherForcedTopK(handle, sequence, tokens, firstScored, k),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),

@@ -183,6 +183,31 @@ int32_t argmaxRow(llama_context* ctx, int32_t batchIndex) {
 }
 
 /**
+ * The k most likely tokens of a batch output and their log-probabilities, a log-softmax over the
+ * whole vocabulary in double precision (the field's definition of a gap, docs/metrics.md); ties go to the lower id. `order`
+ * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
+ */
+bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs, int32_t given, double* givenLogprob) {
+  const float* logits = symbols.getLogitsIth(ctx, batchIndex);
+  if (logits == nullptr) return false;
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
+  double max = -INFINITY;
+  for (int32_t id = 0; id < vocab; id++) max = std::max(max, static_cast<double>(logits[id]));
+  double sum = 0;
+  for (int32_t id = 0; id < vocab; id++) sum += std::exp(static_cast<double>(logits[id]) - max);
+  const double logSum = max + std::log(sum);
+  order.resize(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (int32_t i = 0; i < k; i++) {
+    ids[i] = order[i];
+    logprobs[i] = static_cast<double>(logits[order[i]]) - logSum;
+  }
+  *givenLogprob = given >= 0 && given < vocab ? static_cast<double>(logits[given]) - logSum : NAN;
+  return true;
+}
+
+/**
  * open(nativeContext, expected: {contextSize (per sequence), sequences, batchSize, threads}) -> handle.
  * `nativeContext` is LlamaContext's `_ctx` (node-llama-cpp's wrapped AddonContext).
  */
@@ -291,6 +316,16 @@ struct DecodeStep {
   std::vector<int32_t> starts;
   /** At most this many tokens per llama_decode. */
   int32_t capacity;
+  /** Per sequence, how many of its most likely next tokens to report with their log-probs (0: none); empty: none for any. */
+  std::vector<int32_t> topK;
+};
+
+/** What a greedy step gives: each sequence's argmax, and where asked (DecodeStep::topK) its top-k rows, flat in sequence order, and the argmax's own log-prob. */
+struct GreedyOutputs {
+  std::vector<int32_t> next;
+  std::vector<int32_t> ids;
+  std::vector<double> logprobs;
+  std::vector<double> chosen;
 };
 
 /**
@@ -335,12 +370,49 @@ std::string decodeInBatches(Handle& handle, const DecodeStep& step, WantsOutput 
   return flush();
 }
 
-/** Runs a greedy step's llama_decodes (only each entry's last token with an output) and puts each entry's argmax in `next`; returns why it failed, or "". */
-std::string runGreedyStep(Handle& handle, const DecodeStep& step, std::vector<int32_t>& next) {
+/**
+ * Runs a greedy step's llama_decodes (only each entry's last token with an output) and puts each
+ * entry's argmax in `out.next`, and where the step asks its top-k (topKRow: the same tie rule as the
+ * argmax, lower id first); returns why it failed, or "".
+ */
+std::string runGreedyStep(Handle& handle, const DecodeStep& step, GreedyOutputs& out) {
+  const size_t entries = step.sequences.size();
+  out.next.assign(entries, -1);
+  std::vector<size_t> rowAt(entries, 0);
+  size_t rows = 0;
+  for (size_t e = 0; e < step.topK.size(); e++) {
+    rowAt[e] = rows;
+    rows += static_cast<size_t>(step.topK[e]);
+  }
+  out.ids.assign(rows, -1);
+  out.logprobs.assign(rows, NAN);
+  out.chosen.assign(step.topK.empty() ? 0 : entries, NAN);
+  std::vector<int32_t> order;
   return decodeInBatches(handle, step, [&](size_t e, int32_t t) { return t == step.counts[e] - 1; }, [&](size_t e, size_t, int32_t index) {
-    next[e] = argmaxRow(handle.ctx, index);
-    return next[e] >= 0;
+    out.next[e] = argmaxRow(handle.ctx, index);
+    if (out.next[e] < 0) return false;
+    const int32_t k = step.topK.empty() ? 0 : step.topK[e];
+    return k == 0 || topKRow(handle.ctx, index, k, order, out.ids.data() + rowAt[e], out.logprobs.data() + rowAt[e], out.next[e], out.chosen.data() + e);
   });
+}
+
+/** A greedy step's result for JavaScript: the argmax ids, or with top-k asked {next, ids, logprobs, chosen}. */
+Napi::Value greedyOutputsValue(Napi::Env env, const DecodeStep& step, const GreedyOutputs& out) {
+  auto next = Napi::Int32Array::New(env, out.next.size());
+  std::copy(out.next.begin(), out.next.end(), next.Data());
+  if (step.topK.empty()) return next;
+  auto ids = Napi::Int32Array::New(env, out.ids.size());
+  std::copy(out.ids.begin(), out.ids.end(), ids.Data());
+  auto logprobs = Napi::Float64Array::New(env, out.logprobs.size());
+  std::copy(out.logprobs.begin(), out.logprobs.end(), logprobs.Data());
+  auto chosen = Napi::Float64Array::New(env, out.chosen.size());
+  std::copy(out.chosen.begin(), out.chosen.end(), chosen.Data());
+  auto result = Napi::Object::New(env);
+  result.Set("next", next);
+  result.Set("ids", ids);
+  result.Set("logprobs", logprobs);
+  result.Set("chosen", chosen);
+  return result;
 }
 
 /**
@@ -352,14 +424,14 @@ std::string runGreedyStep(Handle& handle, const DecodeStep& step, std::vector<in
 class GreedyStepWorker : public Napi::AsyncWorker {
  public:
   GreedyStepWorker(Napi::Env env, Handle& handle, DecodeStep step)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(handle), step_(std::move(step)), next_(step_.sequences.size(), -1) {
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), handle_(handle), step_(std::move(step)) {
     handle_.busy = true;
   }
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
  protected:
-  void Execute() override { failure_ = runGreedyStep(handle_, step_, next_); }
+  void Execute() override { failure_ = runGreedyStep(handle_, step_, outputs_); }
 
   void OnOK() override {
     handle_.busy = false;
@@ -367,9 +439,7 @@ class GreedyStepWorker : public Napi::AsyncWorker {
       deferred_.Reject(Napi::Error::New(Env(), failure_).Value());
       return;
     }
-    auto next = Napi::Int32Array::New(Env(), next_.size());
-    std::copy(next_.begin(), next_.end(), next.Data());
-    deferred_.Resolve(next);
+    deferred_.Resolve(greedyOutputsValue(Env(), step_, outputs_));
   }
 
   void OnError(const Napi::Error& error) override {
@@ -381,7 +451,7 @@ class GreedyStepWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   Handle& handle_;
   const DecodeStep step_;
-  std::vector<int32_t> next_;
+  GreedyOutputs outputs_;
   std::string failure_;
 };
 
@@ -421,20 +491,35 @@ bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& 
   }
   // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
   const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
+  std::vector<int32_t> topK;
+  if (info.Length() > 6 && info[6].IsTypedArray()) {
+    const auto asks = info[6].As<Napi::Int32Array>();
+    const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
+    bool valid = asks.ElementLength() == entries;
+    for (size_t e = 0; valid && e < entries; e++) valid = asks[e] >= 0 && asks[e] <= vocab;
+    if (!valid) {
+      Napi::RangeError::New(env, std::string(usage) + ": topK needs one count per sequence, each from 0 to the vocabulary size").ThrowAsJavaScriptException();
+      return false;
+    }
+    topK.assign(asks.Data(), asks.Data() + entries);
+  }
   step = DecodeStep{
       {sequences.Data(), sequences.Data() + entries},
       {counts.Data(), counts.Data() + entries},
       {tokens.Data(), tokens.Data() + total},
       {starts.Data(), starts.Data() + entries},
       asked > 0 && asked < batchSize ? asked : batchSize,
+      std::move(topK),
   };
   return true;
 }
 
 /**
- * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?) -> Int32Array: a step of
+ * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?, topK?) -> Int32Array: a step of
  * greedy requests as llama-server's loop runs it (readDecodeStep), only each sequence's last token
- * with an output, and that output's argmax. No sampler and no thread hop: it runs on the calling
+ * with an output, and that output's argmax. With topK (Int32Array, a count per sequence, 0 for
+ * none): {next, ids, logprobs, chosen}, each asked sequence's top-k rows flat in sequence order and
+ * its argmax's log-prob (NaN where none was asked), a log-softmax over the vocabulary as topKRow's. No sampler and no thread hop: it runs on the calling
  * thread, for steps too short to pay for a hop (decode tokens, short prompts).
  */
 Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
@@ -442,15 +527,13 @@ Napi::Value DecodeGreedy(const Napi::CallbackInfo& info) {
   Handle* handle = nullptr;
   DecodeStep step;
   if (!readDecodeStep(info, "decodeGreedy(handle, sequences, counts, tokens, starts)", handle, step)) return env.Undefined();
-  std::vector<int32_t> next(step.sequences.size(), -1);
-  const std::string failed = runGreedyStep(*handle, step, next);
+  GreedyOutputs outputs;
+  const std::string failed = runGreedyStep(*handle, step, outputs);
   if (!failed.empty()) {
     Napi::Error::New(env, failed).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  auto out = Napi::Int32Array::New(env, next.size());
-  std::copy(next.begin(), next.end(), out.Data());
-  return out;
+  return greedyOutputsValue(env, step, outputs);
 }
 
 /**
@@ -504,31 +587,6 @@ Napi::Value DecodeVerify(const Napi::CallbackInfo& info) {
 }
 
 /**
- * The k most likely tokens of a batch output and their log-probabilities, a log-softmax over the
- * whole vocabulary in double precision (the field's definition of a gap, docs/metrics.md); ties go to the lower id. `order`
- * is scratch the caller keeps between rows, so a 152k vocabulary is not reallocated per position.
- */
-bool topKRow(llama_context* ctx, int32_t batchIndex, int32_t k, std::vector<int32_t>& order, int32_t* ids, double* logprobs, int32_t given, double* givenLogprob) {
-  const float* logits = symbols.getLogitsIth(ctx, batchIndex);
-  if (logits == nullptr) return false;
-  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
-  double max = -INFINITY;
-  for (int32_t id = 0; id < vocab; id++) max = std::max(max, static_cast<double>(logits[id]));
-  double sum = 0;
-  for (int32_t id = 0; id < vocab; id++) sum += std::exp(static_cast<double>(logits[id]) - max);
-  const double logSum = max + std::log(sum);
-  order.resize(vocab);
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  for (int32_t i = 0; i < k; i++) {
-    ids[i] = order[i];
-    logprobs[i] = static_cast<double>(logits[order[i]]) - logSum;
-  }
-  *givenLogprob = given >= 0 && given < vocab ? static_cast<double>(logits[given]) - logSum : NAN;
-  return true;
-}
-
-/**
  * teacherForcedTopK(handle, sequence, tokens: Int32Array, firstScored, k) -> {ids: Int32Array, logprobs: Float64Array, next: Float64Array}:
  * the tokens decoded into an empty sequence at positions 0 onwards (batch-size chunks), an output
  * only at positions firstScored and after, each reduced to its top-k here, on the calling thread.
@@ -565,7 +623,7 @@ Napi::Value TeacherForcedTopK(const Napi::CallbackInfo& info) {
   auto logprobs = Napi::Float64Array::New(env, static_cast<size_t>(rows) * k);
   auto next = Napi::Float64Array::New(env, static_cast<size_t>(rows));
   std::vector<int32_t> order;
-  const DecodeStep step{{sequence}, {count}, {tokens.Data(), tokens.Data() + count}, {0}, batchSize};
+  const DecodeStep step{{sequence}, {count}, {tokens.Data(), tokens.Data() + count}, {0}, batchSize, {}};
   const std::string failed = decodeInBatches(*handle, step, [&](size_t, int32_t t) { return t >= firstScored; }, [&](size_t, size_t flat, int32_t index) {
     const size_t row = flat - static_cast<size_t>(firstScored);
     const int32_t following = flat + 1 < static_cast<size_t>(count) ? tokens.Data()[flat + 1] : -1;
@@ -673,6 +731,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
+  // decodeGreedy and decodeGreedyOffThread take topK: an older build would ignore it, so say so.
+  exports.Set("greedyTopK", Napi::Boolean::New(env, true));
   exports.Set("decodeGreedyOffThread", Napi::Function::New(env, DecodeGreedyOffThread));
   exports.Set("decodeVerify", Napi::Function::New(env, DecodeVerify));
   exports.Set("teacherForcedTopK", Napi::Function::New(env, TeacherForcedTopK));
