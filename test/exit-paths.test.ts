@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { bench, startBench, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 import { childPids, commandLineOf, stillRunning, waitFor } from "./helpers/processes.js";
+import { startSilentServer } from "./helpers/silent-server.js";
 
 // Every way out of `bench run` ends in harness/cli/exit-code.ts: a run that did not finish is
 // never exit 0, and its summary.json never stays "running".
@@ -123,6 +124,65 @@ test("a second SIGINT stops at once: summary.json interrupted with that reason, 
   assert.is(summary.status, "interrupted");
   assert.match(summary.error, /^SIGINT again: stopped at once/);
   assert.not.ok(await stillRunning(pid), "the runner was killed, not orphaned");
+});
+
+/** A conformance suite with one required arm (`arm` gives where its server comes from). */
+function conformanceSuite(name: string, arm: Record<string, unknown>): string {
+  const path = join(work.path, `${name}.json`);
+  writeFileSync(path, JSON.stringify({ name, kind: "conformance", checks: ["usage"], arms: [{ label: "wedged", gate: "required", ...arm }] }));
+  return path;
+}
+
+/** Only a guard against the bug under test (a boot waited on to its timeout), never a check of speed: the boot timeout is 120 s. */
+const STOP_GUARD_MS = 20_000;
+
+/** `bench run --boot-timeout 120` on `suite`, SIGINT once `booting()` says the arm is waiting on its server; what it printed, and how long it took to exit after the signal. */
+async function interruptBoot(runId: string, suite: string, booting: (benchPid: number) => true | undefined) {
+  const { child, result } = startBench(["run", "--suite", suite, "--boot-timeout", "120", "--shutdown-grace", "1", "--runs-dir", runs, "--run-id", runId]);
+  const guard = setTimeout(() => child.kill("SIGKILL"), STOP_GUARD_MS * 2);
+  try {
+    await waitFor("the arm to start booting", () => booting(child.pid!), STOP_GUARD_MS);
+    const signalled = Date.now();
+    child.kill("SIGINT");
+    const ended = await result;
+    return { ...ended, afterSignalMs: Date.now() - signalled };
+  } finally {
+    clearTimeout(guard);
+  }
+}
+
+function assertInterrupted(runId: string, run: { status: number | null; stdout: string; stderr: string; afterSignalMs: number }): void {
+  assert.ok(run.afterSignalMs < STOP_GUARD_MS, `bench run took ${run.afterSignalMs} ms to stop after SIGINT: ${run.stdout}${run.stderr}`);
+  assert.is(run.status, 2, run.stdout + run.stderr);
+  assert.match(run.stderr, /SIGINT: stopping in order/);
+  assert.match(run.stdout, /^interrupted \(stopped by SIGINT\): kept 0 finished gate verdicts in /m);
+  const summary = summaryOf(runId);
+  assert.is(summary.status, "interrupted");
+  assert.is(summary.exit_code, 2);
+  assert.is(summary.error, "stopped by SIGINT");
+}
+
+test("the first SIGINT while a server command boots (its /health never answers) stops the run at once: interrupted, exit 2, the server stopped", async () => {
+  const suite = conformanceSuite("boot-sigint", { model: "tiny-random:F32", command: [process.execPath, join(import.meta.dirname, "helpers", "silent-server.js"), "{port}"] });
+  let server: number | undefined;
+  const run = await interruptBoot("boot-sigint", suite, (pid) => {
+    server = childPids(pid).find((child) => commandLineOf(child).includes("silent-server.js"));
+    return server === undefined ? undefined : true;
+  });
+  assertInterrupted("boot-sigint", run);
+  assert.not.ok(await stillRunning(server!), "the booting server was stopped, not orphaned");
+});
+
+test("the first SIGINT while the probes that open an HTTP arm wait on a server that never answers them stops the run at once: interrupted, exit 2", async () => {
+  const server = await startSilentServer();
+  try {
+    const suite = conformanceSuite("probe-sigint", { url: server.url });
+    const run = await interruptBoot("probe-sigint", suite, () => (server.unanswered().length > 0 ? true : undefined));
+    assertInterrupted("probe-sigint", run);
+    assert.equal(server.unanswered(), ["GET /v1/models"]);
+  } finally {
+    await server.close();
+  }
 });
 
 test("a command awaiting a promise that can never settle (the event loop empties): exit 2, summary.json error with the reason", () => {

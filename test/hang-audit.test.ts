@@ -9,6 +9,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { openArmSut, type OpenSut } from "../harness/runner/open-sut.js";
 import type { GateVerdict } from "../harness/results/types.js";
+import type { RunOptions } from "../harness/runner/run-options.js";
 import { startBenchServe, waitHealthy } from "./helpers/bench-serve.js";
 import { describeRun, runInProcess } from "./helpers/in-process-run.js";
 import { startSilentServer } from "./helpers/silent-server.js";
@@ -195,6 +196,38 @@ test("our server wedged before it listens (no line, no exit) fails to open after
   } finally {
     if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
     else process.env.NODE_OPTIONS = nodeOptions;
+  }
+});
+
+test("a stop while our server is wedged before it listens, or while a runner has not written its hello, ends the open at once (not at the boot timeout), its process stopped", async () => {
+  const wedgedServer = conformanceSuite("stopped-start", { checks: ["usage"], arms: [{ label: "wedged", model: "tiny-random:F32", gate: "required" }] });
+  // The FAKE that holds a process before its first line: as a runner it never writes its hello.
+  const neverStarts = join(import.meta.dirname, "helpers", "never-starts.js");
+  const nodeOptions = process.env.NODE_OPTIONS;
+  const stoppedRuns: { readonly runId: string; readonly options: Pick<RunOptions, "suites" | "runner" | "prompts"> }[] = [
+    { runId: "stopped-start", options: { suites: [wedgedServer] } },
+    { runId: "stopped-hello", options: { suites: ["parity16"], runner: [process.execPath, neverStarts], prompts: [0] } },
+  ];
+  for (const { runId, options } of stoppedRuns) {
+    // Only the `bench serve` the first run starts inherits it.
+    if (runId === "stopped-start") process.env.NODE_OPTIONS = `${nodeOptions ?? ""} --import ${neverStarts}`;
+    const stop = new AbortController();
+    // Once the process is up and waited on: a stop before the open started would not reach it.
+    const stopWhenStarted = setInterval(() => { if (liveHandles().includes("ProcessWrap")) stop.abort(); }, 50);
+    try {
+      const began = Date.now();
+      const result = await guarded(`${runId}: a stopped run`, runInProcess(runs, runId, { ...options, box: { ...resolveBoxSettings(), bootTimeoutS: 120 }, shutdownGraceS: 1, signal: stop.signal }));
+      assert.ok(stop.signal.aborted, `${runId}: the run ended before it was stopped`);
+      assert.ok(Date.now() - began < 20_000, `${runId}: the stop waited on the boot (${Date.now() - began} ms)`);
+      // A stopped run is no error (the CLI records it as interrupted), and nothing was verdicted.
+      assert.is(result.error, undefined, String(result.error));
+      assert.equal(result.verdicts, []);
+      assert.equal(liveHandles(), []);
+    } finally {
+      clearInterval(stopWhenStarted);
+      if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = nodeOptions;
+    }
   }
 });
 

@@ -4,7 +4,7 @@ import type { Suite } from "../suites/load.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 import { RestartingRunner } from "../sut/restarting-runner.js";
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
-import { caseTimeoutOf, withCaseTimeout } from "../sut/with-timeout.js";
+import { caseTimeoutOf, SutStoppedError, withCaseTimeout } from "../sut/with-timeout.js";
 import { runCheck } from "./check.js";
 import type { RunArm } from "./kinds/kind.js";
 import type { SutContext } from "./open-sut.js";
@@ -58,7 +58,7 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
     try {
       // A board whose reset failed is in an unknown state: the arm does not run on it (leg.end() says why).
       if (leg.failedReset === undefined) {
-        const context = { ...sutContext(arm, options, emit), ...leg.sutHooks };
+        const context = { ...sutContext(arm, options, emit, leg.signal), ...leg.sutHooks };
         const opened = await open(arm, context);
         leg.startClock();
         const caseTimeout = caseTimeoutOf(suite, options.caseTimeoutS);
@@ -78,6 +78,9 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
           await sut.close();
         }
       }
+    } catch (error) {
+      // The run was stopped while the arm booted or opened (or started a server of its own): the run ends interrupted, not in error.
+      if (!(options.signal.aborted && error instanceof SutStoppedError)) throw error;
     } finally {
       const verdict = await leg.end();
       if (verdict !== undefined) await emit({ kind: "verdict", verdict });
@@ -86,8 +89,8 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
   }
 }
 
-/** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot). */
-function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener): SutContext {
+/** A runner's log lines and shutdown warnings, as progress (a device runner may take minutes to boot); the leg's stop, which a boot listens to. */
+function sutContext(arm: { readonly label: string }, options: ResolvedRunOptions, emit: RunListener, signal: AbortSignal): SutContext {
   const show = (line: string) => void emit({ kind: "progress", message: `${arm.label}: ${line}` });
-  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS, bootTimeoutS: options.box.settings.bootTimeoutS };
+  return { onLog: show, onWarning: show, shutdownGraceS: options.shutdownGraceS, bootTimeoutS: options.box.settings.bootTimeoutS, signal };
 }

@@ -12,15 +12,16 @@ export type ServerArm = Pick<ConformanceArm, "label"> & Partial<Pick<Conformance
 
 /** A server arm's server (conformance, chat-template): a running one at `url`, one its command starts, or ours started on loopback for the arm. */
 export async function openServerArm(suite: Pick<ConformanceSuite, "path">, arm: ServerArm, context: SutContext, emit: RunListener) {
-  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), bootTimeoutS: context.bootTimeoutS });
+  if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), bootTimeoutS: context.bootTimeoutS, signal: context.signal });
   if (arm.model === undefined) throw new BenchError(`arm "${arm.label}" names neither a model nor a url`, { file: suite.path, field: "arms", fix: "give it a model (our server, or its command's, is started on it) or the url of a running server" });
   const model = await resolveModel(arm.model);
   const onProgress = (message: string) => void emit({ kind: "progress", message });
   const started = arm.command === undefined ? undefined
-    : await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress, onProcess: context.onProcess });
+    : await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress, onProcess: context.onProcess, signal: context.signal, shutdownGraceS: context.shutdownGraceS });
   const managed = started ?? await startManagedServer({
     modelPath: model.path, slots: arm.server?.slots ?? 2, queue: arm.server?.queue ?? 1, contextSize: 1024, threads: 1, flashAttention: false,
     bootTimeoutS: context.bootTimeoutS, simulateBootSeconds: arm.server?.simulate_boot_s ?? 0, onProgress, onProcess: context.onProcess,
+    signal: context.signal, shutdownGraceS: context.shutdownGraceS,
   });
   try {
     return await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), apiKey: apiKeyOf(arm), command: started?.argv, ...context });

@@ -22,6 +22,8 @@ export interface SutContext {
   readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
   /** Added to runners' environment (bench.config.json `env`). */
   readonly env?: Readonly<Record<string, string>>;
+  /** The arm's stop (the run's Ctrl-C, or its leg timeout): a boot or an opening probe in flight is given up on at once, SutStoppedError. */
+  readonly signal?: AbortSignal;
 }
 
 export type OpenSut = (arm: SuiteArm, settings: LlamaCppSettings, context: SutContext) => Promise<SystemUnderTest>;
@@ -42,7 +44,7 @@ export async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, cont
   // The arm's model is the GGUF that server serves (its goldens, its token kinds when no dialect has them); it was not started here, so not hashed as served.
   if (arm.url !== undefined) return openHttpSut(arm.url, { label: arm.label, apiKey: apiKeyOf(arm), modelPath: model.path, ...context });
   if (arm.command !== undefined) {
-    const server = await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path, settings)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
+    const server = await startServerCommand(arm.command.map((part) => fillPlaceholders(part, model.path, settings)), { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess, signal: context.signal, shutdownGraceS: context.shutdownGraceS });
     try {
       return await openHttpSut(server.baseUrl, { label: arm.label, managed: server, command: server.argv, modelPath: model.path, modelSha256: await sha256File(model.path), apiKey: apiKeyOf(arm), ...context });
     } catch (error) {
@@ -56,7 +58,7 @@ export async function openArmSut(arm: SuiteArm, settings: LlamaCppSettings, cont
   const managed = await startManagedServer({
     modelPath: model.path, slots: settings.sequences, queue: settings.sequences, contextSize: settings.contextSize,
     threads: settings.threads, flashAttention: settings.flashAttention, kvCacheType: settings.kvCacheType, batchSize: settings.batchSize, prefillChunk: settings.prefillChunk,
-    bootTimeoutS: context.bootTimeoutS, onProcess: context.onProcess,
+    bootTimeoutS: context.bootTimeoutS, onProcess: context.onProcess, signal: context.signal, shutdownGraceS: context.shutdownGraceS,
   });
   try {
     const sut = await openHttpSut(managed.baseUrl, { label: arm.label, managed, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });

@@ -18,6 +18,7 @@ import { VLLM_DIALECT } from "./dialects/vllm.js";
 import { OPENAI_DIALECT } from "./dialects/openai.js";
 import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
 import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
+import { stopReason, SutStoppedError } from "./with-timeout.js";
 
 export interface HttpResponse {
   readonly status: number;
@@ -73,6 +74,9 @@ export interface ManagedServerOptions {
   readonly onProgress?: (message: string) => void;
   /** Told of the server process as soon as it is started (the box keeps its stderr tail per arm). */
   readonly onProcess?: (child: ChildProcess, commandLine: string) => void;
+  /** The arm's stop: the boot is given up on at once, the server stopped by the shutdown ladder (`shutdownGraceS`), SutStoppedError. */
+  readonly signal?: AbortSignal;
+  readonly shutdownGraceS?: number;
 }
 
 /** Starts `bench serve` on a free loopback port and waits for /health (boot can take minutes on real hardware). */
@@ -96,34 +100,56 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
       wedged = true;
       child.kill("SIGKILL");
     }, options.bootTimeoutS * 1000);
+    // A stop (Ctrl-C) does not wait for the line either: the server is asked to stop, and the open fails once it has exited.
+    let stopped = false;
+    const onStop = () => {
+      stopped = true;
+      clearTimeout(timer);
+      void stopChild(child, { ask: () => child.kill("SIGTERM"), graceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, what: "the server (bench serve)" });
+    };
+    if (options.signal?.aborted === true) onStop();
+    else options.signal?.addEventListener("abort", onStop, { once: true });
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
       const match = /^listening on (http:\/\/\S+)$/.exec(line);
-      if (match === null) return;
+      if (match === null || stopped) return;
       clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onStop);
       resolve(match[1]);
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(wedged
+      options.signal?.removeEventListener("abort", onStop);
+      reject(stopped
+        ? new SutStoppedError("the server (bench serve)", "boot", stopReason(options.signal))
+        : wedged
         ? new BenchError(`the server (bench serve) printed no "listening on" line within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "raise --boot-timeout (boot_timeout_s in the box config), or run `bench serve` by hand to see why" })
         : new BenchError(`the server exited (code ${code}) before listening: ${stderr.trim().split("\n").pop() ?? ""}`, { fix: "run `bench serve` by hand to see why" }));
     });
   });
-  const bootObservations = await waitHealthy(child, baseUrl, { bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
+  const bootObservations = await waitHealthy(child, baseUrl, { label: "the server (bench serve)", bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, signal: options.signal, shutdownGraceS: options.shutdownGraceS, stderrTail: () => stderr.trim().split("\n").pop() ?? "", fix: "run `bench serve` by hand to see why" });
   return { child, baseUrl, bootObservations };
 }
 
 /**
  * Polls /health until it answers 200, recording each distinct answer on the way (the boot stages a
- * conformance check reads). A child that dies, or a boot past the timeout, is a clear error.
+ * conformance check reads). A child that dies, or a boot past the timeout, is a clear error; a stop
+ * (`signal`) stops the server by the shutdown ladder and fails with SutStoppedError at once.
  */
-export async function waitHealthy(child: ChildProcess, baseUrl: string, options: { bootTimeoutS: number; onProgress?: (message: string) => void; stderrTail: () => string; fix: string }): Promise<ManagedServer["bootObservations"]> {
+export async function waitHealthy(child: ChildProcess, baseUrl: string, options: {
+  label: string; bootTimeoutS: number; onProgress?: (message: string) => void; stderrTail: () => string; fix: string; signal?: AbortSignal; shutdownGraceS?: number;
+}): Promise<ManagedServer["bootObservations"]> {
   const bootObservations: { status: number; stage: string | undefined }[] = [];
   const deadline = Date.now() + options.bootTimeoutS * 1000;
   for (;;) {
-    // A server that accepts and never answers is given up on at the deadline, not waited on forever (its request aborted, no socket left).
-    const health = await httpCall(`${baseUrl}/health`, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) }).catch(() => ({ status: 0, text: "{}", headers: {} }));
+    // A server that accepts and never answers is given up on at the deadline, not waited on forever (its request aborted, no socket left); on a stop, at once.
+    const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    const health = await httpCall(`${baseUrl}/health`, { signal: options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]) }).catch(() => ({ status: 0, text: "{}", headers: {} }));
+    // Before the exit check: a Ctrl-C at a terminal reaches the server too, and its death is then the stop's.
+    if (options.signal?.aborted === true) {
+      await stopChild(child, { ask: () => child.kill("SIGTERM"), graceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, what: options.label });
+      throw new SutStoppedError(options.label, "boot", stopReason(options.signal));
+    }
     const stage = healthStage(health.text);
     const last = bootObservations[bootObservations.length - 1];
     if (last === undefined || last.status !== health.status || last.stage !== stage) bootObservations.push({ status: health.status, stage });
@@ -134,7 +160,7 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
       child.kill("SIGKILL");
       throw new BenchError(`the server did not become healthy within ${options.bootTimeoutS} s (last stage: ${stage ?? "none"})`, { field: "boot_timeout_s", fix: "raise the boot timeout, or check the server's log" });
     }
-    await sleep(50);
+    await sleep(50, undefined, { signal: options.signal }).catch(() => undefined);
   }
 }
 
@@ -200,6 +226,8 @@ export interface HttpSutOptions {
   readonly onWarning?: (message: string) => void;
   /** Seconds the probes that open the SUT may take in all (the arm's boot timeout); absent: unbounded. */
   readonly bootTimeoutS?: number;
+  /** The arm's stop: the probes in flight are aborted at once and the open fails with SutStoppedError. */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -239,7 +267,10 @@ export function promptCountersOf(response: { readonly status: number; readonly t
 export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Promise<HttpSut> {
   // The probes ask the server directly, before any per-case timeout: a server that accepts and never
   // answers them is given up on after the boot timeout, their requests aborted.
-  const opening = options.bootTimeoutS === undefined ? undefined : AbortSignal.timeout(options.bootTimeoutS * 1000);
+  const bootTimeout = options.bootTimeoutS === undefined ? undefined : AbortSignal.timeout(options.bootTimeoutS * 1000);
+  // A stop (Ctrl-C) aborts them at once too.
+  const bounds = [bootTimeout, options.signal].filter((bound): bound is AbortSignal => bound !== undefined);
+  const opening = bounds.length === 0 ? undefined : AbortSignal.any(bounds);
   // The SUT's own calls have no deadline here (the leg holds them to the per-case timeout); one given up on is aborted, its connection closed.
   let calls = new AbortController();
   let signal = opening ?? calls.signal;
@@ -249,6 +280,7 @@ export async function openHttpSut(baseUrl: string, options: HttpSutOptions): Pro
   } catch (error) {
     if (opening?.aborted !== true) throw error;
   }
+  if (options.signal?.aborted === true) throw new SutStoppedError(options.label, "the probes that open it", stopReason(options.signal));
   // A probe that timed out reads as a capability refused: the open as a whole is what failed.
   if (sut === undefined || opening?.aborted === true) {
     throw new BenchError(`arm "${options.label}": the server at ${baseUrl} did not answer the probes that open it within ${options.bootTimeoutS} s`, { field: "boot_timeout_s", fix: "check that the server answers /v1/models, or raise --boot-timeout (boot_timeout_s in the box config)" });

@@ -79,7 +79,7 @@ const PLUGIN_PROCESS = join(dirname(fileURLToPath(import.meta.url)), "plugin-pro
  * gets a fresh host, so the checks after it still run. Every host is a tracked child, stopped by
  * the shutdown ladder (harness/sut/child-process.ts) like a runner.
  */
-export async function openPluginSut(path: string, label: string, context: Partial<Pick<StdioSutOptions, "onLog" | "onWarning" | "shutdownGraceS" | "onProcess" | "env" | "bootTimeoutS">> = {}): Promise<SystemUnderTest> {
+export async function openPluginSut(path: string, label: string, context: Partial<Pick<StdioSutOptions, "onLog" | "onWarning" | "shutdownGraceS" | "onProcess" | "env" | "bootTimeoutS" | "signal">> = {}): Promise<SystemUnderTest> {
   if (!existsSync(path)) throw new BenchError("no kernel plugin at this path", { file: path, fix: "build it (npm run build:native for the reference plugin) or fix the arm's plugin path" });
   pluginHostPath();
   let exited = false;

@@ -17,7 +17,11 @@ async function freePort(): Promise<number> {
  * Starts someone else's server from its argv (no shell), `{port}` filled with a free loopback port,
  * and waits for its /health to answer 200 — the convention llama.cpp's and vLLM's servers share.
  */
-export async function startServerCommand(argv: readonly string[], options: { label: string; bootTimeoutS: number; onProgress?: (message: string) => void; onProcess?: (child: ChildProcess, commandLine: string) => void }): Promise<ManagedServer & { readonly argv: readonly string[] }> {
+export async function startServerCommand(argv: readonly string[], options: {
+  label: string; bootTimeoutS: number; onProgress?: (message: string) => void; onProcess?: (child: ChildProcess, commandLine: string) => void;
+  /** The arm's stop: the boot is given up on at once and the server stopped (waitHealthy). */
+  signal?: AbortSignal; shutdownGraceS?: number;
+}): Promise<ManagedServer & { readonly argv: readonly string[] }> {
   const port = await freePort();
   const filled = argv.map((part) => part.replaceAll("{port}", String(port)));
   if (filled[0] === undefined || filled[0] === "") throw new BenchError(`arm "${options.label}": an empty server command`, { field: "command", fix: "give the server's argv, e.g. [\"llama-server\", \"-m\", \"{model}\", \"--port\", \"{port}\"]" });
@@ -32,7 +36,7 @@ export async function startServerCommand(argv: readonly string[], options: { lab
   if (spawned !== undefined) throw new BenchError(`arm "${options.label}": cannot start ${filled[0]}: ${spawned.message}`, { field: "command", fix: "check the server command's path" });
   const baseUrl = `http://127.0.0.1:${port}`;
   const bootObservations = await waitHealthy(child, baseUrl, {
-    bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress,
+    label: options.label, bootTimeoutS: options.bootTimeoutS, onProgress: options.onProgress, signal: options.signal, shutdownGraceS: options.shutdownGraceS,
     stderrTail: () => stderr.trim().split("\n").slice(-3).join(" | "), fix: `run it by hand to see why: ${filled.join(" ")}`,
   });
   return { child, baseUrl, bootObservations, argv: filled };

@@ -5,6 +5,7 @@ import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./ch
 import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, TOKENIZE_SPECIAL_CAPABILITY, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
+import { stopReason, SutStoppedError } from "./with-timeout.js";
 import { UnsupportedRequestError } from "./unsupported.js";
 import type { GreedyRequest, KernelRequest, KernelTimingPlan, SpecialTokenOptions, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
@@ -37,6 +38,8 @@ export interface StdioSutOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** What messages call the process: "runner" (default), or "plugin" for a kernel plugin's host process. */
   readonly role?: "runner" | "plugin";
+  /** The arm's stop: the hello is given up on at once and the runner stopped, SutStoppedError. */
+  readonly signal?: AbortSignal;
 }
 
 /** Keeps the last lines a runner wrote to stderr: the reason it died is usually there. */
@@ -108,8 +111,8 @@ class RunnerProcess {
     else waiting.resolve(answer.result);
   }
 
-  /** After a protocol breach or an exit, every waiting and later request fails with the same reason. */
-  private fail(error: Error): void {
+  /** After a protocol breach, an exit or a stop while it boots, every waiting and later request fails with the same reason. */
+  fail(error: Error): void {
     if (this.failure !== undefined) return;
     this.failure = error;
     this.rejectHello(error);
@@ -170,12 +173,18 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   const child = trackChild(spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...options.env } }));
   options.onProcess?.(child, commandLine);
   const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit, options.role);
+  // A stop while the runner boots does not wait for its hello (a device boot takes minutes): it fails the runner, which is stopped below.
+  const onStop = () => runner.fail(new SutStoppedError(options.label, "hello", stopReason(options.signal)));
+  if (options.signal?.aborted === true) onStop();
+  else options.signal?.addEventListener("abort", onStop, { once: true });
   let hello: Hello;
   try {
     hello = await runner.hello;
   } catch (error) {
     await runner.shutdown(0);
-    throw error instanceof BenchError ? error : new BenchError(`the ${options.role ?? "runner"} did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
+    throw error instanceof BenchError || error instanceof SutStoppedError ? error : new BenchError(`the ${options.role ?? "runner"} did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
+  } finally {
+    options.signal?.removeEventListener("abort", onStop);
   }
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);

@@ -73,7 +73,7 @@ export class ArmStopped extends Error {
 }
 
 /** Why the signal stopped the arm: its own reason (a leg timeout), else the run was stopped. */
-function stopReason(signal: AbortSignal | undefined): string | undefined {
+export function stopReason(signal: AbortSignal | undefined): string | undefined {
   return signal?.reason instanceof ArmStopped ? signal.reason.message : undefined;
 }
 

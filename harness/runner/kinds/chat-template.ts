@@ -50,7 +50,7 @@ export const chatTemplateKind: SuiteKind<ChatTemplateSuite, ChatTemplateArm> = {
         const binary = builtLlamaServer();
         if (binary !== undefined) {
           llamaServer = await startServerCommand([binary, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-t", "1", "-c", "2048", "-np", "1", "--no-webui"],
-            { label: `${arm.label} llama-server`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: (message) => void emit({ kind: "progress", message }) });
+            { label: `${arm.label} llama-server`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: (message) => void emit({ kind: "progress", message }), signal, shutdownGraceS: options.shutdownGraceS });
         }
         const absent: TemplateServer = { absent: `llama-server is not built (${llamaServerPath()}): scripts/build-llama-server.sh builds it` };
         return await runChatTemplateArm({

@@ -81,7 +81,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
     const open = async (arm: SpeculativeArm, context: SutContext) => {
       legContexts.set(arm, context);
       const { modelPath, speculating } = await armCommands(arm);
-      const server = await startServerCommand(speculating, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess });
+      const server = await startServerCommand(speculating, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess, signal: context.signal, shutdownGraceS: context.shutdownGraceS });
       try {
         return await openHttpSut(server.baseUrl, { label: arm.label, managed: server, command: server.argv, modelPath, modelSha256: await sha256File(modelPath), ...context });
       } catch (error) {
@@ -104,7 +104,7 @@ export const speculativeKind: SuiteKind<SpeculativeSuite, SpeculativeArm> = {
           const { plain: argv } = await armCommands(arm);
           const context = legContexts.get(arm);
           const progress = (line: string) => void emit({ kind: "progress", message: `${arm.label} (plain): ${line}` });
-          const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress, onProcess: context?.onProcess });
+          const plain = await startServerCommand(argv, { label: `${arm.label} (plain)`, bootTimeoutS: options.box.settings.bootTimeoutS, onProgress: progress, onProcess: context?.onProcess, signal, shutdownGraceS: options.shutdownGraceS });
           try {
             // The speculating server's dialect: the plain one is the same command, less speculation.
             return await body(await timedGreedyAt(plain.baseUrl, dialect, `${arm.label} (plain)`, caseTimeout, signal));
