@@ -173,6 +173,17 @@ function probeFor(request: GenerationRequest): Probe {
   return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : PROBE;
 }
 
+/**
+ * How many queued requests a step admits. While other slots decode, one: on the CPU a step that
+ * prefilled several prompts beside decode tokens took 4-9 ms against 1.1-1.8 ms for one
+ * (tiny-random, 4 clients), and every decoding slot and every admitted prompt waited for all of it
+ * (the TTFT tail at 4 clients, docs/performance.md). An idle engine admits all that fit at once:
+ * nothing decodes that they would hold up.
+ */
+export function admissionsThisStep(idleSlots: number, queued: number, decoding: boolean): number {
+  return Math.min(idleSlots, queued, decoding ? 1 : idleSlots);
+}
+
 /** A greedy token's own log-prob and its distribution's top-k, computed in native code (stepGreedily). */
 interface NativeDistribution {
   readonly logprob: number;
@@ -283,7 +294,8 @@ export class BatchEngine {
       }
       const started = performance.now();
       const admitted: Slot[] = [];
-      for (let idle = this.idleSlots(); idle.length > 0 && this.queue.length > 0; idle = this.idleSlots()) {
+      const admissions = admissionsThisStep(this.idleSlots().length, this.queue.length, this.slots.some((slot) => slot.job !== undefined));
+      for (let idle = this.idleSlots(); admitted.length < admissions; idle = this.idleSlots()) {
         const job = this.queue.shift()!;
         const slot = chooseSlot(idle, job.request.promptIds, this.caches(job.request));
         slot.job = job;
