@@ -150,14 +150,6 @@ const PROBE = { generateNext: { probabilities: true } } as const;
 const GREEDY = { generateNext: { token: true } } as const;
 type Probe = typeof PROBE | typeof GREEDY;
 
-/**
- * Greedy, no log-probs of any kind, at least one token to generate: the engine decodes it outside
- * node-llama-cpp when the addon is there (stepGreedily).
- */
-function isPlainGreedy(request: GenerationRequest): boolean {
-  return probeFor(request) === GREEDY && request.promptLogprobs === 0 && request.maxTokens > 0;
-}
-
 /** How many top log-probs a greedy request's generated tokens carry (1 where it asked for its tokens' own only: greedy's token is the top-1). */
 function greedyTopK(request: GenerationRequest): number {
   return request.logprobs > 0 ? request.logprobs : request.tokenLogprobs ? 1 : 0;
@@ -338,7 +330,7 @@ export class BatchEngine {
    * fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended.
    */
   private decodesNatively(request: GenerationRequest): boolean {
-    return this.native.reached && this.fault !== "skip-slot-clear" && (this.speculator === undefined ? isNativeGreedy(request) : isPlainGreedy(request));
+    return this.native.reached && this.fault !== "skip-slot-clear" && isNativeGreedy(request) && (this.speculator === undefined || greedyTopK(request) === 0);
   }
 
   private dropCancelledFromQueue(): void {

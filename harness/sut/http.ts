@@ -18,7 +18,7 @@ import { VLLM_DIALECT } from "./dialects/vllm.js";
 import { OPENAI_DIALECT } from "./dialects/openai.js";
 import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
 import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
-import { stopReason, SutStoppedError } from "./with-timeout.js";
+import { onStopped, stopReason, SutStoppedError } from "./with-timeout.js";
 
 export interface HttpResponse {
   readonly status: number;
@@ -102,24 +102,22 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     }, options.bootTimeoutS * 1000);
     // A stop (Ctrl-C) does not wait for the line either: the server is asked to stop, and the open fails once it has exited.
     let stopped = false;
-    const onStop = () => {
+    const stopListening = onStopped(options.signal, () => {
       stopped = true;
       clearTimeout(timer);
-      void stopChild(child, { ask: () => child.kill("SIGTERM"), graceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, what: "the server (bench serve)" });
-    };
-    if (options.signal?.aborted === true) onStop();
-    else options.signal?.addEventListener("abort", onStop, { once: true });
+      void stopServerProcess(child, "the server (bench serve)", options.shutdownGraceS);
+    });
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
       const match = /^listening on (http:\/\/\S+)$/.exec(line);
       if (match === null || stopped) return;
       clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onStop);
+      stopListening();
       resolve(match[1]);
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onStop);
+      stopListening();
       reject(stopped
         ? new SutStoppedError("the server (bench serve)", "boot", stopReason(options.signal))
         : wedged
@@ -147,7 +145,7 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
     const health = await httpCall(`${baseUrl}/health`, { signal: options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]) }).catch(() => ({ status: 0, text: "{}", headers: {} }));
     // Before the exit check: a Ctrl-C at a terminal reaches the server too, and its death is then the stop's.
     if (options.signal?.aborted === true) {
-      await stopChild(child, { ask: () => child.kill("SIGTERM"), graceS: options.shutdownGraceS ?? DEFAULT_SHUTDOWN_GRACE_S, what: options.label });
+      await stopServerProcess(child, options.label, options.shutdownGraceS);
       throw new SutStoppedError(options.label, "boot", stopReason(options.signal));
     }
     const stage = healthStage(health.text);
@@ -175,12 +173,17 @@ function healthStage(text: string): string | undefined {
   }
 }
 
+/** A server's shutdown ladder: SIGTERM (it drains), up to `graceS` seconds, then SIGTERM and SIGKILL (stopChild). */
+function stopServerProcess(child: ChildProcess, what: string, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
+  return stopChild(child, { ask: () => child.kill("SIGTERM"), graceS, what, onWarning });
+}
+
 /**
  * SIGTERM (the server drains), then the shutdown ladder. A server that already died (kill -9 leaves
  * exitCode null and signalCode set) is simply gone: waiting for its 'exit' again would wait forever.
  */
 export async function stopManagedServer(server: ManagedServer, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
-  await stopChild(server.child, { ask: () => server.child.kill("SIGTERM"), graceS, what: "the server", onWarning });
+  await stopServerProcess(server.child, "the server", graceS, onWarning);
 }
 
 /** The numerics our server reports in /v1/models, in the spelling of the embedded SUT's provenance so arms compare key by key. */

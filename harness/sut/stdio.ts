@@ -5,7 +5,7 @@ import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./ch
 import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, TOKENIZE_SPECIAL_CAPABILITY, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
 import { SutGoneError } from "./sut-gone.js";
-import { stopReason, SutStoppedError } from "./with-timeout.js";
+import { onStopped, stopReason, SutStoppedError } from "./with-timeout.js";
 import { UnsupportedRequestError } from "./unsupported.js";
 import type { GreedyRequest, KernelRequest, KernelTimingPlan, SpecialTokenOptions, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK, TraceCapture } from "./types.js";
 
@@ -174,9 +174,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
   options.onProcess?.(child, commandLine);
   const runner = new RunnerProcess(child, commandLine, options.bootTimeoutS, options.onLog, options.onExit, options.role);
   // A stop while the runner boots does not wait for its hello (a device boot takes minutes): it fails the runner, which is stopped below.
-  const onStop = () => runner.fail(new SutStoppedError(options.label, "hello", stopReason(options.signal)));
-  if (options.signal?.aborted === true) onStop();
-  else options.signal?.addEventListener("abort", onStop, { once: true });
+  const stopListening = onStopped(options.signal, () => runner.fail(new SutStoppedError(options.label, "hello", stopReason(options.signal))));
   let hello: Hello;
   try {
     hello = await runner.hello;
@@ -184,7 +182,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
     await runner.shutdown(0);
     throw error instanceof BenchError || error instanceof SutStoppedError ? error : new BenchError(`the ${options.role ?? "runner"} did not start: ${(error as Error).message}`, { field: "command", fix: `run \`${commandLine}\` by hand to see why` });
   } finally {
-    options.signal?.removeEventListener("abort", onStop);
+    stopListening();
   }
   const has = (capability: keyof typeof METHODS) => hello.capabilities.includes(METHODS[capability]);
   const call = (capability: keyof typeof METHODS, params: unknown) => runner.call(METHODS[capability], params);

@@ -44,24 +44,33 @@ export function endsTheSut(error: unknown): boolean {
 
 function race<T>(work: Promise<T>, seconds: number, signal: AbortSignal | undefined, onTimeout: () => Error, onStop: () => Error, giveUp: () => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
+  let stopListening: (() => void) | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       giveUp();
       reject(onTimeout());
     }, seconds * 1000);
     // A stop does not wait for the answer: the SUT is shut down by the ladder right after.
-    onAbort = () => {
+    stopListening = onStopped(signal, () => {
       giveUp();
       reject(onStop());
-    };
-    if (signal?.aborted === true) onAbort();
-    else signal?.addEventListener("abort", onAbort, { once: true });
+    });
   });
   return Promise.race([work, deadline]).finally(() => {
     clearTimeout(timer);
-    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
+    stopListening?.();
   });
+}
+
+/** Calls `onStop` once `signal` aborts (at once if it already has); returns what stops listening. */
+export function onStopped(signal: AbortSignal | undefined, onStop: () => void): () => void {
+  if (signal === undefined) return () => undefined;
+  if (signal.aborted) {
+    onStop();
+    return () => undefined;
+  }
+  signal.addEventListener("abort", onStop, { once: true });
+  return () => signal.removeEventListener("abort", onStop);
 }
 
 /** The reason an arm's signal carries when the arm alone is stopped (its leg timed out), not the whole run. */
