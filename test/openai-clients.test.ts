@@ -115,6 +115,24 @@ test("greedy with log-probs: plain greedy's tokens, each one's log-prob its top-
   }
 });
 
+test("greedy with log-probs reuses a shared prefix from the prompt cache, and answers as a cold slot: the same tokens, the same top-5", async () => {
+  const prompt = await tokenize("The river runs past the old mill");
+  const longer = [...prompt, ...await tokenize(" and the bridge")];
+  const ask = (ids: number[], extra: Record<string, unknown>) => post("/v1/completions", { prompt: [ids], max_tokens: 8, temperature: 0, ignore_eos: true, logprobs: 5, ...extra });
+  await ask(prompt, {});
+  const reused = (await ask(longer, {})).json;
+  const cold = (await ask(longer, { cache_prompt: false })).json;
+  assert.ok(reused.usage.prompt_tokens_details.cached_tokens >= prompt.length - 1, JSON.stringify(reused.usage));
+  assert.is(cold.usage.prompt_tokens_details.cached_tokens, 0);
+  const [warm, fresh] = [reused.choices[0] as CompletionChoice, cold.choices[0] as CompletionChoice];
+  assert.equal(warm.logprobs!.token_ids, fresh.logprobs!.token_ids);
+  for (const [i, top] of warm.logprobs!.top_logprobs.entries()) {
+    const coldTop = fresh.logprobs!.top_logprobs[i]!;
+    assert.equal(Object.keys(top!), Object.keys(coldTop), `token ${i}: the same top-5`);
+    for (const [text, value] of Object.entries(top!)) assert.ok(Math.abs(value - coldTop[text]!) <= 1e-5 * Math.max(1, Math.abs(value)), `token ${i} "${text}": ${value} reused vs ${coldTop[text]} cold`);
+  }
+});
+
 test("lm-eval generate_until: a batch of string prompts with 4 until strings plus the EOS text (5 stops) — one choice per prompt, stop text cut", async () => {
   const prompts = ["Once upon a time", "The sky is", "Hello"];
   const free = await Promise.all(prompts.map(async (prompt) => (await post("/v1/completions", { prompt, max_tokens: 12, temperature: 0 })).json.choices[0].text as string));
