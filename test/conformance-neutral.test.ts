@@ -70,10 +70,8 @@ test("greedy_logprobs and greedy_logprobs_echo pass on our server: 4 prompts at 
   assert.match(chat.detail, /^4 chat prompts at once, (\d+) greedy tokens: each its own top-1 with the top-1's log-prob \(\d+ decided, \d+ at a tie\), top-5 sorted with mass ≤ 1; streamed equals not streamed \(largest log-prob gap [\d.e+-]+\)$/);
   const echo = await CONFORMANCE_CHECKS.greedy_logprobs_echo(target());
   assert.is(echo.status, "pass", echo.detail);
-  const [, tokens, gap] = /^4 prompts at once, (\d+) greedy tokens: each log-prob what echo scores for it \(largest gap ([\d.e+-]+) nats\)/.exec(echo.detail) ?? [];
+  const [, tokens] = /^4 prompts at once, (\d+) greedy tokens: each log-prob what echo scores for it \(largest gap [\d.e+-]+ nats\), echo's top-1 the generated token at \d+ untied positions$/.exec(echo.detail) ?? [];
   assert.ok(Number(tokens) >= 40, echo.detail);
-  // Our server's decode and echo paths on an F16 KV cache measured within 1e-5 nats; the check allows 2e-3 (llama-server's streamed-vs-not).
-  assert.ok(Number(gap) < 1e-4, echo.detail);
 });
 
 // Not built here (scripts/build-llama-server.sh): its arm is left out; CI builds it and requires it.

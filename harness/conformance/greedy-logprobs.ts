@@ -20,10 +20,11 @@ export interface ReportedToken {
 /**
  * How far two reports of the same log-prob may lie apart when they come from different batches
  * (streamed and not, decoded and teacher-forced): logits move in their last digits with a batch's
- * composition, and an F16 KV cache rounds what they attend to. Measured on tiny-random, 4 prompts
- * at once, 48 tokens a run (docs/servers.md, greedy log-probs): our server with an F32 KV cache at
- * most 4.4e-6 nats apart, with F16 6.2e-5; llama-server (F16 KV, its prompt cache on) 8.5e-4 at a
- * log-prob of -0.84. A log-prob read from another row or step is off by tenths of a nat and more.
+ * composition, and an F16 KV cache rounds what they attend to. Measured on tiny-random, 3-4 prompts
+ * at once, 36-48 tokens a run (docs/servers.md, greedy log-probs): our server with an F32 KV cache
+ * at most 4.4e-6 nats apart, with F16 2.7e-4 (decoded against echo); llama-server (F16 KV, its
+ * prompt cache on) 8.5e-4 at a log-prob of -0.84 (streamed against not). A log-prob read from
+ * another row or step is off by tenths of a nat and more.
  */
 export const LOGPROB_ABS_TOLERANCE = 2e-3;
 export const LOGPROB_REL_TOLERANCE = 2e-3;
