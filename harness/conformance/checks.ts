@@ -425,9 +425,9 @@ function chatReports(content: readonly ChatEntry[] | undefined): ReportedToken[]
   return reports.every((r) => r !== undefined) ? reports as ReportedToken[] : undefined;
 }
 
-/** Every report judged greedy-consistent; problems prefixed with where they are. */
-function judgeAll(label: string, reports: readonly ReportedToken[]): { problems: string[]; decided: number } {
-  const verdicts = reports.map((report) => judgeGreedyToken(report, GREEDY_TOP));
+/** Every report judged greedy-consistent (with `topCount` alternatives each, where the shape keeps them all); problems prefixed with where they are. */
+function judgeAll(label: string, reports: readonly ReportedToken[], topCount: number | undefined): { problems: string[]; decided: number } {
+  const verdicts = reports.map((report) => judgeGreedyToken(report, topCount));
   return {
     problems: verdicts.flatMap((v, i) => v.problems.map((p) => `${label} token ${i}: ${p}`)),
     decided: verdicts.filter((v) => v.decided).length,
@@ -461,7 +461,7 @@ async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
       problems.push(`${label}: status ${status}, ${reports?.length ?? "no"} log-prob entries in the documented shape for ${json.usage?.completion_tokens} tokens`);
       continue;
     }
-    const judged = judgeAll(label, reports);
+    const judged = judgeAll(label, reports, GREEDY_TOP);
     problems.push(...judged.problems);
     decided += judged.decided;
     tokens += reports.length;
@@ -470,7 +470,7 @@ async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
       problems.push(`${label} streamed: status ${stream.status}, log-prob entries not in the documented shape`);
       continue;
     }
-    problems.push(...judgeAll(`${label} streamed`, stream.reports).problems);
+    problems.push(...judgeAll(`${label} streamed`, stream.reports, GREEDY_TOP).problems);
     if (stream.reports.map((r) => r.token).join("\u0000") !== reports.map((r) => r.token).join("\u0000")) {
       problems.push(`${label}: streamed tokens ${JSON.stringify(stream.reports.map((r) => r.token).join(""))}, not streamed ${JSON.stringify(reports.map((r) => r.token).join(""))}`);
       continue;
@@ -528,7 +528,7 @@ async function greedyLogprobsEcho(target: ConformanceTarget): Promise<CheckResul
       continue;
     }
     const own = reports as ReportedToken[];
-    const judged = judgeAll(label, own);
+    const judged = judgeAll(label, own, undefined);
     problems.push(...judged.problems);
     const text = own.map((r) => r.token).join("");
     const scored = await echo(prompt + text);

@@ -59,16 +59,17 @@ export interface GreedyTokenVerdict {
 }
 
 /**
- * A greedy token's report against itself: its log-prob finite and ≤ 0; its top list non-empty,
- * sorted descending, with a mass ≤ 1; and, unless its top-1 is a tie, the token is its own top-1
+ * A greedy token's report against itself: its log-prob finite and ≤ 0; its top list as long as
+ * asked (undefined: a legacy top list is an object keyed by text, where alternatives that render
+ * alike, such as partial UTF-8 bytes, collapse into one key), non-empty, sorted descending, with a mass ≤ 1; and, unless its top-1 is a tie, the token is its own top-1
  * and its log-prob is the top-1's. A server that ranks another sequence's row, or the previous
  * step's, names a top-1 that is not the token it emitted.
  */
-export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number): GreedyTokenVerdict {
+export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number | undefined): GreedyTokenVerdict {
   const problems: string[] = [];
   const { token, logprob, top } = report;
   if (!Number.isFinite(logprob) || logprob > 0) problems.push(`log-prob ${logprob} is not a finite value ≤ 0`);
-  if (top.length !== expectedTopCount) problems.push(`${top.length} alternatives, ${expectedTopCount} asked for`);
+  if (expectedTopCount !== undefined && top.length !== expectedTopCount) problems.push(`${top.length} alternatives, ${expectedTopCount} asked for`);
   if (top.length === 0) return { problems, decided: false };
   const unsorted = top.findIndex((alternative, i) => i > 0 && alternative.logprob > top[i - 1].logprob);
   if (unsorted > 0) problems.push(`top list not sorted descending at rank ${unsorted + 1} (${top[unsorted - 1].logprob} then ${top[unsorted].logprob})`);
