@@ -531,6 +531,7 @@ async function greedyLogprobsEcho(target: ConformanceTarget): Promise<CheckResul
     const judged = judgeAll(label, own, undefined);
     problems.push(...judged.problems);
     const text = own.map((r) => r.token).join("");
+    if (choice?.text !== text) problems.push(`${label}: the tokens spell ${JSON.stringify(text)}, the text is ${JSON.stringify(choice?.text)}`);
     const scored = await echo(prompt + text);
     const all = legacyReports(scored.json.choices?.[0]?.logprobs as LegacyLogprobs | undefined);
     const tail = own.length === 0 ? [] : all?.slice(-own.length);
