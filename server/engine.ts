@@ -5,7 +5,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { topKFromProbabilities } from "../harness/sut/topk.js";
 import type { TokenId, TopK } from "../harness/sut/types.js";
-import type { ServerFault } from "./faults.js";
+import { readNextRankedRow, type ServerFault } from "./faults.js";
 import { sampleToken, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
@@ -498,6 +498,7 @@ export class BatchEngine {
         const result = await native.decodeGreedyTopK(...step, topK, offThread);
         decoded = result.next;
         distributions = greedyStepDistributions(result, topK);
+        if (this.fault === "logprobs-other-row") distributions = readNextRankedRow(distributions, topK);
       } else {
         decoded = offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step);
       }

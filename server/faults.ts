@@ -34,11 +34,16 @@ import { BenchError } from "../harness/errors.js";
  * The echo path's (engine.ts, scorePromptNatively): `echo-one-late`: each echoed prompt token is
  * given the log-prob and top-k of the position after its own, an off-by-one in teacher forcing.
  *
+ * The greedy log-prob path's (engine.ts, stepGreedily): `logprobs-other-row`: each sequence's
+ * greedy log-prob and top-k are read from the next ranked sequence's output row of the step (its
+ * own token still from its own row), as a server that mis-indexes its batch's outputs reports them;
+ * a step with one ranked sequence is unchanged.
+ *
  * The chat path's (chat-prompt.ts): `chat-template-own`: chat is rendered with the server's plain
  * built-in template although the model file carries its own, while /props still names the file's.
  */
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported",
-  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late"] as const;
+  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";
@@ -51,4 +56,10 @@ export function serverFaultFromEnvironment(env: NodeJS.ProcessEnv = process.env)
     throw new BenchError(`unknown server fault "${value}"`, { field: SERVER_FAULT_ENV, fix: `unset it, or use one of ${SERVER_FAULTS.join(", ")}` });
   }
   return value as ServerFault;
+}
+
+/** FAULT logprobs-other-row: entry i of a step reads the distribution of the next entry that has one (cyclically). */
+export function readNextRankedRow<T>(read: (index: number) => T | undefined, topK: Int32Array): (index: number) => T | undefined {
+  const ranked = Array.from(topK.keys()).filter((i) => topK[i] > 0);
+  return (index) => (topK[index] === 0 ? undefined : read(ranked[(ranked.indexOf(index) + 1) % ranked.length]));
 }

@@ -7,6 +7,8 @@ import { startManagedServer, stopManagedServer, type ManagedServer } from "../ha
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
+import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
+import { judgeGreedyToken } from "../harness/conformance/greedy-logprobs.js";
 
 const work = temporaryDirectory("bench-conformance-");
 let server: ManagedServer;
@@ -61,6 +63,55 @@ test("the report puts conformance side by side, check × server, and lists each 
   const report = readFileSync(join(runs, "side", "report.md"), "utf8");
   assert.match(report, /\| check \| ours \| expects llama\.cpp names \|\n\|---\|---\|---\|\n\| endpoints \| PASS \| PASS \|\n\| metrics_prometheus \| PASS \| FAIL \|/);
   assert.match(report, /- \*\*metrics_prometheus\*\*: ours PASS \(\d+ samples parse as Prometheus text; all 1 series the arm expects present\); expects llama\.cpp names FAIL \(missing llamacpp:requests_processing\)/);
+});
+
+test("greedy_logprobs and greedy_logprobs_echo pass on our server: 4 prompts at once, every greedy token its own top-1, streamed and echo-scored log-probs within the tolerance", async () => {
+  const chat = await CONFORMANCE_CHECKS.greedy_logprobs(target());
+  assert.is(chat.status, "pass", chat.detail);
+  assert.match(chat.detail, /^4 chat prompts at once, (\d+) greedy tokens: each its own top-1 with the top-1's log-prob \(\d+ decided, \d+ at a tie\), top-5 sorted with mass ≤ 1; streamed equals not streamed \(largest log-prob gap [\d.e+-]+\)$/);
+  const echo = await CONFORMANCE_CHECKS.greedy_logprobs_echo(target());
+  assert.is(echo.status, "pass", echo.detail);
+  const [, tokens] = /^4 prompts at once, (\d+) greedy tokens: each log-prob what echo scores for it \(largest gap [\d.e+-]+ nats\), echo's top-1 the generated token at \d+ untied positions$/.exec(echo.detail) ?? [];
+  assert.ok(Number(tokens) >= 40, echo.detail);
+});
+
+test("judgeGreedyToken: a top-1 tie is left undecided, never passed; a token that is not its top-1, an unsorted list and a mass above 1 are each a problem", () => {
+  const tie = judgeGreedyToken({ token: "b", logprob: -0.69315, top: [{ token: "a", logprob: -0.69314 }, { token: "b", logprob: -0.69315 }] }, 2);
+  assert.equal(tie, { problems: [], decided: false });
+  const otherRow = judgeGreedyToken({ token: "b", logprob: -0.2, top: [{ token: "a", logprob: -0.2 }, { token: "c", logprob: -2 }] }, 2);
+  assert.equal(otherRow, { problems: ['token "b" is not its own top-1 ("a" at -0.2000, the token -0.2000)'], decided: true });
+  const unsortedHeavy = judgeGreedyToken({ token: "a", logprob: -0.1, top: [{ token: "b", logprob: -0.5 }, { token: "a", logprob: -0.1 }] }, 3);
+  assert.equal(unsortedHeavy.problems, ["2 alternatives, 3 asked for", "top list not sorted descending at rank 2 (-0.5 then -0.1)", "top list holds probability 1.511368 > 1"]);
+  assert.is(unsortedHeavy.decided, true);
+});
+
+// Not built here (scripts/build-llama-server.sh): its arm is left out; CI builds it and requires it.
+const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENCH_REQUIRE_LLAMA_SERVER === "1";
+
+test(`greedy log-probs through a run: FAKE logprobs-other-row (another sequence's row) fails both checks while chat_logprobs's shape check passes${llamaServerRequired ? "; llama-server passes greedy_logprobs and SKIPS the echo check (it does not echo)" : ""}`, () => {
+  const suite = JSON.parse(readFileSync(join(PACKAGE_ROOT, "suites", "serve-conformance.json"), "utf8"));
+  delete suite.$schema;
+  const path = join(work.path, "greedy-logprobs.json");
+  const llamaServer = suite.arms.find((arm: { label: string }) => arm.label === "llama-server");
+  writeFileSync(path, JSON.stringify({ ...suite, checks: ["chat_logprobs", "greedy_logprobs", "greedy_logprobs_echo"], arms: [
+    { label: "ours FAKE", model: "tiny-random:F32", sut: "http", server: { slots: 2, queue: 2 }, gate: "required" },
+    ...(llamaServerRequired ? [llamaServer] : []),
+  ] }));
+  const runs = join(work.path, "runs");
+  // The fault reaches our server through the environment it inherits; llama-server ignores it.
+  const result = bench(["run", "--suite", path, "--runs-dir", runs, "--run-id", "other-row"], { BENCH_SERVER_FAULT: "logprobs-other-row" });
+  assert.is(result.status, 1, result.stdout + result.stderr);
+  const cells = readFileSync(join(runs, "other-row", "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { arm: string; prompt_class: string; status: string; detail: string });
+  const cell = (arm: string, check: string) => cells.find((c) => c.arm === arm && c.prompt_class === check)!;
+  assert.is(cell("ours FAKE", "chat_logprobs").status, "pass", "the shape check cannot see it");
+  for (const check of ["greedy_logprobs", "greedy_logprobs_echo"]) {
+    assert.is(cell("ours FAKE", check).status, "fail", cell("ours FAKE", check).detail);
+    assert.match(cell("ours FAKE", check).detail, /token \d+: token ".+" is not its own top-1/);
+  }
+  if (!llamaServerRequired) return;
+  assert.is(cell("llama-server", "greedy_logprobs").status, "pass", cell("llama-server", "greedy_logprobs").detail);
+  assert.is(cell("llama-server", "greedy_logprobs_echo").status, "skip");
+  assert.match(cell("llama-server", "greedy_logprobs_echo").detail, /the server does not score an echoed prompt/);
 });
 
 test.run();
