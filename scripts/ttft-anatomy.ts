@@ -19,12 +19,12 @@ import { BenchError } from "../harness/errors.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { EXIT } from "../harness/results/exit-code.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
-import type { Distribution } from "../harness/stats/distribution.js";
+import { distribution, type Distribution } from "../harness/stats/distribution.js";
 import { randomPrompts } from "../harness/load/prompts.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type EpochClock, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
-import { parseStepTrace, promptKey, STEP_PHASES } from "../server/step-trace.js";
+import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
 
 const SLOTS = 4;
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
@@ -78,7 +78,16 @@ function describeGroup(group: StepGroup): string {
 
 function describeSlowest(request: RequestAnatomy): string {
   const steps = request.steps.map((s) => `#${s.step} a${s.admitted} d${s.decoding} ${f(s.ms)}${s.off_thread ? " off-thread" : ""}`).join(", ");
-  return `  request ${request.index}: ${f(request.ttftMs)} ms = ${f(request.sendToHandlerMs)} + ${f(request.handlerToSubmitMs)} + ${f(request.submitToFirstWrittenMs)} (queued ${f(request.queuedMs)}) + ${f(request.firstWrittenToReadMs)}; steps: ${steps}`;
+  return `  request ${request.index}: ${f(request.ttftMs)} ms = ${f(request.sendToHandlerMs)} + ${f(request.handlerToSubmitMs)} + ${f(request.submitToFirstWrittenMs)} (queued ${f(request.queuedMs)}) + ${f(request.firstWrittenToReadMs)}`
+    + `${request.gcMs > 0 ? `, GC ${f(request.gcMs)}` : ""}; steps: ${steps}`;
+}
+
+function describeGc(trace: StepTrace, requests: readonly RequestAnatomy[]): string {
+  const pauses = distribution(trace.gcs.map((g) => g.ms));
+  if (pauses === undefined) return "GC: no pause while traced";
+  const median = (of: readonly RequestAnatomy[]) => (of.length === 0 ? "none" : `${f(distribution(of.map((r) => r.ttftMs))!.median)} ms`);
+  const paused = requests.filter((r) => r.gcMs > 0);
+  return `GC: ${pauses.n} pauses, p50 / max ${f(pauses.median)} / ${f(pauses.max)} ms; ${paused.length} of ${requests.length} first-token waits held one (TTFT p50 ${median(paused)}, against ${median(requests.filter((r) => r.gcMs === 0))} for the rest)`;
 }
 
 async function anatomy(server: ManagedServer, traceFile: string, clients: number, requests: number): Promise<void> {
@@ -100,6 +109,7 @@ async function anatomy(server: ManagedServer, traceFile: string, clients: number
   console.log(`trace: ${traceFile} (${trace.steps.length} steps, ${trace.submits.length} prompts submitted); ${answered.length} of ${result.samples.length} requests answered, ${joined.requests.length} joined `
     + `(${joined.unmatched} unmatched, ${joined.ambiguous} ambiguous)${early > 0 ? `; WARNING: ${early} handler(s) began before the client sent, the two clocks disagree by up to ${f(-Math.min(...joined.requests.map((r) => r.sendToHandlerMs)))} ms` : ""}`);
   for (const line of describeParts(joined.requests)) console.log(line);
+  console.log(describeGc(trace, joined.requests));
   console.log("step duration by what the step held, p50 / p90 / max ms, and each part's p50/p90/max (parts that never took time left out):");
   for (const group of stepGroups(trace.steps)) console.log(describeGroup(group));
   console.log(`the ${SLOWEST} slowest first tokens (TTFT = send→handler + handler→submit + submit→written + written→read; the steps between submit and first token, a = admitted, d = decoding, ms):`);

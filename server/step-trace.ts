@@ -1,6 +1,6 @@
 import { closeSync, openSync, renameSync, rmSync, write, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { constants, performance, PerformanceObserver, type PerformanceEntry } from "node:perf_hooks";
 import { BenchError } from "../harness/errors.js";
 
 /**
@@ -80,7 +80,29 @@ export interface FirstTokenLine {
   readonly written: number;
 }
 
-export type StepTraceLine = StepLine | HttpLine | SubmitLine | AdmitLine | FirstTokenLine;
+/**
+ * A garbage collector pause of the server's JavaScript thread, as Node reports it: shortly after the
+ * pause, so these lines come later in the file than the lines of their time.
+ */
+export interface GcLine {
+  readonly ev: "gc";
+  readonly t: number;
+  readonly ms: number;
+  readonly kind: "minor" | "major" | "incremental" | "weakcb" | "other";
+}
+
+export type StepTraceLine = StepLine | HttpLine | SubmitLine | AdmitLine | FirstTokenLine | GcLine;
+
+function gcKind(entry: PerformanceEntry): GcLine["kind"] {
+  // Node puts the kind in `detail` (its typings here do not declare it).
+  switch ((entry as { detail?: { kind?: number } }).detail?.kind) {
+    case constants.NODE_PERFORMANCE_GC_MINOR: return "minor";
+    case constants.NODE_PERFORMANCE_GC_MAJOR: return "major";
+    case constants.NODE_PERFORMANCE_GC_INCREMENTAL: return "incremental";
+    case constants.NODE_PERFORMANCE_GC_WEAKCB: return "weakcb";
+    default: return "other";
+  }
+}
 
 /** FNV-1a (32 bits) over the ids: a short name for a prompt, the same in the server and in a client. */
 export function promptKey(ids: readonly number[]): string {
@@ -127,6 +149,9 @@ export class StepTracer {
   private decodeTokens = 0;
   private offThread = false;
   private readonly exitFlush = () => this.finishSync();
+  private readonly gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) this.append({ ev: "gc", t: epochMs(entry.startTime), ms: ms(entry.duration), kind: gcKind(entry) } satisfies GcLine);
+  });
 
   constructor(readonly path: string, settings: Readonly<Record<string, unknown>>, private readonly onWarning: (message: string) => void) {
     this.temporary = join(dirname(path), `.${basename(path)}.tmp-${process.pid}`);
@@ -138,6 +163,7 @@ export class StepTracer {
     const header: StepTraceHeader = { format: STEP_TRACE_FORMAT, version: STEP_TRACE_VERSION, t: epochMs(performance.now()), pid: process.pid, settings };
     this.append(header);
     process.once("exit", this.exitFlush);
+    this.gc.observe({ entryTypes: ["gc"] });
   }
 
   /** A generation route's handler began; its id goes with the prompts it submits. */
@@ -242,6 +268,7 @@ export class StepTracer {
   /** The rest, synchronously (also from the 'exit' listener, which cannot wait), then the rename. */
   private finishSync(): void {
     process.removeListener("exit", this.exitFlush);
+    this.gc.disconnect();
     if (this.fd === undefined) return;
     const fd = this.fd;
     this.fd = undefined;
@@ -258,6 +285,7 @@ export class StepTracer {
   }
 
   private fail(error: Error): void {
+    this.gc.disconnect();
     if (this.fd === undefined) return;
     const fd = this.fd;
     this.fd = undefined;
@@ -275,6 +303,8 @@ export interface StepTrace {
   readonly submits: readonly SubmitLine[];
   readonly admits: readonly AdmitLine[];
   readonly firsts: readonly FirstTokenLine[];
+  /** In time order (the file has them as Node reported them). */
+  readonly gcs: readonly GcLine[];
 }
 
 /** The numeric fields each event must carry (a line missing one is an error, never a silent gap). */
@@ -284,6 +314,7 @@ const NUMERIC_FIELDS: Readonly<Record<StepTraceLine["ev"], readonly string[]>> =
   submit: ["job", "t", "prompt_tokens"],
   admit: ["job", "step", "t"],
   first: ["job", "step", "t", "written"],
+  gc: ["t", "ms"],
 };
 
 /** Pure: a trace file's text, checked line by line against the format it names in its first line. */
@@ -301,15 +332,16 @@ export function parseStepTrace(text: string, file: string): StepTrace {
   if (header?.format !== STEP_TRACE_FORMAT || header.version !== STEP_TRACE_VERSION) {
     throw bad(0, `not a ${STEP_TRACE_FORMAT} version ${STEP_TRACE_VERSION} header (format ${JSON.stringify(header?.format)}, version ${JSON.stringify(header?.version)})`, "trace again with this checkout's `bench serve --trace-steps`");
   }
-  const trace = { header: header as StepTraceHeader, steps: [] as StepLine[], http: [] as HttpLine[], submits: [] as SubmitLine[], admits: [] as AdmitLine[], firsts: [] as FirstTokenLine[] };
+  const trace = { header: header as StepTraceHeader, steps: [] as StepLine[], http: [] as HttpLine[], submits: [] as SubmitLine[], admits: [] as AdmitLine[], firsts: [] as FirstTokenLine[], gcs: [] as GcLine[] };
   parsed.slice(1).forEach((line, i) => {
     const ev = line.ev as StepTraceLine["ev"];
     const fields = Object.hasOwn(NUMERIC_FIELDS, ev) ? NUMERIC_FIELDS[ev] : undefined;
     if (fields === undefined) throw bad(i + 1, `unknown event ${JSON.stringify(line.ev)}`, `events are ${Object.keys(NUMERIC_FIELDS).join(", ")}`);
     const missing = fields.find((field) => typeof line[field] !== "number");
     if (missing !== undefined) throw bad(i + 1, `${ev} has no number ${missing}`, "a truncated or hand-edited trace: trace again");
-    const lists = { step: trace.steps, http: trace.http, submit: trace.submits, admit: trace.admits, first: trace.firsts } as const;
+    const lists = { step: trace.steps, http: trace.http, submit: trace.submits, admit: trace.admits, first: trace.firsts, gc: trace.gcs } as const;
     (lists[ev] as unknown[]).push(line);
   });
+  trace.gcs.sort((a, b) => a.t - b.t);
   return trace;
 }

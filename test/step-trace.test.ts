@@ -41,6 +41,8 @@ function handTrace(): StepTrace {
     { ev: "submit", job: 3, req: 3, t: 1009.1, prompt_tokens: 32, key: "dd" },
     { ev: "http", req: 4, t: 1009.2, path: "/v1/completions" },
     { ev: "submit", job: 4, req: 4, t: 1009.3, prompt_tokens: 32, key: "dd" },
+    { ev: "gc", t: 1007.5, ms: 1, kind: "minor" },
+    { ev: "gc", t: 1000, ms: 0.2, kind: "minor" },
   ]), "hand.jsonl");
 }
 
@@ -64,6 +66,8 @@ test("the join splits each client TTFT into its parts, and leaves out what it ca
   close(b.queuedMs, 2.8, "B waited for A's step to end");
   assert.equal(b.steps.map((s) => s.step), [1, 2], "B waited through A's step and its own");
   assert.equal(a.steps.map((s) => s.step), [1]);
+  assert.is(a.gcMs, 0, "A's wait held no pause (the one before it ended before A was sent)");
+  close(b.gcMs, 0.9, "B's wait held 0.9 ms of a 1 ms pause (its read came before the pause ended)");
   for (const r of joined.requests) close(r.sendToHandlerMs + r.handlerToSubmitMs + r.submitToFirstWrittenMs + r.firstWrittenToReadMs, r.ttftMs, `request ${r.index}'s parts add up`);
   assert.equal(slowestRequests(joined.requests, 1).map((r) => r.index), [0]);
   const parts = ttftPartDistributions(joined.requests)!;

@@ -1,5 +1,5 @@
 import { distribution, type Distribution } from "../stats/distribution.js";
-import { STEP_PHASES, type StepLine, type StepPhase, type StepTrace } from "../../server/step-trace.js";
+import { STEP_PHASES, type GcLine, type StepLine, type StepPhase, type StepTrace } from "../../server/step-trace.js";
 
 /**
  * Pure: a client's streamed requests lined up with our server's step trace (`bench serve
@@ -33,6 +33,8 @@ export interface RequestAnatomy {
   readonly firstWrittenToReadMs: number;
   /** Every step that ran between its submit and its first token, the admitting and the first token's included. */
   readonly steps: readonly StepLine[];
+  /** Milliseconds of the server's garbage collector pauses between the client's send and its read. */
+  readonly gcMs: number;
 }
 
 export interface AnatomyJoin {
@@ -65,6 +67,13 @@ export function stepsBetween(steps: readonly StepLine[], fromMs: number, toMs: n
   const met: StepLine[] = [];
   for (let i = low; i < steps.length && steps[i].t <= toMs; i++) met.push(steps[i]);
   return met;
+}
+
+/** How much of [fromMs, toMs] the pauses cover. */
+export function pausedWithin(pauses: readonly GcLine[], fromMs: number, toMs: number): number {
+  let paused = 0;
+  for (const pause of pauses) paused += Math.max(0, Math.min(toMs, pause.t + pause.ms) - Math.max(fromMs, pause.t));
+  return paused;
 }
 
 export function joinAnatomy(client: readonly ClientRequest[], trace: StepTrace): AnatomyJoin {
@@ -100,6 +109,7 @@ export function joinAnatomy(client: readonly ClientRequest[], trace: StepTrace):
       queuedMs: admittingStep.t - submit.t,
       firstWrittenToReadMs: request.firstReadMs - first.written,
       steps: stepsBetween(trace.steps, submit.t, first.t),
+      gcMs: pausedWithin(trace.gcs, request.sentMs, request.firstReadMs),
     });
   }
   return { requests, unmatched, ambiguous };
