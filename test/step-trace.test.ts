@@ -6,16 +6,18 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { resolveModel } from "../harness/fixtures/registry.js";
+import { PACKAGE_ROOT } from "../harness/paths.js";
 import { BenchError } from "../harness/errors.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, stepsBetween, ttftPartDistributions } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { parseStepTrace, promptKey, STEP_PHASES, StepTracer, type StepLine, type StepTrace } from "../server/step-trace.js";
-import { bench, temporaryDirectory } from "./helpers/workspace.js";
+import { bench, CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 const HEADER = { format: "bench-step-trace", version: 1, t: 1000, pid: 1, settings: {} };
 const phases = (decode: number) => Object.fromEntries(STEP_PHASES.map((p) => [p, p === "decode" ? decode : 0]));
@@ -179,6 +181,27 @@ test("a real server's trace: three streamed requests line up, each first token i
     }
   } finally {
     if (!stopped) await stopManagedServer(server);
+    dir.remove();
+  }
+});
+
+test("scripts/ttft-anatomy.js takes a short load run apart end to end, and refuses a concurrency list in one line", () => {
+  const script = join(PACKAGE_ROOT, "dist", "scripts", "ttft-anatomy.js");
+  const dir = temporaryDirectory("ttft-anatomy");
+  const run = (env: Record<string, string>) => spawnSync(process.execPath, [script], { cwd: PACKAGE_ROOT, encoding: "utf8", timeout: CLI_HANG_GUARD_MS, env: { ...withoutForceColor(process.env), NO_COLOR: "1", ...env } });
+  try {
+    const file = join(dir.path, "steps.jsonl");
+    const result = run({ BENCH_REQUESTS: "8", BENCH_CONCURRENCY: "2", BENCH_TRACE_FILE: file });
+    assert.is(result.status, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, `trace: ${file} (`);
+    assert.match(result.stdout, "8 of 8 requests answered, 8 joined (0 unmatched, 0 ambiguous)");
+    assert.match(result.stdout, /client TTFT p50 \/ p90 \/ p99 \/ max: [\d.]+ \/ [\d.]+ \/ [\d.]+ \/ [\d.]+ ms over 8 requests/);
+    assert.is(result.stdout.split("\n").filter((line) => /^ {2}request \d+: /.test(line)).length, 8, "every request among the slowest when there are fewer than ten");
+    assert.ok(parseStepTrace(readFileSync(file, "utf8"), file).steps.length > 0, "the trace is kept where BENCH_TRACE_FILE says");
+    const refused = run({ BENCH_CONCURRENCY: "1,4" });
+    assert.is(refused.status, 2);
+    assert.is(refused.stdout.trim(), 'ttft-anatomy: ERROR — BENCH_CONCURRENCY: must be a whole number ≥ 1 (got "1,4") (fix: unset it, or give e.g. BENCH_CONCURRENCY=4)');
+  } finally {
     dir.remove();
   }
 });
