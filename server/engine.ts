@@ -12,6 +12,7 @@ import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
 import { greedyStepDistributions, teacherForceInEmptySequence, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { DraftSpeculator, SpeculationOutcome } from "./speculation.js";
+import type { StepTracer } from "./step-trace.js";
 import { chooseSlot, misfiledCheckpoint, prefillStops, reusePrefix, SlotCache, stateKind, type PrefillStop, type PromptCacheSettings, type StateKind } from "./prompt-cache.js";
 
 export type FinishReason = "stop" | "length" | "cancelled";
@@ -35,6 +36,8 @@ export interface GenerationRequest {
   readonly signal: AbortSignal;
   /** Called for every generated token as it is produced (streaming). */
   readonly onToken?: (token: GeneratedToken) => void;
+  /** The HTTP request's id in the step trace (`--trace-steps`), which its submit line names. */
+  readonly traceRequest?: number;
 }
 
 export interface GeneratedToken {
@@ -129,6 +132,8 @@ interface Job {
   prefill: PrefillStop[];
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
+  /** Its id in the step trace (0 without one). */
+  readonly traceId: number;
 }
 
 /**
@@ -225,6 +230,8 @@ export class BatchEngine {
     private readonly fault?: ServerFault,
     /** Speculates plain greedy requests with a draft model (speculation.ts); absent: every token is the target's alone. */
     private readonly speculator?: DraftSpeculator,
+    /** `--trace-steps`: one line per step and per request event (step-trace.ts); absent: nothing is timed beyond what runs anyway. */
+    private readonly trace?: StepTracer,
   ) {
     orderSampling(context, native);
     this.stateKind = native.reached ? stateKind(native.memoryKind) : undefined;
@@ -256,7 +263,7 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject });
+      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject, traceId: this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0 });
       this.wake?.();
     });
   }
@@ -285,6 +292,8 @@ export class BatchEngine {
         continue;
       }
       const started = performance.now();
+      const trace = this.trace;
+      trace?.stepStarted(started);
       const admitted: Slot[] = [];
       const admissions = admissionsThisStep(this.idleSlots().length, this.queue.length, this.slots.some((slot) => slot.job !== undefined));
       for (let idle = this.idleSlots(); admitted.length < admissions; idle = this.idleSlots()) {
@@ -293,28 +302,36 @@ export class BatchEngine {
         slot.job = job;
         slot.cache.lastUsed = ++this.admissions;
         admitted.push(slot);
+        trace?.admittedJob(job.traceId);
       }
       for (const slot of admitted) await this.guard(slot, () => (this.decodesNatively(slot.job!.request) ? this.reuse(slot) : this.clear(slot)));
+      trace?.phaseEnded("admit");
       // Greedy requests without log-probs go to llama.cpp in one batch of our own (stepGreedily);
       // the rest through node-llama-cpp, awaited together so they share one llama_decode (it batches
       // the calls of one tick). One after the other: never two decodes at once.
       const working = this.slots.filter((slot) => slot.job !== undefined);
       const greedy = working.filter((slot) => this.decodesNatively(slot.job!.request));
       const throughNode = working.filter((slot) => !greedy.includes(slot));
+      trace?.composition(admitted.length, working.filter((slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0).length);
       for (const slot of throughNode) slot.throughNode = true;
       for (const slot of admitted.filter((s) => throughNode.includes(s))) await this.guard(slot, async () => this.scorePromptNatively(slot));
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
+      trace?.phaseEnded("node");
       if (greedy.length > 0) {
         // With a draft model, decoding greedy slots speculate (slots still prefilling step first).
         const speculating = this.speculator === undefined ? [] : greedy.filter((slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0);
         if (speculating.length > 0) this.speculate(speculating);
+        trace?.phaseEnded("speculate");
         await this.stepGreedily(greedy.filter((slot) => !speculating.includes(slot)), admitted);
+        trace?.phaseEnded("settle");
         // After a step on this thread, let sockets flush and requests arrive before the next one.
         await new Promise<void>((resolve) => setImmediate(resolve));
+        trace?.phaseEnded("turn");
       }
       // A first token's reader on this machine would otherwise wait for a core while the next step
       // computes on all of them (3-4 ms, a scheduler slice, on 2 cores): that wait is its TTFT.
       if (this.streamedFirstToken && this.native.reached) this.native.yieldCpu();
+      trace?.stepEnded();
       this.streamedFirstToken = false;
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
@@ -494,6 +511,7 @@ export class BatchEngine {
       const offThread = entries.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS;
       // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked.
       const topK = Int32Array.from(entries, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : greedyTopK(e.slot.job!.request)));
+      this.trace?.decodeStarted(entries, offThread);
       if (topK.some((k) => k > 0)) {
         const result = await native.decodeGreedyTopK(...step, topK, offThread);
         decoded = result.next;
@@ -502,6 +520,7 @@ export class BatchEngine {
       } else {
         decoded = offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step);
       }
+      this.trace?.phaseEnded("decode");
     } catch (error) {
       for (const slot of live) this.fail(slot, error);
       return;
@@ -605,6 +624,7 @@ export class BatchEngine {
     }
     job.tokens.push(token);
     request.onToken?.(token);
+    if (job.tokens.length === 1) this.trace?.firstToken(job.traceId, job.firstTokenAt);
     const eos = !request.ignoreEos && id === this.model.tokens.eos;
     if (eos || stopAt !== undefined) {
       job.stopAt = stopAt;

@@ -10,6 +10,7 @@ import { BadRequest, parseChat, parseCompletion, type ChatParams, type CommonPar
 import { tokenPieces, tokenTextInContext } from "./token-text.js";
 import type { PromptCacheSettings } from "./prompt-cache.js";
 import type { SpeculationSettings } from "./speculation.js";
+import type { StepTracer } from "./step-trace.js";
 
 export interface ServerOptions {
   readonly host: string;
@@ -173,7 +174,7 @@ export class CompletionServer {
   private artifact: ServedArtifact | undefined;
   private chatPrompter: ChatPrompter | undefined;
 
-  constructor(private readonly options: ServerOptions, private readonly metrics: ServerMetrics) {
+  constructor(private readonly options: ServerOptions, private readonly metrics: ServerMetrics, private readonly trace?: StepTracer) {
     this.http = createServer((req, res) => {
       this.route(req, res).catch((error: unknown) => {
         if (res.headersSent) { res.end(); return; }
@@ -357,7 +358,7 @@ export class CompletionServer {
     res: ServerResponse,
     params: CommonParams,
     prompts: readonly number[][],
-    extra: { tokenLogprobs: boolean; logprobs: number; promptLogprobs: number },
+    extra: { tokenLogprobs: boolean; logprobs: number; promptLogprobs: number; traceRequest: number | undefined },
     out: {
       /** A streamed chunk for prompt `index`'s token (undefined: nothing to send). */
       chunk: (index: number, token: GeneratedToken) => unknown;
@@ -423,6 +424,7 @@ export class CompletionServer {
   }
 
   private async completions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const traceRequest = this.trace?.httpStarted("/v1/completions");
     const { model } = this.ready();
     const parsed = await this.parseBody(req, parseCompletion);
     const prompts = parsed.prompts.map((p) => this.promptIds(model, p));
@@ -440,7 +442,7 @@ export class CompletionServer {
       return completionLogprobs(model, [...echoed, ...generated], 0);
     };
     const logprobs = parsed.logprobs;
-    await this.generate(res, parsed, prompts, { tokenLogprobs: logprobs > 0, logprobs, promptLogprobs: parsed.echo && logprobs > 0 ? logprobs : 0 }, {
+    await this.generate(res, parsed, prompts, { tokenLogprobs: logprobs > 0, logprobs, promptLogprobs: parsed.echo && logprobs > 0 ? logprobs : 0, traceRequest }, {
       head,
       chunk: (index, token) => ({ ...head, choices: [{
         index, text: token.text, finish_reason: null, token_ids: [token.id],
@@ -457,6 +459,7 @@ export class CompletionServer {
   }
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const traceRequest = this.trace?.httpStarted("/v1/chat/completions");
     const { model, chat } = this.ready();
     const parsed = await this.parseBody(req, parseChat);
     const promptIds = this.chatPrompt(model, chat, parsed).ids;
@@ -471,7 +474,7 @@ export class CompletionServer {
       sentRole = true;
       sse(res, { ...head, choices: [{ index: 0, delta: { role: "assistant" }, logprobs: null, finish_reason: null }] });
     };
-    await this.generate(res, parsed, [promptIds], { tokenLogprobs: withLogprobs, logprobs: Math.max(0, parsed.topLogprobs), promptLogprobs: 0 }, {
+    await this.generate(res, parsed, [promptIds], { tokenLogprobs: withLogprobs, logprobs: Math.max(0, parsed.topLogprobs), promptLogprobs: 0, traceRequest }, {
       head,
       chunk: (_, token) => {
         roleChunk();

@@ -16,6 +16,7 @@ import { CompletionServer, type ServerNumerics, type ServerOptions } from "./htt
 import { ServerMetrics } from "./metrics.js";
 import { stateKind, type PromptCacheSettings } from "./prompt-cache.js";
 import { DraftSpeculator, type SpeculationSettings } from "./speculation.js";
+import { StepTracer } from "./step-trace.js";
 
 export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache" | "speculation">, PromptCacheSettings {
   readonly modelPath: string;
@@ -37,6 +38,8 @@ export interface StartOptions extends Omit<ServerOptions, "numerics" | "cache" |
   readonly fault?: ServerFault;
   /** Speculative decoding of greedy requests with a draft model (speculation.ts); absent: none. */
   readonly speculation?: { readonly draftModelPath: string; readonly draftMax: number };
+  /** `--trace-steps`: the file the engine's step trace goes to (step-trace.ts), and where its one warning goes; absent: no trace. */
+  readonly traceSteps?: { readonly path: string; readonly onWarning: (message: string) => void };
 }
 
 export interface RunningServer {
@@ -66,7 +69,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   };
   const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize) };
   const speculation = options.speculation === undefined ? undefined : { draft_model: basename(options.speculation.draftModelPath), draft_max: options.speculation.draftMax };
-  const server = new CompletionServer({ ...options, numerics, cache, speculation }, metrics);
+  const trace = options.traceSteps === undefined ? undefined : new StepTracer(options.traceSteps.path, { ...numerics, ...cache, ...speculation }, options.traceSteps.onWarning);
+  const server = new CompletionServer({ ...options, numerics, cache, speculation }, metrics, trace);
   const port = await server.listen();
   let dispose: (() => Promise<void>) | undefined;
   const ready = (async () => {
@@ -97,7 +101,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       server.setStage("loading the draft model");
       draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
     }
-    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator);
+    const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator, trace);
     // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
     const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));
     const chat = new ChatPrompter(chatTemplate,
@@ -116,6 +120,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     shutdown: async () => {
       await ready.catch(() => undefined);
       await server.shutdown();
+      await trace?.close();
       await dispose?.();
     },
   };

@@ -69,6 +69,8 @@ export interface ManagedServerOptions {
   /** Speculate greedy requests with this draft model (a path), drafting up to draftMax tokens a step. */
   readonly draftModel?: string;
   readonly draftMax?: number;
+  /** `bench serve --trace-steps`: the file the server's step trace goes to (docs/step-trace.md). */
+  readonly traceSteps?: string;
   readonly bootTimeoutS: number;
   readonly simulateBootSeconds?: number;
   readonly onProgress?: (message: string) => void;
@@ -86,7 +88,8 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []),
     ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]),
-    ...(options.draftModel === undefined ? [] : ["--draft-model", options.draftModel, ...(options.draftMax === undefined ? [] : ["--draft-max", String(options.draftMax)])]), "--exit-with-stdin"];
+    ...(options.draftModel === undefined ? [] : ["--draft-model", options.draftModel, ...(options.draftMax === undefined ? [] : ["--draft-max", String(options.draftMax)])]),
+    ...(options.traceSteps === undefined ? [] : ["--trace-steps", options.traceSteps]), "--exit-with-stdin"];
   // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.
   const child = trackChild(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, CI: "1", NO_COLOR: "1" } }));
   options.onProcess?.(child, "bench serve");

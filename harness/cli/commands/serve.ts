@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { resolve } from "node:path";
 import { kvCacheType, wholeNumber } from "../option-parsers.js";
 import { resolveModel } from "../../fixtures/registry.js";
 import { BenchError } from "../../errors.js";
@@ -36,6 +37,7 @@ interface ServeOptions {
   config?: string;
   simulateBoot: number;
   exitWithStdin?: boolean;
+  traceSteps?: string;
 }
 
 /**
@@ -82,6 +84,7 @@ export function registerServe(program: Command): void {
     .option("--runs-dir <dir>", "where validation runs are", RUNS_DIR)
     .option("--config <file>", "box configuration whose batteries name the suites that validate the team's models (default: bench.config.json in the working directory, if there is one)")
     .option("--exit-with-stdin", "drain and exit when stdin closes (how a parent such as `bench run` makes sure the server never outlives it, even after kill -9)")
+    .option("--trace-steps <file>", "write one JSON line per engine step and per request event to this file, for taking a first token's wait apart (docs/step-trace.md)")
     .option("--simulate-boot <seconds>", "FAKE: stay in the boot stage this long (to test clients against slow device boots)", wholeNumber, 0)
     .action(async (options: ServeOptions, command: Command) => {
       const model = await resolveModel(options.model);
@@ -108,6 +111,7 @@ export function registerServe(program: Command): void {
         flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize),
         promptCache: options.promptCache, prefillChunk: Math.max(1, options.prefillChunk ?? options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
+        ...(options.traceSteps === undefined ? {} : { traceSteps: { path: resolve(options.traceSteps), onWarning: (message: string) => warn(message) } }),
         ...(draft === undefined ? {} : { speculation: { draftModelPath: draft.path, draftMax: options.draftMax } }),
         validation: validation.validated
           ? { validated: true, run: validation.run, note: `validated by run ${validation.run} (${validation.arms.join(", ")})` }
