@@ -8,7 +8,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { judgeGreedyToken } from "../harness/conformance/greedy-logprobs.js";
+import { DEFAULT_LOGPROB_TOLERANCE, judgeGreedyToken } from "../harness/conformance/greedy-logprobs.js";
 
 const work = temporaryDirectory("bench-conformance-");
 let server: ManagedServer;
@@ -76,11 +76,11 @@ test("greedy_logprobs and greedy_logprobs_echo pass on our server: 4 prompts at 
 });
 
 test("judgeGreedyToken: a top-1 tie is left undecided, never passed; a token that is not its top-1, an unsorted list and a mass above 1 are each a problem", () => {
-  const tie = judgeGreedyToken({ token: "b", logprob: -0.69315, top: [{ token: "a", logprob: -0.69314 }, { token: "b", logprob: -0.69315 }] }, 2);
+  const tie = judgeGreedyToken({ token: "b", logprob: -0.69315, top: [{ token: "a", logprob: -0.69314 }, { token: "b", logprob: -0.69315 }] }, 2, DEFAULT_LOGPROB_TOLERANCE);
   assert.equal(tie, { problems: [], decided: false });
-  const otherRow = judgeGreedyToken({ token: "b", logprob: -0.2, top: [{ token: "a", logprob: -0.2 }, { token: "c", logprob: -2 }] }, 2);
+  const otherRow = judgeGreedyToken({ token: "b", logprob: -0.2, top: [{ token: "a", logprob: -0.2 }, { token: "c", logprob: -2 }] }, 2, DEFAULT_LOGPROB_TOLERANCE);
   assert.equal(otherRow, { problems: ['token "b" is not its own top-1 ("a" at -0.2000, the token -0.2000)'], decided: true });
-  const unsortedHeavy = judgeGreedyToken({ token: "a", logprob: -0.1, top: [{ token: "b", logprob: -0.5 }, { token: "a", logprob: -0.1 }] }, 3);
+  const unsortedHeavy = judgeGreedyToken({ token: "a", logprob: -0.1, top: [{ token: "b", logprob: -0.5 }, { token: "a", logprob: -0.1 }] }, 3, DEFAULT_LOGPROB_TOLERANCE);
   assert.equal(unsortedHeavy.problems, ["2 alternatives, 3 asked for", "top list not sorted descending at rank 2 (-0.5 then -0.1)", "top list holds probability 1.511368 > 1"]);
   assert.is(unsortedHeavy.decided, true);
 });
