@@ -115,7 +115,7 @@ test("logprob_tolerance is validated: each part > 0 and within the limit, else o
   const half = withTolerance("half", { abs: 0.01 });
   assert.match(refusal(half), /: arms\.0\.logprob_tolerance\.rel: required field is missing \(fix: add it/);
   const wide = withTolerance("wide", { abs: 0.01, rel: 0.2 });
-  assert.is(refusal(wide), `${wide}: arms.0.logprob_tolerance.rel: 0.2 is wider than the limit 0.05, at which a server that reads another sequence's log-probs would start to agree with itself`
+  assert.is(refusal(wide), `${wide}: arms.0.logprob_tolerance.rel: 0.2 is wider than the limit 0.05, up to which log-probs misread from another sequence's row still stand out (docs/servers.md)`
     + " (fix: measure the largest gap a known-good build shows (the check's detail prints it, run at the limit) and set about twice that, at most 0.05)");
   const cli = bench(["run", "--suite", withTolerance("too-wide", { abs: 0.5, rel: 0.01 }), "--runs-dir", join(work.path, "runs")]);
   assert.is(cli.status, 2, cli.stdout + cli.stderr);

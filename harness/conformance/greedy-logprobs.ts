@@ -54,7 +54,7 @@ export const MAX_LOGPROB_TOLERANCE: LogprobTolerance = { abs: 0.1, rel: 0.05 };
 export function assertLogprobToleranceWithinLimit(tolerance: LogprobTolerance, file: string, field: string): void {
   for (const part of ["abs", "rel"] as const) {
     if (tolerance[part] > MAX_LOGPROB_TOLERANCE[part]) {
-      throw new BenchError(`${tolerance[part]} is wider than the limit ${MAX_LOGPROB_TOLERANCE[part]}, at which a server that reads another sequence's log-probs would start to agree with itself`, {
+      throw new BenchError(`${tolerance[part]} is wider than the limit ${MAX_LOGPROB_TOLERANCE[part]}, up to which log-probs misread from another sequence's row still stand out (docs/servers.md)`, {
         file, field: `${field}.${part}`,
         fix: `measure the largest gap a known-good build shows (the check's detail prints it, run at the limit) and set about twice that, at most ${MAX_LOGPROB_TOLERANCE[part]}`,
       });
