@@ -3,7 +3,7 @@ import { request } from "undici";
 import { httpCall, type ManagedServer } from "../sut/http.js";
 import { parsePrometheusText } from "./prometheus.js";
 import { lintPrometheusText } from "./prometheus-lint.js";
-import { judgeGreedyToken, largestGap, logprobsAgree, rankedDescending, isTopTie, type ReportedToken } from "./greedy-logprobs.js";
+import { DEFAULT_LOGPROB_TOLERANCE, describeTolerance, judgeGreedyToken, largestGap, logprobsAgree, rankedDescending, isTopTie, type LogprobTolerance, type ReportedToken } from "./greedy-logprobs.js";
 
 /** What a conformance check gets: the server's base URL, the model id, and what the harness saw at boot. */
 export interface ConformanceTarget {
@@ -16,6 +16,8 @@ export interface ConformanceTarget {
   /** Prometheus series the server promises; none: any valid exposition with samples passes. */
   readonly expectMetrics: readonly string[];
   readonly managed?: ManagedServer;
+  /** How far two reports of one log-prob may differ on this server (the arm's `logprob_tolerance`); absent: float32's default. */
+  readonly logprobTolerance?: LogprobTolerance;
   /** Aborts every request a check has in flight: the check was given up on (per-case timeout) or its arm stopped. */
   readonly signal?: AbortSignal;
 }
@@ -426,12 +428,20 @@ function chatReports(content: readonly ChatEntry[] | undefined): ReportedToken[]
 }
 
 /** Every report judged greedy-consistent (with `topCount` alternatives each, where the shape keeps them all); problems prefixed with where they are. */
-function judgeAll(label: string, reports: readonly ReportedToken[], topCount: number | undefined): { problems: string[]; decided: number } {
-  const verdicts = reports.map((report) => judgeGreedyToken(report, topCount));
+function judgeAll(label: string, reports: readonly ReportedToken[], topCount: number | undefined, tolerance: LogprobTolerance): { problems: string[]; decided: number } {
+  const verdicts = reports.map((report) => judgeGreedyToken(report, topCount, tolerance));
   return {
     problems: verdicts.flatMap((v, i) => v.problems.map((p) => `${label} token ${i}: ${p}`)),
     decided: verdicts.filter((v) => v.decided).length,
   };
+}
+
+/** A greedy check's verdict from what it found, its detail ending with the tolerance it judged by and the largest gap it saw, so an arm can set its tolerance from evidence. */
+function greedyVerdict(problems: readonly string[], skipped: string | undefined, passed: string, tolerance: LogprobTolerance, gaps: readonly (readonly [number, number])[]): CheckResult {
+  const evidence = `; ${describeTolerance(tolerance)}, largest gap ${largestGap(gaps).toExponential(1)} nats`;
+  if (problems.length > 0) return fail(problems.slice(0, 4).join("; ") + (problems.length > 4 ? `; and ${problems.length - 4} more` : "") + evidence);
+  if (skipped !== undefined) return { status: "skip", detail: skipped + evidence };
+  return pass(passed + evidence);
 }
 
 /**
@@ -440,6 +450,7 @@ function judgeAll(label: string, reports: readonly ReportedToken[], topCount: nu
  * the streamed tokens and log-probs are the non-streamed ones. SKIPPED when every position is a tie.
  */
 async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
+  const tolerance = target.logprobTolerance ?? DEFAULT_LOGPROB_TOLERANCE;
   const prompts = ["Tell me about rivers", "Count to ten", "What is the weather", "Name three colours"].slice(0, greedyConcurrency(target));
   const body = (content: string) => ({ messages: [{ role: "user", content }], max_tokens: GREEDY_TOKENS, temperature: 0, logprobs: true, top_logprobs: GREEDY_TOP });
   const plain = await Promise.all(prompts.map((p) => postJson(target, "/v1/chat/completions", body(p))));
@@ -461,7 +472,7 @@ async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
       problems.push(`${label}: status ${status}, ${reports?.length ?? "no"} log-prob entries in the documented shape for ${json.usage?.completion_tokens} tokens`);
       continue;
     }
-    const judged = judgeAll(label, reports, GREEDY_TOP);
+    const judged = judgeAll(label, reports, GREEDY_TOP, tolerance);
     problems.push(...judged.problems);
     decided += judged.decided;
     tokens += reports.length;
@@ -470,19 +481,18 @@ async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
       problems.push(`${label} streamed: status ${stream.status}, log-prob entries not in the documented shape`);
       continue;
     }
-    problems.push(...judgeAll(`${label} streamed`, stream.reports, GREEDY_TOP).problems);
+    problems.push(...judgeAll(`${label} streamed`, stream.reports, GREEDY_TOP, tolerance).problems);
     if (stream.reports.map((r) => r.token).join("\u0000") !== reports.map((r) => r.token).join("\u0000")) {
       problems.push(`${label}: streamed tokens ${JSON.stringify(stream.reports.map((r) => r.token).join(""))}, not streamed ${JSON.stringify(reports.map((r) => r.token).join(""))}`);
       continue;
     }
     reports.forEach((r, i) => {
       gaps.push([r.logprob, stream.reports![i].logprob]);
-      if (!logprobsAgree(r.logprob, stream.reports![i].logprob)) problems.push(`${label} token ${i}: log-prob ${r.logprob} not streamed, ${stream.reports![i].logprob} streamed`);
+      if (!logprobsAgree(r.logprob, stream.reports![i].logprob, tolerance)) problems.push(`${label} token ${i}: log-prob ${r.logprob} not streamed, ${stream.reports![i].logprob} streamed`);
     });
   }
-  if (problems.length > 0) return fail(problems.slice(0, 4).join("; ") + (problems.length > 4 ? `; and ${problems.length - 4} more` : ""));
-  if (decided === 0) return { status: "skip", detail: `all ${tokens} greedy tokens sit at a top-1 tie: whether each is its own top-1 cannot be decided` };
-  return pass(`${prompts.length} chat prompts at once, ${tokens} greedy tokens: each its own top-1 with the top-1's log-prob (${decided} decided, ${tokens - decided} at a tie), top-${GREEDY_TOP} sorted with mass ≤ 1; streamed equals not streamed (largest log-prob gap ${largestGap(gaps).toExponential(1)})`);
+  return greedyVerdict(problems, decided === 0 ? `all ${tokens} greedy tokens sit at a top-1 tie: whether each is its own top-1 cannot be decided` : undefined,
+    `${prompts.length} chat prompts at once, ${tokens} greedy tokens: each its own top-1 with the top-1's log-prob (${decided} decided, ${tokens - decided} at a tie), top-${GREEDY_TOP} sorted with mass ≤ 1; streamed equals not streamed`, tolerance, gaps);
 }
 
 type LegacyLogprobs = { tokens?: string[]; token_logprobs?: (number | null)[]; top_logprobs?: (Record<string, number> | null)[] };
@@ -506,6 +516,7 @@ function legacyReports(lp: LegacyLogprobs | undefined): (ReportedToken | undefin
  * position is a tie.
  */
 async function greedyLogprobsEcho(target: ConformanceTarget): Promise<CheckResult> {
+  const tolerance = target.logprobTolerance ?? DEFAULT_LOGPROB_TOLERANCE;
   const prompts = ["The model runs", "Roses are red", "Once upon a", "Hello there"].slice(0, greedyConcurrency(target));
   const echo = (prompt: string) => postJson(target, "/v1/completions", { prompt, max_tokens: 0, echo: true, logprobs: GREEDY_TOP, temperature: 0 });
   const probe = await echo(prompts[0]);
@@ -528,7 +539,7 @@ async function greedyLogprobsEcho(target: ConformanceTarget): Promise<CheckResul
       continue;
     }
     const own = reports as ReportedToken[];
-    const judged = judgeAll(label, own, undefined);
+    const judged = judgeAll(label, own, undefined, tolerance);
     problems.push(...judged.problems);
     const text = own.map((r) => r.token).join("");
     if (choice?.text !== text) problems.push(`${label}: the tokens spell ${JSON.stringify(text)}, the text is ${JSON.stringify(choice?.text)}`);
@@ -543,14 +554,13 @@ async function greedyLogprobsEcho(target: ConformanceTarget): Promise<CheckResul
     own.forEach((r, i) => {
       const forced = tail![i]!;
       gaps.push([r.logprob, forced.logprob]);
-      if (!logprobsAgree(r.logprob, forced.logprob)) problems.push(`${label} token ${i} ${JSON.stringify(r.token)}: generated with log-prob ${r.logprob}, echo scores it ${forced.logprob}`);
-      if (isTopTie(forced.top)) return;
+      if (!logprobsAgree(r.logprob, forced.logprob, tolerance)) problems.push(`${label} token ${i} ${JSON.stringify(r.token)}: generated with log-prob ${r.logprob}, echo scores it ${forced.logprob}`);
+      if (isTopTie(forced.top, tolerance)) return;
       decided++;
       if (forced.top[0].token !== r.token) problems.push(`${label} token ${i}: echo's top-1 there is ${JSON.stringify(forced.top[0].token)}, greedy generated ${JSON.stringify(r.token)}`);
     });
   }
-  if (problems.length > 0) return fail(problems.slice(0, 4).join("; ") + (problems.length > 4 ? `; and ${problems.length - 4} more` : ""));
-  if (tokens === 0) return { status: "skip", detail: `no prompt's echo re-tokenized its generated text into the generated tokens (${unaligned.join(", ")}): nothing to compare` };
-  if (decided === 0) return { status: "skip", detail: `all ${tokens} teacher-forced positions sit at a top-1 tie` };
-  return pass(`${prompts.length} prompts at once, ${tokens} greedy tokens: each log-prob what echo scores for it (largest gap ${largestGap(gaps).toExponential(1)} nats), echo's top-1 the generated token at ${decided} untied positions${unaligned.length > 0 ? `; ${unaligned.length} prompt(s) re-tokenized otherwise, not compared: ${unaligned.join(", ")}` : ""}`);
+  const skipped = tokens === 0 ? `no prompt's echo re-tokenized its generated text into the generated tokens (${unaligned.join(", ")}): nothing to compare`
+    : decided === 0 ? `all ${tokens} teacher-forced positions sit at a top-1 tie` : undefined;
+  return greedyVerdict(problems, skipped, `${prompts.length} prompts at once, ${tokens} greedy tokens: each log-prob what echo scores for it, echo's top-1 the generated token at ${decided} untied positions${unaligned.length > 0 ? `; ${unaligned.length} prompt(s) re-tokenized otherwise, not compared: ${unaligned.join(", ")}` : ""}`, tolerance, gaps);
 }

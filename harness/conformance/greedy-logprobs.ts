@@ -1,3 +1,5 @@
+import { BenchError } from "../errors.js";
+
 /**
  * What a greedy (temperature 0) token's reported log-probs must satisfy, as pure functions over
  * what a server answered: the conformance checks greedy_logprobs and greedy_logprobs_echo
@@ -17,30 +19,66 @@ export interface ReportedToken {
   readonly top: readonly RankedAlternative[];
 }
 
-/**
- * How far two reports of the same log-prob may lie apart when they come from different batches
- * (streamed and not, decoded and teacher-forced): logits move in their last digits with a batch's
- * composition, and an F16 KV cache rounds what they attend to. Measured on tiny-random, 3-4 prompts
- * at once, 36-48 tokens a run (docs/servers.md, greedy log-probs): our server with an F32 KV cache
- * at most 4.4e-6 nats apart, with F16 2.7e-4 (decoded against echo); llama-server (F16 KV, its
- * prompt cache on) 8.5e-4 at a log-prob of -0.84 (streamed against not). A log-prob read from
- * another row or step is off by tenths of a nat and more.
- */
-export const LOGPROB_ABS_TOLERANCE = 2e-3;
-export const LOGPROB_REL_TOLERANCE = 2e-3;
-
-/** Whether two reports of one log-prob agree within what batch composition moves (the larger magnitude scales the relative part). */
-export function logprobsAgree(a: number, b: number): boolean {
-  return Math.abs(a - b) <= LOGPROB_ABS_TOLERANCE + LOGPROB_REL_TOLERANCE * Math.max(Math.abs(a), Math.abs(b));
+/** How far two reports of one log-prob may lie apart and still agree: `abs` nats + `rel` × the larger magnitude. */
+export interface LogprobTolerance {
+  readonly abs: number;
+  readonly rel: number;
 }
 
 /**
- * A position whose top-1 and top-2 lie within what batch composition moves is a tie: greedy may
- * take either (llama.cpp's argmax takes the lower id; its top list orders ties arbitrarily), so
- * whether the token is its own top-1 cannot be decided there.
+ * How far two reports of the same log-prob may lie apart when they come from different batches
+ * (streamed and not, decoded and teacher-forced), for float32 logits: they move in their last
+ * digits with a batch's composition, and an F16 KV cache rounds what they attend to. Measured on
+ * tiny-random, 3-4 prompts at once, 36-48 tokens a run (docs/servers.md, greedy log-probs): our
+ * server with an F32 KV cache at most 4.4e-6 nats apart, with F16 2.7e-4 (decoded against echo);
+ * llama-server (F16 KV, its prompt cache on) 8.5e-4 at a log-prob of -0.84 (streamed against not).
+ * A log-prob read from another row or step is off by tenths of a nat and more. An arm whose
+ * server computes in lower precision states its own (`logprob_tolerance`).
  */
-export function isTopTie(top: readonly RankedAlternative[]): boolean {
-  return top.length >= 2 && logprobsAgree(top[0].logprob, top[1].logprob);
+export const DEFAULT_LOGPROB_TOLERANCE: LogprobTolerance = { abs: 2e-3, rel: 2e-3 };
+
+/**
+ * The widest tolerance an arm may state. The FAKE fault logprobs-other-row (each sequence's
+ * log-probs read from another's row) moves a generated token's log-prob from what echo scores for
+ * it by a median of 0.14 nats on tiny-random (scripts/logprob-tolerance-limit.ts): at this limit at
+ * least half its positions still fall outside the tolerance, so the agreement test alone still
+ * sees the fault where the own-top-1 test cannot (a misread row whose top-1 happens to match).
+ * And at 0.1 nats two alternatives within 10% of each other's probability already count as a tie:
+ * much wider, and the positions where greedy is worth judging are the ones it skips. The relative
+ * part (5% of the magnitude: 0.05 nats more at a log-prob of -1) leaves room for a
+ * low-probability token's larger spread without reaching the fault's median.
+ */
+export const MAX_LOGPROB_TOLERANCE: LogprobTolerance = { abs: 0.1, rel: 0.05 };
+
+/** An arm's stated tolerance, refused when wider than MAX_LOGPROB_TOLERANCE (`field`: where the file states it). */
+export function assertLogprobToleranceWithinLimit(tolerance: LogprobTolerance, file: string, field: string): void {
+  for (const part of ["abs", "rel"] as const) {
+    if (tolerance[part] > MAX_LOGPROB_TOLERANCE[part]) {
+      throw new BenchError(`${tolerance[part]} is wider than the limit ${MAX_LOGPROB_TOLERANCE[part]}, up to which log-probs misread from another sequence's row still stand out (docs/servers.md)`, {
+        file, field: `${field}.${part}`,
+        fix: `measure the largest gap a known-good build shows (the check's detail prints it, run at the limit) and set about twice that, at most ${MAX_LOGPROB_TOLERANCE[part]}`,
+      });
+    }
+  }
+}
+
+/** The tolerance as a check's detail names it. */
+export function describeTolerance(tolerance: LogprobTolerance): string {
+  return `tolerance ${tolerance.abs} nats + ${tolerance.rel} × |log-prob|`;
+}
+
+/** Whether two reports of one log-prob agree within the tolerance (the larger magnitude scales the relative part). */
+export function logprobsAgree(a: number, b: number, tolerance: LogprobTolerance): boolean {
+  return Math.abs(a - b) <= tolerance.abs + tolerance.rel * Math.max(Math.abs(a), Math.abs(b));
+}
+
+/**
+ * A position whose top-1 and top-2 lie within the tolerance is a tie: greedy may take either
+ * (llama.cpp's argmax takes the lower id; its top list orders ties arbitrarily), so whether the
+ * token is its own top-1 cannot be decided there.
+ */
+export function isTopTie(top: readonly RankedAlternative[], tolerance: LogprobTolerance): boolean {
+  return top.length >= 2 && logprobsAgree(top[0].logprob, top[1].logprob, tolerance);
 }
 
 /** The probability mass a top list may exceed 1 by: float32 softmax rounding over a handful of entries. */
@@ -65,7 +103,7 @@ export interface GreedyTokenVerdict {
  * and its log-prob is the top-1's. A server that ranks another sequence's row, or the previous
  * step's, names a top-1 that is not the token it emitted.
  */
-export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number | undefined): GreedyTokenVerdict {
+export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number | undefined, tolerance: LogprobTolerance): GreedyTokenVerdict {
   const problems: string[] = [];
   const { token, logprob, top } = report;
   if (!Number.isFinite(logprob) || logprob > 0) problems.push(`log-prob ${logprob} is not a finite value ≤ 0`);
@@ -76,9 +114,9 @@ export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number
   const mass = top.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0);
   if (mass > 1 + MASS_SLACK) problems.push(`top list holds probability ${mass.toFixed(6)} > 1`);
   const best = top.reduce((a, b) => (b.logprob > a.logprob ? b : a));
-  if (isTopTie([...top].sort((a, b) => b.logprob - a.logprob))) return { problems, decided: false };
+  if (isTopTie([...top].sort((a, b) => b.logprob - a.logprob), tolerance)) return { problems, decided: false };
   if (best.token !== token) problems.push(`token ${JSON.stringify(token)} is not its own top-1 (${JSON.stringify(best.token)} at ${best.logprob.toFixed(4)}, the token ${logprob.toFixed(4)})`);
-  else if (!logprobsAgree(logprob, best.logprob)) problems.push(`log-prob ${logprob} differs from its top-1's ${best.logprob}`);
+  else if (!logprobsAgree(logprob, best.logprob, tolerance)) problems.push(`log-prob ${logprob} differs from its top-1's ${best.logprob}`);
   return { problems, decided: true };
 }
 

@@ -14,6 +14,8 @@ export interface ConformanceArm {
   readonly sut?: "http";
   /** Our server's bounds: a declared queue promises 429 beyond slots + queue; without it, queueing (OpenAI allows it) passes too. */
   readonly server?: { readonly slots?: number; readonly queue?: number; readonly simulate_boot_s?: number };
+  /** How far this server's reports of one log-prob may differ (greedy_logprobs, greedy_logprobs_echo); absent: float32's default, DEFAULT_LOGPROB_TOLERANCE. */
+  readonly logprob_tolerance?: { readonly abs: number; readonly rel: number };
   readonly gate: GateLevel;
   readonly why?: string;
 }

@@ -15,6 +15,7 @@ import type { ChatTemplateSuite } from "./chat-template-suite.js";
 import type { PerplexitySuite } from "./perplexity-suite.js";
 import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
+import { assertLogprobToleranceWithinLimit } from "../conformance/greedy-logprobs.js";
 
 export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite | TokenizerSuite | ChatTemplateSuite | PerplexitySuite;
 
@@ -65,6 +66,11 @@ export function loadSuite(nameOrPath: string): Suite {
   for (const arm of suite.arms) {
     if (labels.has(arm.label)) throw new BenchError(`two arms share the label "${arm.label}"`, { file: path, field: "arms", fix: "give each arm its own label" });
     labels.add(arm.label);
+  }
+  if (suite.kind === "conformance") {
+    (suite as Omit<ConformanceSuite, "path">).arms.forEach((arm, i) => {
+      if (arm.logprob_tolerance !== undefined) assertLogprobToleranceWithinLimit(arm.logprob_tolerance, path, `arms.${i}.logprob_tolerance`);
+    });
   }
   if (suite.kind === "kernels") {
     const kernels = suite as Omit<KernelSuite, "path">;

@@ -20,6 +20,7 @@ export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
       target: {
         baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: apiKeyOf(arm), managed: server.managed,
         ...(arm.server === undefined ? {} : { slots: arm.server.slots ?? 2, queue: arm.server.queue ?? 1 }), expectMetrics: arm.expect_metrics ?? [],
+        ...(arm.logprob_tolerance === undefined ? {} : { logprobTolerance: arm.logprob_tolerance }),
       },
     }));
   },
