@@ -2,14 +2,22 @@
  * npm run bench:server — our server against llama.cpp's own llama-server (built from the llama.cpp
  * source node-llama-cpp ships, scripts/build-llama-server.sh), side by side in one run on the same
  * fixture and settings: 4 slots, 2 threads, flash attention off, F16 KV, 256 tokens per slot.
- * Closed loop at 1, 4 and 16 clients, 64 streamed greedy requests of 32 prompt / 64 output
- * tokens (ignore_eos), the two servers' rounds alternating so a busy stretch of a shared machine
- * hits both; a round measured while other processes kept the machine busy is measured again
- * (scripts/quiet-rounds.ts). Prints each side's figures per round, their spread, and the ratios of
- * the medians, and ends with one verdict line — also when something broke (exit 2, never a stack).
- * Targets: output tok/s ≥ 0.9 × llama-server's, TTFT p99 ≤ 1.2 ×, and not one request lost on
- * either side (a request lost to a closing keep-alive connection and sent again counts once, as
- * retried; docs/load-client.md).
+ * Closed loop at 1, 4 and 16 clients, 200 streamed greedy requests of 32 prompt / 64 output
+ * tokens (ignore_eos) per round, the two servers' rounds alternating so a busy stretch of a shared
+ * machine hits both; a round measured while other processes kept the machine busy is measured
+ * again (scripts/quiet-rounds.ts). Prints each side's figures per round, their spread, and the
+ * ratios, and ends with one verdict line — also when something broke (exit 2, never a stack).
+ * Targets: output tok/s ≥ 0.9 × llama-server's (median of the rounds), TTFT p99 ≤ 1.2 × (the
+ * p99 of every request of the point's rounds together), and not one request lost on either side
+ * (a request lost to a closing keep-alive connection and sent again counts once, as retried;
+ * docs/load-client.md).
+ *
+ * Why the TTFT percentiles pool the rounds: a percentile is only as good as the requests under it.
+ * The p99 of one 64-request round is its slowest request or two, and on a 2-core machine shared
+ * with the client both servers' slowest first token moved between ~6 and ~30 ms from round to
+ * round with the same code, so the ratio of two such maxima swung from 0.4 to 1.9
+ * (docs/performance.md, "A p99 needs the requests under it"). 600 requests (3 rounds of 200) put
+ * the p99 among the slowest six; the per-round p99s are still printed, as the spread.
  *
  * BENCH_ROUNDS=N rounds per point (default 3); BENCH_CONCURRENCY=1,4 to pick points;
  * BENCH_PROMPT_CACHE=off starts ours with --no-prompt-cache (on by default, as `bench serve`);
@@ -38,7 +46,7 @@ const SLOTS = 4;
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const CONTEXT_PER_SLOT = 256;
 const BATCH = 512;
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 64);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const INPUT_TOKENS = 32;
 const OUTPUT_TOKENS = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -51,11 +59,10 @@ type Side = (typeof SIDES)[number];
 
 interface Round {
   readonly tps: number;
+  /** This round's own p99: its spread over the rounds is printed; the target reads the pooled one. */
   readonly ttftP99: number;
-  /** Beside the p99 (a round's slowest request or two), the typical request: tells a tail from a slower path. */
-  readonly ttftP50: number;
-  /** Between the two: a slower mode that one request in ten or so takes shows here before it reaches the p99. */
-  readonly ttftP90: number;
+  /** Every completed request's TTFT (ms), pooled over the rounds for the point's percentiles. */
+  readonly ttftMs: readonly number[];
   readonly tpotP50: number;
   readonly lost: number;
   readonly busy: boolean;
@@ -92,7 +99,8 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
         const measured = await quietRound(async () => {
           const cpuBefore = cpuSeconds(pid);
           const result = await runLoadPoint({ url: `${servers[side].baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed: round });
-          const summary = summarizeLoadPoint(side, result.samples, result.samples.map(requestMetrics), result.durationS, {});
+          const metrics = result.samples.map(requestMetrics);
+          const summary = summarizeLoadPoint(side, result.samples, metrics, result.durationS, {});
           const cpuMsPerToken = ((cpuSeconds(pid) - cpuBefore) * 1000) / Math.max(1, summary.outputTokensPerSecond * result.durationS);
           // Every attempt's requests count, the busy ones set aside included: a loss is never measured away.
           const lost = summary.requests - summary.completed;
@@ -100,25 +108,26 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
           tally.lost[side] += lost;
           tally.retried[side] += summary.retriedOnFreshConnection;
           if (lost > 0) console.log(`  ${side} at ${clients} client(s), round ${round + 1}: ${lost}/${summary.requests} requests lost (${JSON.stringify(summary.errors)})`);
-          return { summary, cpuMsPerToken };
+          return { summary, cpuMsPerToken, ttftMs: metrics.flatMap((m) => (m === undefined ? [] : [m.ttftMs])) };
         }, (foreignCores, attempt) => console.log(`  ${side} at ${clients} client(s), round ${round + 1}: other processes used ${foreignCores.toFixed(2)} cores meanwhile; measuring it again (attempt ${attempt + 1})`));
-        const { summary, cpuMsPerToken } = measured.value;
+        const { summary, cpuMsPerToken, ttftMs } = measured.value;
         tally.rounds++;
         if (measured.attempts > 1) tally.repeated++;
         if (measured.busy) tally.stillBusy++;
-        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, ttftP50: summary.ttftMs?.median ?? NaN, ttftP90: summary.ttftMs?.p90 ?? NaN, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy, cpuMsPerToken });
+        rounds[side].push({ tps: summary.outputTokensPerSecond, ttftP99: summary.ttftMs?.p99 ?? NaN, ttftMs, tpotP50: summary.tpotMs?.median ?? NaN, lost: summary.requests - summary.completed, busy: measured.busy, cpuMsPerToken });
       }
     }
-    const median = (side: Side, key: "tps" | "ttftP99" | "ttftP50" | "ttftP90" | "tpotP50" | "cpuMsPerToken") => distribution(rounds[side].map((r) => r[key]))!.median;
+    const median = (side: Side, key: "tps" | "tpotP50" | "cpuMsPerToken") => distribution(rounds[side].map((r) => r[key]))!.median;
+    const ttft = (side: Side) => distribution(rounds[side].flatMap((r) => r.ttftMs)) ?? { n: 0, p99: NaN, p90: NaN, median: NaN };
     const tpsRatio = median("ours", "tps") / median("llama-server", "tps");
-    const ttftRatio = median("ours", "ttftP99") / median("llama-server", "ttftP99");
+    const ttftRatio = ttft("ours").p99 / ttft("llama-server").p99;
     const met = tpsRatio >= TARGET_TPS_RATIO && ttftRatio <= TARGET_TTFT_P99_RATIO;
     (met ? tally.pointsMet : tally.pointsMissed).push(String(clients));
     const perRound = (side: Side) => rounds[side].map((r) => `${r.tps.toFixed(0)} tok/s TTFT p99 ${r.ttftP99.toFixed(1)} ms${r.lost > 0 ? ` (${r.lost} lost)` : ""}${r.busy ? " (busy)" : ""}`).join("; ");
-    const spread = (side: Side) => `output tok/s ${describeSpread(rounds[side].map((r) => r.tps))}, TTFT p99 ms ${describeSpread(rounds[side].map((r) => r.ttftP99), 1)}`;
+    const spread = (side: Side) => `output tok/s ${describeSpread(rounds[side].map((r) => r.tps))}, one round's TTFT p99 ms ${describeSpread(rounds[side].map((r) => r.ttftP99), 1)}`;
     console.log(`${clients} client(s): ours ${median("ours", "tps").toFixed(0)} vs llama-server ${median("llama-server", "tps").toFixed(0)} output tok/s — ratio ${tpsRatio.toFixed(2)} (target ≥ ${TARGET_TPS_RATIO}); `
-      + `TTFT p99 ${median("ours", "ttftP99").toFixed(1)} vs ${median("llama-server", "ttftP99").toFixed(1)} ms — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
-      + `TTFT p50 ${median("ours", "ttftP50").toFixed(1)} vs ${median("llama-server", "ttftP50").toFixed(1)} ms, p90 ${median("ours", "ttftP90").toFixed(1)} vs ${median("llama-server", "ttftP90").toFixed(1)} ms; TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms; server CPU ${median("ours", "cpuMsPerToken").toFixed(2)} vs ${median("llama-server", "cpuMsPerToken").toFixed(2)} ms per output token ${met ? "OK" : "BELOW TARGET"}`);
+      + `TTFT p99 ${ttft("ours").p99.toFixed(1)} vs ${ttft("llama-server").p99.toFixed(1)} ms over ${ttft("ours").n} and ${ttft("llama-server").n} requests — ratio ${ttftRatio.toFixed(2)} (target ≤ ${TARGET_TTFT_P99_RATIO}); `
+      + `TTFT p50 ${ttft("ours").median.toFixed(1)} vs ${ttft("llama-server").median.toFixed(1)} ms, p90 ${ttft("ours").p90.toFixed(1)} vs ${ttft("llama-server").p90.toFixed(1)} ms; TPOT p50 ${median("ours", "tpotP50").toFixed(2)} vs ${median("llama-server", "tpotP50").toFixed(2)} ms; server CPU ${median("ours", "cpuMsPerToken").toFixed(2)} vs ${median("llama-server", "cpuMsPerToken").toFixed(2)} ms per output token ${met ? "OK" : "BELOW TARGET"}`);
     for (const side of SIDES) console.log(`  ${side}: ${perRound(side)}\n    ${spread(side)}`);
   }
   // A reference figure, not a target: its failure is said and does not hide the verdict.

@@ -171,14 +171,16 @@ function probeFor(request: GenerationRequest): Probe {
 }
 
 /**
- * How many queued requests a step admits. While other slots decode, one: on the CPU a step that
- * prefilled several prompts beside decode tokens took 4-9 ms against 1.1-1.8 ms for one
- * (tiny-random, 4 clients), and every decoding slot and every admitted prompt waited for all of it
- * (the TTFT tail at 4 clients, docs/performance.md). An idle engine admits all that fit at once:
- * nothing decodes that they would hold up.
+ * How many queued requests a step admits: one. On the CPU a step that prefilled several prompts
+ * beside decode tokens took 4-9 ms against 1.1-1.8 ms for one (tiny-random, 4 clients), and every
+ * decoding slot and every admitted prompt waited for all of it. An idle engine admits one too:
+ * closed-loop clients whose requests ended in the same step send their next ones together, and
+ * admitted together they end together again, every round of them waiting for one step of four
+ * prompts (the step trace's slowest first tokens); one a step, the first of them streams after a
+ * one-prompt step and they stay apart (docs/performance.md, "The 4-client TTFT tail").
  */
-export function admissionsThisStep(idleSlots: number, queued: number, decoding: boolean): number {
-  return Math.min(idleSlots, queued, decoding ? 1 : idleSlots);
+export function admissionsThisStep(idleSlots: number, queued: number): number {
+  return Math.min(idleSlots, queued, 1);
 }
 
 /** A greedy token's own log-prob and its distribution's top-k, computed in native code (stepGreedily). */
@@ -209,8 +211,6 @@ export class BatchEngine {
   private wake: (() => void) | undefined;
   private draining = false;
   private stopped = false;
-  /** Whether the step just taken streamed some request's first token (cleared after each step). */
-  private streamedFirstToken = false;
   private readonly loop: Promise<void>;
   /** How the model's state can be cut back (undefined without the addon: no prompt cache then). */
   private readonly stateKind: StateKind | undefined;
@@ -286,16 +286,13 @@ export class BatchEngine {
       if (this.inFlight === 0) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         this.wake = undefined;
-        // Requests that arrived together (clients in step, all answered by one step) are read in the
-        // same turn of the event loop: admit them together rather than the first one alone.
-        await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
       const started = performance.now();
       const trace = this.trace;
       trace?.stepStarted(started);
       const admitted: Slot[] = [];
-      const admissions = admissionsThisStep(this.idleSlots().length, this.queue.length, this.slots.some((slot) => slot.job !== undefined));
+      const admissions = admissionsThisStep(this.idleSlots().length, this.queue.length);
       for (let idle = this.idleSlots(); admitted.length < admissions; idle = this.idleSlots()) {
         const job = this.queue.shift()!;
         const slot = chooseSlot(idle, job.request.promptIds, this.caches(job.request));
@@ -328,11 +325,12 @@ export class BatchEngine {
         await new Promise<void>((resolve) => setImmediate(resolve));
         trace?.phaseEnded("turn");
       }
-      // A first token's reader on this machine would otherwise wait for a core while the next step
-      // computes on all of them (3-4 ms, a scheduler slice, on 2 cores): that wait is its TTFT.
-      if (this.streamedFirstToken && this.native.reached) this.native.yieldCpu();
+      // The clients reading what this step streamed share the cores with the next step, which
+      // computes on all of them: a reader the writes woke would wait for a scheduler slice (3-4 ms
+      // on 2 cores), and that wait is a first token's TTFT or delays a closed-loop client's next
+      // request. Yielding the core once lets it run first; nothing waits when no one is ready.
+      if (this.native.reached) this.native.yieldCpu();
       trace?.stepEnded();
-      this.streamedFirstToken = false;
       this.observer.step((performance.now() - started) / 1000, this.activeSlots, this.queue.length);
     }
   }
@@ -620,7 +618,6 @@ export class BatchEngine {
     job.streamed = Math.max(job.streamed, safeEnd);
     if (job.firstTokenAt === undefined) {
       job.firstTokenAt = performance.now();
-      this.streamedFirstToken = true;
     }
     job.tokens.push(token);
     request.onToken?.(token);

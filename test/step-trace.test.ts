@@ -141,18 +141,21 @@ test("a real server's trace: three streamed requests line up, each first token i
   const server = await startManagedServer({ modelPath: model.path, slots: 2, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F16", batchSize: 512, bootTimeoutS: 120, traceSteps: file });
   let stopped = false;
   try {
-    const prompts = await Promise.all(["the first prompt", "a second, longer prompt to prefill", "and a third"].map(async (content) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content } })).text) as { tokens: number[] }).tokens));
+    const [batchedA, batchedB, ...prompts] = await Promise.all(["two prompts", "in one request", "the first prompt", "a second, longer prompt to prefill", "and a third"].map(async (content) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content } })).text) as { tokens: number[] }).tokens));
     const clock = { hrtimeNs: process.hrtime.bigint(), epochMs: performance.timeOrigin + performance.now() };
     // Three clients and two slots: one request waits in the queue, and is admitted beside the slot whose request is longer.
     const load = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body: (i) => ({ prompt: prompts[i], max_tokens: 6 + 4 * i, temperature: 0, ignore_eos: true, stream: true }) },
       { mode: { kind: "closed", concurrency: 3 }, requests: 3, warmup: 0, maxErrorRate: 0, seed: 0 });
     assert.equal(load.samples.map((s) => s.status), ["ok", "ok", "ok"]);
+    // Two prompts in one request reach an idle engine in the same turn: the case admissionsThisStep decides.
+    const batched = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt: [batchedA, batchedB], max_tokens: 2, temperature: 0 } });
+    assert.is(batched.status, 200, batched.text);
     await stopManagedServer(server);
     stopped = true;
     const trace = parseStepTrace(readFileSync(file, "utf8"), file);
     assert.is(trace.header.settings.slots, 2, "the header carries the server's settings");
-    assert.is(trace.http.length, 3);
-    assert.equal(trace.submits.map((s) => s.key).sort(), prompts.map(promptKey).sort(), "each prompt submitted once, under the key a client computes");
+    assert.is(trace.http.length, 4);
+    assert.equal(trace.submits.map((s) => s.key).sort(), [...prompts, batchedA, batchedB].map(promptKey).sort(), "each prompt submitted once, under the key a client computes");
     assert.equal(trace.steps.map((s) => s.step), trace.steps.map((_, i) => i + 1), "steps numbered in order, none missing");
     for (const s of trace.steps) {
       const sum = STEP_PHASES.reduce((total, phase) => total + s.phases_ms[phase], 0);
@@ -170,6 +173,7 @@ test("a real server's trace: three streamed requests line up, each first token i
       assert.ok(steps.get(admit.step)!.admitted >= 1 && admit.step <= first.step);
     }
     assert.ok(trace.steps.some((s) => s.admitted >= 1 && s.decoding >= 1), "the queued request was admitted beside a decoding slot");
+    assert.ok(trace.steps.every((s) => s.admitted <= 1), `every step admits at most one request, the two prompts of one request into an idle engine too (admissionsThisStep): ${trace.steps.map((s) => s.admitted).join(",")}`);
     assert.ok(trace.steps.some((s) => s.prompt_tokens > 0) && trace.steps.some((s) => s.decode_tokens > 0));
     const joined = joinAnatomy(load.samples.map((s) => ({ index: s.index, key: promptKey(prompts[s.index]), sentMs: epochMsOf(s.sentNs, clock), firstReadMs: epochMsOf(s.contentEventsNs[0], clock) })), trace);
     assert.is(joined.requests.length, 3, `unmatched ${joined.unmatched}, ambiguous ${joined.ambiguous}`);
