@@ -87,7 +87,8 @@ function verdictLine(): { line: string; code: number } {
 async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
   const model = await resolveModel("tiny-random:F32");
   const tokenize = async (text: string) => (JSON.parse((await httpCall(`${servers.ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
-  const prompts = await randomPrompts(REQUESTS + 2, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
+  // Warm-up opens one connection per client (runLoadPoint): enough prompts that no measured request repeats one.
+  const prompts = await randomPrompts(REQUESTS + Math.max(...CONCURRENCY), INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
   console.log(`machine: ${describeMachine(machineInfo())}; model ${model.id}; ours with the prompt cache ${PROMPT_CACHE ? "on" : "off"}; ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; `
     + `${REQUESTS} streamed greedy requests of ${INPUT_TOKENS} prompt / ${OUTPUT_TOKENS} output tokens per round, closed loop, sides alternating, ${ROUNDS} rounds; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);

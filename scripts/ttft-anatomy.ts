@@ -21,7 +21,7 @@ import { EXIT } from "../harness/results/exit-code.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { distribution, type Distribution } from "../harness/stats/distribution.js";
 import { randomPrompts } from "../harness/load/prompts.js";
-import { runLoadPoint } from "../harness/load/run-load.js";
+import { runLoadPoint, warmupRequests } from "../harness/load/run-load.js";
 import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type EpochClock, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
 import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
@@ -92,17 +92,19 @@ function describeGc(trace: StepTrace, requests: readonly RequestAnatomy[]): stri
 
 async function anatomy(server: ManagedServer, traceFile: string, clients: number, requests: number): Promise<void> {
   const tokenize = async (text: string) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
-  const prompts = (await randomPrompts(requests + WARMUP, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize)).map((p) => p.prompt as number[]);
+  const plan = { mode: { kind: "closed", concurrency: clients }, requests, warmup: WARMUP, maxErrorRate: 1, seed: 0 } as const;
+  const warmup = warmupRequests(plan).count;
+  const prompts = (await randomPrompts(requests + warmup, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize)).map((p) => p.prompt as number[]);
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length], max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
   console.log(`machine: ${describeMachine(machineInfo())}; tiny-random:F32, ${SLOTS} slots, ${THREADS} threads, flash attention off, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot, prompt cache ${PROMPT_CACHE ? "on" : "off"}; `
     + `${requests} streamed greedy requests of ${INPUT_TOKENS} prompt / ${OUTPUT_TOKENS} output tokens, closed loop at ${clients} client(s); load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   const clock = epochClock();
-  const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: clients }, requests, warmup: WARMUP, maxErrorRate: 1, seed: 0 });
+  const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, plan);
   await stopManagedServer(server);
   const trace = parseStepTrace(readFileSync(traceFile, "utf8"), traceFile);
   const answered = result.samples.filter((s) => s.status === "ok" && s.contentEventsNs.length > 0);
   const client: ClientRequest[] = answered.map((s) => ({
-    index: s.index, key: promptKey(prompts[(WARMUP + s.index) % prompts.length]), sentMs: epochMsOf(s.sentNs, clock), firstReadMs: epochMsOf(s.contentEventsNs[0], clock),
+    index: s.index, key: promptKey(prompts[(warmup + s.index) % prompts.length]), sentMs: epochMsOf(s.sentNs, clock), firstReadMs: epochMsOf(s.contentEventsNs[0], clock),
   }));
   const joined = joinAnatomy(client, trace);
   const early = joined.requests.filter((r) => r.sendToHandlerMs < 0).length;

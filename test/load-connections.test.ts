@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { summarizeLoadPoint } from "../harness/load/aggregate.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
-import { runLoadPoint, type LoadPointPlan } from "../harness/load/run-load.js";
+import { runLoadPoint, warmupRequests, type LoadPointPlan } from "../harness/load/run-load.js";
 import { encodeSamplesArrow } from "../harness/load/samples-arrow.js";
 import { retriesOnFreshConnection } from "../harness/load/sse-request.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
@@ -36,6 +36,26 @@ test("a server that closes every connection after 3 requests (Connection: close 
     }
     assert.is(server.served(), 50, "the server saw each request once");
     assert.ok(server.connections() >= Math.ceil(10 / 3) + Math.ceil(40 / 3), `${server.connections()} connections for 50 requests, at most 3 each`);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a closed loop warms up at its concurrency: every client's connection is open before the measured requests, and warm-ups are not kept", async () => {
+  const server = await startScriptedServer({ firstMs: 1, gapMs: 1, tokens: 3 });
+  try {
+    let openWhenMeasuringBegan: number | undefined;
+    const watchedBody = (n: number) => {
+      if (n === 4) openWhenMeasuringBegan = server.connections();
+      return body(n);
+    };
+    const result = await runLoadPoint({ url: `${server.url}/v1/completions`, body: watchedBody }, { ...closed(4, 8), warmup: 2 });
+    assert.equal(warmupRequests({ mode: { kind: "closed", concurrency: 4 }, warmup: 2 }), { count: 4, atOnce: 4 });
+    assert.equal(warmupRequests({ mode: { kind: "open", rate: 4, burstiness: 1 }, warmup: 2 }), { count: 2, atOnce: 1 });
+    assert.equal(warmupRequests({ mode: { kind: "closed", concurrency: 4 }, warmup: 0 }), { count: 0, atOnce: 1 }, "no warm-up asked for stays none");
+    assert.equal(result.samples.map((s) => s.index), [0, 1, 2, 3, 4, 5, 6, 7], "only the measured requests are samples");
+    assert.is(server.served(), 4 + 8, "one warm-up per client (2 asked for, 4 clients), then the 8 measured");
+    assert.is(openWhenMeasuringBegan, 4, "the four warm-ups, sent at once, opened the four clients' connections before the first measured request");
   } finally {
     await server.close();
   }

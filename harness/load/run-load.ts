@@ -11,6 +11,7 @@ export interface LoadPointPlan {
   readonly mode: LoadMode;
   /** Measured requests (after warm-up). */
   readonly requests: number;
+  /** Warm-up requests, not kept; in a closed loop at least one per client (warmupRequests). */
   readonly warmup: number;
   /** Stop sending new requests after this many seconds (undefined: no limit). */
   readonly durationS?: number;
@@ -47,16 +48,36 @@ export function modeLabel(mode: LoadMode): string {
 }
 
 /**
- * Runs one load point. Warm-up requests go first, one at a time, and are not kept. Closed loop:
+ * How many warm-up requests a point sends, and how many at once. A closed loop warms up at its own
+ * concurrency, at least one request per client, so that every client's keep-alive connection is
+ * open before the measured phase: otherwise each point's first requests on fresh connections (3 of
+ * them at 4 clients) also time a TCP connect and a server's first request on a new socket, and at
+ * 200 requests a point that is its p99 (docs/load-client.md). An open loop opens connections as its
+ * arrivals need them: one at a time. A warm-up of 0 is none.
+ */
+export function warmupRequests(plan: Pick<LoadPointPlan, "mode" | "warmup">): { readonly count: number; readonly atOnce: number } {
+  // No warm-up asked for (0) stays none: a caller timing cold connections on purpose.
+  return plan.mode.kind === "closed" && plan.warmup > 0 ? { count: Math.max(plan.warmup, plan.mode.concurrency), atOnce: plan.mode.concurrency } : { count: plan.warmup, atOnce: 1 };
+}
+
+/**
+ * Runs one load point. Warm-up requests go first and are not kept (warmupRequests). Closed loop:
  * `concurrency` workers, each sending its next request when the previous one ends. Open loop:
  * every request has a scheduled send time, and its latencies are measured from that time, so a
  * client that falls behind cannot hide a slow server (the lag is recorded too).
  */
 export async function runLoadPoint(target: LoadTarget, plan: LoadPointPlan, onProgress?: (done: number, total: number) => void): Promise<LoadPointResult> {
   const endpoint = openStreamEndpoint(target.url, { apiKey: target.apiKey, stallTimeoutMs: target.stallTimeoutMs });
-  const send = (index: number, scheduledNs: bigint) => streamRequest(endpoint, index, JSON.stringify(target.body(plan.warmup + index)), scheduledNs);
+  const warmup = warmupRequests(plan);
+  const send = (index: number, scheduledNs: bigint) => streamRequest(endpoint, index, JSON.stringify(target.body(warmup.count + index)), scheduledNs);
   try {
-    for (let i = 0; i < plan.warmup; i++) await streamRequest(endpoint, -1 - i, JSON.stringify(target.body(i)), process.hrtime.bigint());
+    // Without a warm-up the schedule starts in this turn (an open loop's send times count from here).
+    if (warmup.count > 0) {
+      let nextWarmup = 0;
+      await Promise.all(Array.from({ length: Math.min(warmup.atOnce, warmup.count) }, async () => {
+        for (let i = nextWarmup++; i < warmup.count; i = nextWarmup++) await streamRequest(endpoint, -1 - i, JSON.stringify(target.body(i)), process.hrtime.bigint());
+      }));
+    }
     const samples: RequestSample[] = [];
     let failed = 0;
     const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -7,7 +7,7 @@ import { sha256File } from "../../io/sha256.js";
 import { summarizeLoadPoint, type LoadPointSummary, type Slo } from "../../load/aggregate.js";
 import { jsonlPrompts, randomPrompts, sharedPrefixPrompts, type LoadPrompt } from "../../load/prompts.js";
 import { requestMetrics } from "../../load/request-metrics.js";
-import { modeLabel, runLoadPoint, type LoadMode } from "../../load/run-load.js";
+import { modeLabel, runLoadPoint, warmupRequests, type LoadMode } from "../../load/run-load.js";
 import { encodeSamplesArrow, type SampleRow } from "../../load/samples-arrow.js";
 import type { RequestSample, RequestStatus } from "../../load/sse-request.js";
 import { parsePrometheusText } from "../../conformance/prometheus.js";
@@ -128,7 +128,7 @@ export function registerLoad(program: Command): void {
     .option("--rate <list>", "open loop: requests per second, e.g. 2,4,8", list)
     .option("--burstiness <b>", "open loop: gamma shape of the arrival gaps (1 = Poisson)", positive, 1)
     .option("--requests <n>", "measured requests per load point", wholeNumber, 32)
-    .option("--warmup <n>", "warm-up requests per point, not measured", wholeNumber, 2)
+    .option("--warmup <n>", "warm-up requests per point, not measured; a closed loop sends at least one per client, at once, so every connection is open before measuring (0: none)", wholeNumber, 2)
     .option("--duration <seconds>", "stop sending after this long (per point)", positive)
     .option("--input-tokens <n>", "random prompts of exactly this many tokens", wholeNumber, 32)
     .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", wholeNumber, 32)
@@ -177,7 +177,7 @@ export function registerLoad(program: Command): void {
         const served = firstServedModel(listing.status, listing.text);
         const modelId = served?.id ?? "model";
         const canTokenize = served?.capabilities?.tokenize === true;
-        const total = options.requests + options.warmup;
+        const total = options.requests + Math.max(...modes.map((mode) => warmupRequests({ mode, warmup: options.warmup }).count));
         const prompts: LoadPrompt[] = options.dataset !== undefined ? jsonlPrompts(options.dataset, options.outputTokens)
           : options.sharedPrefix !== undefined ? sharedPrefixPrompts(total, options.sharedPrefix, options.outputTokens)
             : await randomPrompts(total, options.inputTokens, options.outputTokens, options.seed,
