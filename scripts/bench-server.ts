@@ -41,17 +41,11 @@ import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } f
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { decodeFloors, describeFloors } from "./decode-floor.js";
 import { describeSpread, quietRound } from "./quiet-rounds.js";
+import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
 
-const SLOTS = 4;
-const THREADS = Number(process.env.BENCH_THREADS ?? 2);
-const CONTEXT_PER_SLOT = 256;
-const BATCH = 512;
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
-const INPUT_TOKENS = 32;
-const OUTPUT_TOKENS = 64;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,4,16").split(",").map(Number);
-const PROMPT_CACHE = process.env.BENCH_PROMPT_CACHE !== "off";
 const TARGET_TPS_RATIO = 0.9;
 const TARGET_TTFT_P99_RATIO = 1.2;
 const SIDES = ["ours", "llama-server"] as const;

@@ -25,16 +25,10 @@ import { runLoadPoint, warmupRequests } from "../harness/load/run-load.js";
 import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type EpochClock, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
 import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
+import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
 
-const SLOTS = 4;
-const THREADS = Number(process.env.BENCH_THREADS ?? 2);
-const CONTEXT_PER_SLOT = 256;
-const BATCH = 512;
-const INPUT_TOKENS = 32;
-const OUTPUT_TOKENS = 64;
 const WARMUP = 2;
 const SLOWEST = 10;
-const PROMPT_CACHE = process.env.BENCH_PROMPT_CACHE !== "off";
 
 function wholeNumberFromEnv(name: string, fallback: number): number {
   const text = process.env[name];
