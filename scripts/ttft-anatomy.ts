@@ -14,7 +14,6 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
 import { BenchError } from "../harness/errors.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { EXIT } from "../harness/results/exit-code.js";
@@ -22,7 +21,7 @@ import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { distribution, type Distribution } from "../harness/stats/distribution.js";
 import { randomPrompts } from "../harness/load/prompts.js";
 import { runLoadPoint, warmupRequests } from "../harness/load/run-load.js";
-import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type EpochClock, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
+import { epochClock, epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
 import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
 import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
@@ -35,11 +34,6 @@ function wholeNumberFromEnv(name: string, fallback: number): number {
   if (text === undefined || text === "") return fallback;
   if (!/^[1-9]\d*$/.test(text)) throw new BenchError(`must be a whole number ≥ 1 (got ${JSON.stringify(text)})`, { field: name, fix: `unset it, or give e.g. ${name}=${fallback}` });
   return Number(text);
-}
-
-/** The client's monotonic clock against the epoch clock the server's trace is written in, read once, back to back. */
-function epochClock(): EpochClock {
-  return { hrtimeNs: process.hrtime.bigint(), epochMs: performance.timeOrigin + performance.now() };
 }
 
 const f = (ms: number) => ms.toFixed(2);

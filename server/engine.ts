@@ -292,8 +292,9 @@ export class BatchEngine {
       const trace = this.trace;
       trace?.stepStarted(started);
       const admitted: Slot[] = [];
-      const admissions = admissionsThisStep(this.idleSlots().length, this.queue.length);
-      for (let idle = this.idleSlots(); admitted.length < admissions; idle = this.idleSlots()) {
+      let idle = this.idleSlots();
+      const admissions = admissionsThisStep(idle.length, this.queue.length);
+      for (; admitted.length < admissions; idle = this.idleSlots()) {
         const job = this.queue.shift()!;
         const slot = chooseSlot(idle, job.request.promptIds, this.caches(job.request));
         slot.job = job;
@@ -309,14 +310,16 @@ export class BatchEngine {
       const working = this.slots.filter((slot) => slot.job !== undefined);
       const greedy = working.filter((slot) => this.decodesNatively(slot.job!.request));
       const throughNode = working.filter((slot) => !greedy.includes(slot));
-      trace?.composition(admitted.length, working.filter((slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0).length);
+      // A slot past its prompt, not admitted this step: it decodes (or speculates) a token.
+      const decodingToken = (slot: Slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0;
+      trace?.composition(admitted.length, working.filter(decodingToken).length);
       for (const slot of throughNode) slot.throughNode = true;
       for (const slot of admitted.filter((s) => throughNode.includes(s))) await this.guard(slot, async () => this.scorePromptNatively(slot));
       await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? this.prefill(slot) : this.decode(slot)))));
       trace?.phaseEnded("node");
       if (greedy.length > 0) {
         // With a draft model, decoding greedy slots speculate (slots still prefilling step first).
-        const speculating = this.speculator === undefined ? [] : greedy.filter((slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0);
+        const speculating = this.speculator === undefined ? [] : greedy.filter(decodingToken);
         if (speculating.length > 0) this.speculate(speculating);
         trace?.phaseEnded("speculate");
         await this.stepGreedily(greedy.filter((slot) => !speculating.includes(slot)), admitted);

@@ -9,8 +9,8 @@ import { BenchError } from "../harness/errors.js";
  * documented in docs/step-trace.md). Times are epoch milliseconds (performance.timeOrigin +
  * performance.now()), so a client in another process can line them up with its own clock.
  */
-export const STEP_TRACE_FORMAT = "bench-step-trace";
-export const STEP_TRACE_VERSION = 1;
+const STEP_TRACE_FORMAT = "bench-step-trace";
+const STEP_TRACE_VERSION = 1;
 
 /** The parts of one engine step, in the order engine.ts run() takes them; each ends where the next begins. */
 export const STEP_PHASES = ["admit", "node", "speculate", "prepare", "decode", "settle", "turn", "yield"] as const;
@@ -276,11 +276,17 @@ export class StepTracer {
       for (const [at, bytes] of this.inFlight) writeSync(fd, bytes, 0, bytes.length, at);
       const bytes = this.takePending();
       writeSync(fd, bytes, 0, bytes.length, this.position);
-      closeSync(fd);
-      renameSync(this.temporary, this.path);
     } catch (error) {
       this.fd = fd;
       this.fail(error as Error);
+      return;
+    }
+    // Closed once, here: a rename that fails must not close the number again (it may be another file's by then).
+    try {
+      closeSync(fd);
+      renameSync(this.temporary, this.path);
+    } catch (error) {
+      this.abandon(error as Error);
     }
   }
 
@@ -289,8 +295,13 @@ export class StepTracer {
     if (this.fd === undefined) return;
     const fd = this.fd;
     this.fd = undefined;
-    this.pending = [];
     try { closeSync(fd); } catch { /* already failing: the warning below is the one report */ }
+    this.abandon(error);
+  }
+
+  /** Drops what is left of a trace whose file is already closed, with the one warning. */
+  private abandon(error: Error): void {
+    this.pending = [];
     rmSync(this.temporary, { force: true });
     this.onWarning(`step trace ${this.path}: ${(error as NodeJS.ErrnoException).code ?? error.message}; tracing stopped, the server goes on`);
   }
@@ -333,13 +344,13 @@ export function parseStepTrace(text: string, file: string): StepTrace {
     throw bad(0, `not a ${STEP_TRACE_FORMAT} version ${STEP_TRACE_VERSION} header (format ${JSON.stringify(header?.format)}, version ${JSON.stringify(header?.version)})`, "trace again with this checkout's `bench serve --trace-steps`");
   }
   const trace = { header: header as StepTraceHeader, steps: [] as StepLine[], http: [] as HttpLine[], submits: [] as SubmitLine[], admits: [] as AdmitLine[], firsts: [] as FirstTokenLine[], gcs: [] as GcLine[] };
+  const lists = { step: trace.steps, http: trace.http, submit: trace.submits, admit: trace.admits, first: trace.firsts, gc: trace.gcs } as const;
   parsed.slice(1).forEach((line, i) => {
     const ev = line.ev as StepTraceLine["ev"];
     const fields = Object.hasOwn(NUMERIC_FIELDS, ev) ? NUMERIC_FIELDS[ev] : undefined;
     if (fields === undefined) throw bad(i + 1, `unknown event ${JSON.stringify(line.ev)}`, `events are ${Object.keys(NUMERIC_FIELDS).join(", ")}`);
     const missing = fields.find((field) => typeof line[field] !== "number");
     if (missing !== undefined) throw bad(i + 1, `${ev} has no number ${missing}`, "a truncated or hand-edited trace: trace again");
-    const lists = { step: trace.steps, http: trace.http, submit: trace.submits, admit: trace.admits, first: trace.firsts, gc: trace.gcs } as const;
     (lists[ev] as unknown[]).push(line);
   });
   trace.gcs.sort((a, b) => a.t - b.t);

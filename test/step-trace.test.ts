@@ -14,7 +14,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { BenchError } from "../harness/errors.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
-import { epochMsOf, joinAnatomy, slowestRequests, stepGroups, stepsBetween, ttftPartDistributions } from "../harness/load/ttft-anatomy.js";
+import { epochClock, epochMsOf, joinAnatomy, slowestRequests, stepGroups, stepsBetween, ttftPartDistributions } from "../harness/load/ttft-anatomy.js";
 import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { parseStepTrace, promptKey, STEP_PHASES, StepTracer, type StepLine, type StepTrace } from "../server/step-trace.js";
 import { bench, CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
@@ -142,7 +142,7 @@ test("a real server's trace: three streamed requests line up, each first token i
   let stopped = false;
   try {
     const [batchedA, batchedB, ...prompts] = await Promise.all(["two prompts", "in one request", "the first prompt", "a second, longer prompt to prefill", "and a third"].map(async (content) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content } })).text) as { tokens: number[] }).tokens));
-    const clock = { hrtimeNs: process.hrtime.bigint(), epochMs: performance.timeOrigin + performance.now() };
+    const clock = epochClock();
     // Three clients and two slots: one request waits in the queue, and is admitted beside the slot whose request is longer.
     const load = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body: (i) => ({ prompt: prompts[i], max_tokens: 6 + 4 * i, temperature: 0, ignore_eos: true, stream: true }) },
       { mode: { kind: "closed", concurrency: 3 }, requests: 3, warmup: 0, maxErrorRate: 0, seed: 0 });

@@ -260,6 +260,12 @@ async function streamedText(target: ConformanceTarget, path: string, body: Recor
     .flatMap((e) => e.choices ?? []).filter((c) => (c.index ?? 0) === 0).map((c) => c.text ?? c.delta?.content ?? "").join("");
 }
 
+/** The log-prob entries a streamed chat answer's data events carry (`choices[].logprobs.content`), in order. */
+function streamedChatLogprobs<T>(dataEvents: readonly string[]): T[] {
+  return dataEvents.map((e) => JSON.parse(e.slice(6)) as { choices?: { logprobs?: { content?: T[] } | null }[] })
+    .flatMap((e) => e.choices ?? []).flatMap((c) => c.logprobs?.content ?? []);
+}
+
 /**
  * A stop string never reaches a client, streaming or not, even when it spans tokens: the stream
  * must carry exactly the non-streamed text. The stop string is two characters of the greedy
@@ -390,8 +396,7 @@ async function chatLogprobs(target: ConformanceTarget): Promise<CheckResult> {
   const good = (e: Entry) => typeof e.token === "string" && typeof e.logprob === "number" && e.logprob <= 0 && e.top_logprobs?.length === 2;
   if (content.length !== used || !content.every(good)) return fail(`${content.length} entries for ${used} tokens; first ${JSON.stringify(content[0] ?? null).slice(0, 120)}`);
   const { events } = await readEvents(target, "/v1/chat/completions", { model: target.model, ...body, stream: true });
-  const streamedEntries = events.filter((e) => e !== "data: [DONE]").map((e) => JSON.parse(e.slice(6)) as { choices?: { logprobs?: { content?: Entry[] } | null }[] })
-    .flatMap((e) => e.choices ?? []).flatMap((c) => c.logprobs?.content ?? []);
+  const streamedEntries = streamedChatLogprobs<Entry>(events.filter((e) => e !== "data: [DONE]"));
   if (streamedEntries.length !== used) return fail(`streamed: ${streamedEntries.length} log-prob entries for ${used} tokens`);
   return pass(`${used} tokens, each with its log-prob and 2 alternatives, streamed and not`);
 }
@@ -456,8 +461,7 @@ async function greedyLogprobs(target: ConformanceTarget): Promise<CheckResult> {
   const plain = await Promise.all(prompts.map((p) => postJson(target, "/v1/chat/completions", body(p))));
   const streamed = await Promise.all(prompts.map(async (p) => {
     const { status, events } = await readEvents(target, "/v1/chat/completions", { model: target.model, ...body(p), stream: true });
-    const entries = events.filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)) as { choices?: { logprobs?: { content?: ChatEntry[] } | null }[] })
-      .flatMap((e) => e.choices ?? []).flatMap((c) => c.logprobs?.content ?? []);
+    const entries = streamedChatLogprobs<ChatEntry>(events.filter((e) => e.startsWith("data: {")));
     return { status, reports: chatReports(entries) };
   }));
   const problems: string[] = [];

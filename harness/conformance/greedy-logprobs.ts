@@ -113,8 +113,10 @@ export function judgeGreedyToken(report: ReportedToken, expectedTopCount: number
   if (unsorted > 0) problems.push(`top list not sorted descending at rank ${unsorted + 1} (${top[unsorted - 1].logprob} then ${top[unsorted].logprob})`);
   const mass = top.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0);
   if (mass > 1 + MASS_SLACK) problems.push(`top list holds probability ${mass.toFixed(6)} > 1`);
-  const best = top.reduce((a, b) => (b.logprob > a.logprob ? b : a));
-  if (isTopTie([...top].sort((a, b) => b.logprob - a.logprob), tolerance)) return { problems, decided: false };
+  // Stable: among equal maxima the first as sent stays first.
+  const ranked = [...top].sort((a, b) => b.logprob - a.logprob);
+  const best = ranked[0];
+  if (isTopTie(ranked, tolerance)) return { problems, decided: false };
   if (best.token !== token) problems.push(`token ${JSON.stringify(token)} is not its own top-1 (${JSON.stringify(best.token)} at ${best.logprob.toFixed(4)}, the token ${logprob.toFixed(4)})`);
   else if (!logprobsAgree(logprob, best.logprob, tolerance)) problems.push(`log-prob ${logprob} differs from its top-1's ${best.logprob}`);
   return { problems, decided: true };

@@ -1,5 +1,6 @@
+import { performance } from "node:perf_hooks";
 import { distribution, type Distribution } from "../stats/distribution.js";
-import { STEP_PHASES, type GcLine, type StepLine, type StepPhase, type StepTrace } from "../../server/step-trace.js";
+import { STEP_PHASES, type GcLine, type StepLine, type StepPhase, type StepTrace, type SubmitLine } from "../../server/step-trace.js";
 
 /**
  * Pure: a client's streamed requests lined up with our server's step trace (`bench serve
@@ -51,6 +52,11 @@ export interface EpochClock {
   readonly epochMs: number;
 }
 
+/** The client's monotonic clock against the epoch clock the server's trace is written in, read once, back to back (the one impure function here). */
+export function epochClock(): EpochClock {
+  return { hrtimeNs: process.hrtime.bigint(), epochMs: performance.timeOrigin + performance.now() };
+}
+
 export function epochMsOf(ns: bigint, clock: EpochClock): number {
   return clock.epochMs + Number(ns - clock.hrtimeNs) / 1e6;
 }
@@ -70,20 +76,19 @@ export function stepsBetween(steps: readonly StepLine[], fromMs: number, toMs: n
 }
 
 /** How much of [fromMs, toMs] the pauses cover. */
-export function pausedWithin(pauses: readonly GcLine[], fromMs: number, toMs: number): number {
+function pausedWithin(pauses: readonly GcLine[], fromMs: number, toMs: number): number {
   let paused = 0;
   for (const pause of pauses) paused += Math.max(0, Math.min(toMs, pause.t + pause.ms) - Math.max(fromMs, pause.t));
   return paused;
 }
 
 export function joinAnatomy(client: readonly ClientRequest[], trace: StepTrace): AnatomyJoin {
-  const byKey = new Map<string, number[]>();
+  const byKey = new Map<string, SubmitLine[]>();
   for (const submit of trace.submits) {
-    const jobs = byKey.get(submit.key);
-    if (jobs === undefined) byKey.set(submit.key, [submit.job]);
-    else jobs.push(submit.job);
+    const same = byKey.get(submit.key);
+    if (same === undefined) byKey.set(submit.key, [submit]);
+    else same.push(submit);
   }
-  const submits = new Map(trace.submits.map((s) => [s.job, s]));
   const http = new Map(trace.http.map((h) => [h.req, h]));
   const admits = new Map(trace.admits.map((a) => [a.job, a]));
   const firsts = new Map(trace.firsts.map((f) => [f.job, f]));
@@ -92,11 +97,11 @@ export function joinAnatomy(client: readonly ClientRequest[], trace: StepTrace):
   let unmatched = 0;
   let ambiguous = 0;
   for (const request of client) {
-    const jobs = byKey.get(request.key) ?? [];
-    if (jobs.length > 1) { ambiguous++; continue; }
-    const submit = submits.get(jobs[0]);
-    const admit = admits.get(jobs[0]);
-    const first = firsts.get(jobs[0]);
+    const submitted = byKey.get(request.key) ?? [];
+    if (submitted.length > 1) { ambiguous++; continue; }
+    const submit = submitted[0];
+    const admit = submit === undefined ? undefined : admits.get(submit.job);
+    const first = submit === undefined ? undefined : firsts.get(submit.job);
     const handler = submit?.req === undefined ? undefined : http.get(submit.req);
     const admittingStep = admit === undefined ? undefined : stepsByNumber.get(admit.step);
     if (submit === undefined || first === undefined || handler === undefined || admittingStep === undefined) { unmatched++; continue; }
@@ -115,7 +120,7 @@ export function joinAnatomy(client: readonly ClientRequest[], trace: StepTrace):
   return { requests, unmatched, ambiguous };
 }
 
-export const TTFT_PARTS = ["sendToHandlerMs", "handlerToSubmitMs", "submitToFirstWrittenMs", "queuedMs", "firstWrittenToReadMs"] as const;
+const TTFT_PARTS = ["sendToHandlerMs", "handlerToSubmitMs", "submitToFirstWrittenMs", "queuedMs", "firstWrittenToReadMs"] as const;
 export type TtftPart = (typeof TTFT_PARTS)[number];
 
 /** Client TTFT and each of its parts over the joined requests (undefined when none joined). */
