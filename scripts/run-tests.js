@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Runs the uvu suites compiled into dist/test (or the directory given first) and ends with the
 // plain line CI reads: "N passed, N failed, N skipped", summed over every file.
-// Usage: node scripts/run-tests.js [dir] [--tier fast] [--jobs N] [--timings] [--durations FILE] [uvu flags]
+// Usage: node scripts/run-tests.js [dir] [--tier fast] [--jobs N] [--timings] [--durations FILE] [--cpu-variant NAME] [uvu flags]
 //   --tier fast  only the files whose first lines carry the marker `// test-tier: fast`; every other
 //                file (marked or not) runs only in the default, full run, so nothing is ever dropped
 //                from `npm test` by forgetting a marker.
 //   --jobs N     how many test files run at once, each in its own uvu process (default: the CPU
 //                count, or BENCH_TEST_JOBS). A file whose leading comments say `// test-serial: REASON`
 //                runs with nothing else beside it (timing-sensitive checks).
+//   --cpu-variant NAME  llama.cpp computes with this ggml CPU library in every test (as bench's
+//                --cpu-variant; default BENCH_CPU_VARIANT, else the one ggml picks).
 //   --timings    every file's wall time at the end (by default, the ten slowest).
 //   --durations FILE  measured wall times ({ "NAME.test.js": ms }) for files this checkout has not timed
 //                yet (default: test/durations.json, committed, when running dist/test).
@@ -40,6 +42,17 @@ const durationsFile = takeOption("--durations", (value) => value !== "", "a file
 const tier = takeOption("--tier", (value) => KNOWN_TIERS.has(value), `one of: ${[...KNOWN_TIERS].join(", ")}`);
 const jobs = Number(takeOption("--jobs", (value) => /^[1-9]\d*$/.test(value), "a whole number ≥ 1") ?? process.env.BENCH_TEST_JOBS ?? availableParallelism());
 if (!Number.isInteger(jobs) || jobs < 1) fail(`BENCH_TEST_JOBS needs a whole number ≥ 1 (got ${process.env.BENCH_TEST_JOBS})`);
+const cpuVariant = takeOption("--cpu-variant", (value) => value !== "", "a ggml CPU variant name (bench cpu-variants lists them)") ?? process.env.BENCH_CPU_VARIANT;
+if (cpuVariant) {
+  // Every test file's process, and every bench and server they start, computes under this variant.
+  const { forceCpuVariant } = await import("../dist/harness/cpu/forced-variant.js");
+  try {
+    forceCpuVariant(cpuVariant);
+  } catch (error) {
+    fail(error.message);
+  }
+  console.log(`run-tests: llama.cpp runs the ggml CPU variant ${cpuVariant} in every test`);
+}
 const uvuFlags = args;
 const TIMINGS_FILE = join(dir, ".timings.json");
 

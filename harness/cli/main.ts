@@ -16,12 +16,15 @@ const COMMANDS: Readonly<Record<string, () => Promise<(program: Command) => void
   load: async () => (await import("./commands/load.js")).registerLoad,
   fixtures: async () => (await import("./commands/fixtures.js")).registerFixtures,
   goldens: async () => (await import("./commands/goldens.js")).registerGoldens,
+  "cpu-variants": async () => (await import("./commands/cpu-variants.js")).registerCpuVariants,
 };
 
 const program = new Command()
   .name("bench")
   .description("bringup-bench: parity and performance validation for LLM bring-ups (embedded default: llama.cpp on CPU)")
   .version(HARNESS_VERSION)
+  // Taken off the command line by bin/bench.js before anything loads llama.cpp; listed here for --help.
+  .option("--cpu-variant <name>", "run llama.cpp under this ggml CPU library (e.g. haswell, x64), in this process and every one it starts (bench cpu-variants lists them)")
   .showHelpAfterError("(run with --help for the options)")
   .exitOverride();
 

@@ -28,7 +28,7 @@ export async function makeGoldens(suite: ParitySuite, model: ModelRef, directory
         schema_version: 1,
         suite: suite.name,
         model: { id: model.id, file: model.path.split("/").pop()!, sha256: oracle.provenance.modelSha256!, bytes: oracle.provenance.modelBytes! },
-        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings },
+        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings, ...(oracle.provenance.cpu === undefined ? {} : { cpu: oracle.provenance.cpu }) },
         tokenizer: { fingerprint: tokenizerFingerprint(readGguf(model.path)) },
         prompts: { count: promptIds.length, texts_sha256: promptTextsSha256(suite.prompts), ids_sha256: promptIdsSha256(promptIds) },
         T: suite.max_tokens,

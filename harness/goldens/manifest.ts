@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { CpuIdentity } from "../cpu/cpu-identity.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { GOLDENS_DIR } from "../paths.js";
 
@@ -7,7 +8,8 @@ export interface GoldensManifest {
   readonly schema_version: 1;
   readonly suite: string;
   readonly model: { readonly id: string; readonly file: string; readonly sha256: string; readonly bytes: number };
-  readonly oracle: { readonly name: string; readonly engine: string; readonly settings: Readonly<Record<string, string | number | boolean>>; readonly source?: string };
+  /** `cpu`: where the oracle computed (absent from goldens made before it was recorded, and from imported ones). */
+  readonly oracle: { readonly name: string; readonly engine: string; readonly settings: Readonly<Record<string, string | number | boolean>>; readonly source?: string; readonly cpu?: CpuIdentity };
   readonly tokenizer: { readonly fingerprint: string };
   readonly prompts: { readonly count: number; readonly texts_sha256: string | null; readonly ids_sha256: string };
   readonly T: number;

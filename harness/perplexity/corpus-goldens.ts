@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import type { CpuIdentity } from "../cpu/cpu-identity.js";
 import { basename, join } from "node:path";
 import { BenchError } from "../errors.js";
 import { resolveModel, type ModelRef } from "../fixtures/registry.js";
@@ -29,7 +30,7 @@ export const CORPUS_MANIFEST_FILE = "perplexity.json";
 const CORPUS_MANIFEST_SCHEMA = join(GOLDENS_DIR, "perplexity.schema.json");
 
 export interface CorpusGoldensManifest extends Pick<GoldensManifest, "schema_version" | "suite" | "model" | "tokenizer" | "files" | "created" | "harness_version"> {
-  readonly oracle: { readonly name: string; readonly engine: string; readonly settings: Readonly<Record<string, string | number | boolean>> };
+  readonly oracle: { readonly name: string; readonly engine: string; readonly settings: Readonly<Record<string, string | number | boolean>>; readonly cpu?: CpuIdentity };
   readonly corpus: { readonly file: string; readonly sha256: string; readonly tokens: number };
   readonly n_ctx: number;
   readonly chunks: number;
@@ -93,7 +94,7 @@ export async function evaluateBase(suite: PerplexitySuite, model: ModelRef): Pro
         schema_version: 1,
         suite: suite.name,
         model: { id: model.id, file: basename(model.path), sha256: oracle.provenance.modelSha256!, bytes: oracle.provenance.modelBytes! },
-        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings },
+        oracle: { name: ORACLE_NAME, engine: oracle.provenance.engine, settings: oracle.provenance.settings, ...(oracle.provenance.cpu === undefined ? {} : { cpu: oracle.provenance.cpu }) },
         tokenizer: { fingerprint: tokenizerFingerprint(readGguf(model.path)) },
         corpus: { file: basename(corpus.path), sha256: sha256Bytes(corpus.text), tokens: ids.length },
         n_ctx: suite.n_ctx,

@@ -49,7 +49,7 @@ export class LlamaTokenizeCliSut implements SystemUnderTest, LlamaCppTokenizer {
   static async open(modelPath: string, label: string): Promise<LlamaTokenizeCliSut> {
     const embedded = await LlamaCppTokenizerSut.open(modelPath, label);
     const binary = builtLlamaTokenize();
-    const provenance: SutProvenance = { ...embedded.provenance, kind: "llama-tokenize", engine: `llama-tokenize (${binary ?? "not built"}), built by scripts/build-llama-server.sh from the source of ${embedded.provenance.engine}` };
+    const provenance: SutProvenance = { ...embedded.provenance, cpu: undefined, kind: "llama-tokenize", engine: `llama-tokenize (${binary ?? "not built"}), built by scripts/build-llama-server.sh from the source of ${embedded.provenance.engine}` };
     return new LlamaTokenizeCliSut(label, provenance, binary, modelPath, embedded);
   }
 

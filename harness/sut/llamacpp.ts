@@ -3,6 +3,7 @@ import { readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createRequire } from "node:module";
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { cpuIdentity, forcedCpuVariant, loadedCpuVariant } from "../cpu/cpu-identity.js";
 import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
@@ -74,8 +75,16 @@ let llamaInstance: Promise<Llama> | undefined;
  * 0.4 s of CPU, which a run whose arms are all runners, servers or plugins never needs.
  */
 export function llamaRuntime(): Promise<Llama> {
-  llamaInstance ??= import("node-llama-cpp").then(({ getLlama, LlamaLogLevel }) =>
-    getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error }));
+  llamaInstance ??= import("node-llama-cpp").then(async ({ getLlama, LlamaLogLevel }) => {
+    const llama = await getLlama({ gpu: false, build: "never", maxThreads: availableParallelism(), logLevel: LlamaLogLevel.error });
+    // A forced variant that did not take would put another CPU's numbers under its name.
+    const forced = forcedCpuVariant();
+    const loaded = loadedCpuVariant();
+    if (forced !== undefined && loaded !== undefined && loaded !== forced) {
+      throw new BenchError(`llama.cpp loaded the ggml CPU variant ${loaded}, not the forced ${forced}`, { field: "--cpu-variant", fix: `remove .cache/cpu-variants/${forced} and run again` });
+    }
+    return llama;
+  });
   return llamaInstance;
 }
 
@@ -109,6 +118,7 @@ export async function embeddedProvenance(modelPath: string, settings: SutProvena
     modelBytes: statSync(modelPath).size,
     engine: await llamaCppEngineVersion(),
     settings,
+    cpu: cpuIdentity(),
   };
 }
 

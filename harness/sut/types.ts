@@ -1,3 +1,4 @@
+import type { CpuIdentity } from "../cpu/cpu-identity.js";
 /**
  * The system-under-test interface: small, batch-shaped, capability-declaring. Every method takes
  * a whole batch of immutable requests; a capability a SUT lacks is simply absent, and a suite that
@@ -93,6 +94,8 @@ export interface SutProvenance {
   readonly engine: string;
   /** Settings that change numerics (flash attention, KV cache type, threads, batch size …). */
   readonly settings: Readonly<Record<string, string | number | boolean>>;
+  /** Where an embedded llama.cpp computed: the CPU and the ggml CPU library it ran (numerics differ between them). */
+  readonly cpu?: CpuIdentity;
 }
 
 /** What a token is, as far as a suite needs to know: text, a byte-fallback piece, unknown, or control. */

@@ -16,6 +16,15 @@ export interface Margin {
   readonly warning: boolean;
 }
 
+/**
+ * How much of a bound a measurement takes: measured / bound for a max_* bound, misses over allowed
+ * misses, (1 − measured) / (1 − bound), for a min_* bound; NaN for a name that is neither. Over 1
+ * fails the bound.
+ */
+export function boundRatio(bound: string, limit: number, measured: number): number {
+  return bound.startsWith("max_") ? measured / limit : bound.startsWith("min_") ? (1 - measured) / (1 - limit) : Number.NaN;
+}
+
 /** The widest margin among the distribution verdict's failed bounds (the one most likely to hold elsewhere); undefined when no bound failed. */
 export function distributionMargin(verdict: GateVerdict | undefined): Margin | undefined {
   if (verdict === undefined || verdict.status !== "fail") return undefined;
@@ -23,7 +32,7 @@ export function distributionMargin(verdict: GateVerdict | undefined): Margin | u
   for (const [bound, limit] of Object.entries(verdict.metrics)) {
     const measured = verdict.metrics[`${bound}_measured`];
     if (typeof limit !== "number" || typeof measured !== "number") continue;
-    const ratio = bound.startsWith("max_") ? measured / limit : bound.startsWith("min_") ? (1 - measured) / (1 - limit) : Number.NaN;
+    const ratio = boundRatio(bound, limit, measured);
     if (!(ratio > 1)) continue;
     if (widest === undefined || ratio > widest.ratio) widest = { bound, ratio, warning: ratio < 1 + WARN_WITHIN };
   }
