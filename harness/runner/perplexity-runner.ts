@@ -100,7 +100,7 @@ export async function runPerplexityArm(context: PerplexityArmContext): Promise<{
     return {
       status: results.every((r) => r.ok) ? "pass" : "fail",
       summary: `${described}; ${results.map(describeBound).join("; ")}`,
-      metrics: { ...statisticsMetrics(statistics), failed_bounds: results.filter((r) => !r.ok).length, ...Object.fromEntries(results.map((r) => [r.bound, r.limit])) },
+      metrics: { ...statisticsMetrics(statistics), failed_bounds: results.filter((r) => !r.ok).length, ...Object.fromEntries(results.flatMap((r) => [[r.bound, r.limit], [`${r.bound}_measured`, r.value]])) },
     };
   });
   return { summaryLine: undefined };
