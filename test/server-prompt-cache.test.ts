@@ -97,7 +97,8 @@ const idRun = (length: number, first: number, step: number): number[] => Array.f
 
 /**
  * Each fault's scenario on a server with it planted: the assertion that it changed the answer
- * against the cold server, or the report against what was really done.
+ * against the cold server, or the report against what was really done, or (swa-past-window) the
+ * reuse against what the clean server reuses.
  */
 // The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts; echo-one-late by parity16's teacher forcing: test/broken-builds.test.ts; logprobs-other-row by the greedy log-prob conformance checks: test/conformance-neutral.test.ts.
 const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | "chat-template-own" | "echo-one-late" | "logprobs-other-row">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
@@ -119,11 +120,15 @@ const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | 
     assert.is(hit.cached, prompt.length);
     assert.not.equal(hit.ids, (await complete(cold, divergent)).ids);
   },
-  "swa-past-window": async (faulty, cold) => {
+  "swa-past-window": async (faulty) => {
+    // The witness is the reuse itself: cut back past every checkpoint (the clean server restores the
+    // one at the chunk edge before the split, its own test above). The answer is no witness: it
+    // differs from a cold slot's by 2.9e-4 nats at most under ggml's haswell library, like a prompt
+    // prefilled in other chunks, and by a flipped near-tie under zen4 (docs/server-cache.md).
+    assert.ok(WINDOW_SPLIT % CHUNK !== 0, "the split lies between two checkpoints");
     const divergent = await overwriteWindowThenDiverge(faulty);
     const hit = await complete(faulty, divergent);
-    assert.is(hit.cached, WINDOW_SPLIT);
-    assert.not.equal(hit.ids, (await complete(cold, divergent)).ids);
+    assert.is(hit.cached, WINDOW_SPLIT, "reused up to the split, past the last checkpoint before it");
   },
   "chunk-drops-conv": async (faulty, cold) => {
     const long = await tokenize(faulty, LONG, true);
@@ -245,7 +250,7 @@ for (const family of FAMILIES) {
   });
 
   for (const fault of family.faults) {
-    familyTest(`FAKE ${fault} (${family.model}): caught against the cold server`, async () => {
+    familyTest(`FAKE ${fault} (${family.model}): caught`, async () => {
       const faulty = await serve(family.model, { prefillChunk: CHUNK }, fault);
       try {
         await FAULT_SCENARIOS[fault as keyof typeof FAULT_SCENARIOS](faulty, cold);
