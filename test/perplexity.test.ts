@@ -134,6 +134,25 @@ test("goldens belong to their corpus: a changed corpus is refused (exit 2, namin
   assert.match(mismatch.stdout, /MISMATCH .*next_logprobs\.npy/);
 });
 
+test("bounds belong to the corpus they were measured on: the prose suite's arms on the licenses corpus test the F32 arm, SKIP each quantized arm (exit 77) and print the bounds the rule gives there, which are perplexity-licenses' own", () => {
+  const licenses = loadSuite("perplexity-licenses") as PerplexitySuite;
+  // Named as the licenses suite, so that it reads that corpus's committed goldens; the arms and bounds are the prose suite's.
+  const suitePath = join(work.path, "prose-bounds-on-licenses.json");
+  writeFileSync(suitePath, JSON.stringify({ ...JSON.parse(readFileSync(shipped.path, "utf8")), name: licenses.name, corpus: resolve(SUITES_DIR, licenses.corpus) }));
+  const result = bench(["run", "--suite", suitePath, "--runs-dir", runs, "--run-id", "other-corpus"]);
+  assert.is(result.status, 77, result.stdout + result.stderr);
+  const verdicts = runOf("other-corpus").summary().verdicts as Array<{ arm: string; status: string; reason?: string }>;
+  assert.is(verdicts.find((v) => v.arm === "F32")!.status, "pass", "bounds that hold on any text are still tested");
+  for (const arm of licenses.arms.filter((a) => a.bounds_corpus_sha256 !== undefined)) {
+    const verdict = verdicts.find((v) => v.arm === arm.label)!;
+    assert.is(verdict.status, "skip", arm.label);
+    const printed = /gives "bounds": (\{[^}]*\}), "bounds_corpus_sha256": "([0-9a-f]{64})"/.exec(verdict.reason ?? "");
+    assert.ok(printed !== null, verdict.reason);
+    assert.equal(JSON.parse(printed![1]), arm.bounds, `${arm.label}: the bounds printed are the ones the licenses suite ships`);
+    assert.is(printed![2], arm.bounds_corpus_sha256);
+  }
+});
+
 /** |ours − printed| within half a unit of the last digit printed. */
 function agreesToPrinted(ours: number, printed: Printed): boolean {
   return Math.abs(ours - printed.value) <= 0.5 * 10 ** -printed.decimals;

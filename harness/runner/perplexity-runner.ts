@@ -1,5 +1,6 @@
 import { describeBound, type BoundResult } from "../accuracy/distribution-bounds.js";
 import type { CorpusGoldens } from "../perplexity/corpus-goldens.js";
+import { boundsFromMeasured, SAME_TOP_MARGIN, UPPER_MARGIN } from "../perplexity/derived-bounds.js";
 import { corpusStatistics, scorePosition, type CorpusStatistics, type PositionScore } from "../perplexity/statistics.js";
 import type { PerplexityArm, PerplexityBounds, PerplexitySuite } from "../suites/perplexity-suite.js";
 import { askTeacherForced } from "../sut/answer-shape.js";
@@ -90,6 +91,15 @@ export async function runPerplexityArm(context: PerplexityArmContext): Promise<{
       return { status: "fail", summary: `${arm.label}: ${broken.length} chunk(s) or position(s) could not be scored (${broken[0] ?? "no position"})`, metrics: { rejected: broken.length } };
     }
     const described = `${arm.label} over ${statistics.positions} positions (${goldens.chunks.length} chunks of n_ctx ${suite.n_ctx}): ${describeStatistics(statistics)}`;
+    const corpusSha256 = goldens.manifest.corpus.sha256;
+    if (arm.bounds !== undefined && arm.bounds_corpus_sha256 !== undefined && arm.bounds_corpus_sha256 !== corpusSha256) {
+      const names = BOUND_KEYS.filter((bound) => arm.bounds![bound] !== undefined);
+      const derived = boundsFromMeasured(names, (bound) => measured(statistics, bound));
+      const reason = `bounds set on another corpus (sha256 ${arm.bounds_corpus_sha256.slice(0, 12)}…; this one ${corpusSha256.slice(0, 12)}…), and a quantized arm's error moves with the text: not tested. ` +
+        `measured: ${described}; the shipped rule (${UPPER_MARGIN}× each upper value, same top ${SAME_TOP_MARGIN * 100} points below) gives "bounds": ${JSON.stringify(derived)}, "bounds_corpus_sha256": "${corpusSha256}" (arms[].bounds in ${suite.path}; docs/perplexity.md)`;
+      await context.emit({ kind: "cells", cells: [cell({ status: "skip", detail: reason })] });
+      return { status: "skip", reason };
+    }
     const results = holdToPerplexityBounds(statistics, arm.bounds ?? {});
     if (results.length === 0) {
       const reason = `no bound set for this arm (arms[].bounds in ${suite.path}); measured: ${described}`;

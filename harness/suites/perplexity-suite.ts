@@ -18,6 +18,13 @@ export interface PerplexityBounds {
 /** One model scored on the corpus; its statistics are taken against the suite's base model. */
 export interface PerplexityArm extends Pick<SuiteArm, "label" | "model" | "settings" | "gate" | "why"> {
   readonly bounds?: PerplexityBounds;
+  /**
+   * The corpus the bounds were measured on (sha256 of its text, as the goldens record it). A
+   * quantized arm's statistics move with the text (Q4_K's same top: 72.2 % on our prose, 68.7 % on
+   * license texts), so on another corpus its bounds are not tested: the check is SKIPPED and says
+   * what the measurement gives there. Absent: the bounds hold on any text.
+   */
+  readonly bounds_corpus_sha256?: string;
 }
 
 /** Corpus perplexity and KL divergence as llama-perplexity computes them (schema: suites/schema/perplexity.schema.json). */
