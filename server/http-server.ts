@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { LlamaModel, Token } from "node-llama-cpp";
+import { cpuIdentity } from "../harness/cpu/cpu-identity.js";
 import type { TopK } from "../harness/sut/types.js";
 import { EngineDrainingError, EngineFullError, type BatchEngine, type GenerationResult, type GeneratedToken } from "./engine.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -271,6 +272,8 @@ export class CompletionServer {
         capabilities: { token_ids: true, prompt_logprobs: true, tokenize: true, max_logprobs: 20 },
         settings: { ...this.options.numerics, ...this.options.cache, ...this.options.speculation },
         model_file: this.artifact?.file ?? null, model_sha256: this.artifact?.sha256 ?? null,
+        // Where the numbers are computed: ggml's CPU variants differ in their last digits (docs/findings-cpu.md).
+        ggml_cpu: cpuIdentity(),
       }],
     });
   }

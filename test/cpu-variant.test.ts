@@ -10,7 +10,7 @@ import { forcedCpuVariant } from "../harness/cpu/cpu-identity.js";
 import { defaultCpuVariant, forceCpuVariant, probeVariant, shippedCpuVariants } from "../harness/cpu/forced-variant.js";
 import { contrastingVariant } from "../harness/cpu/variant-features.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("cpu-variant");
@@ -46,7 +46,7 @@ test(`bench run --cpu-variant ${other}: the summary, the embedded SUT and our se
   assert.match(readFileSync(join(runs, "forced", "summary.md"), "utf8"), new RegExp(`ggml CPU variant ${other} \\(forced\\)`));
 });
 
-test(`a server started under --cpu-variant ${other} maps that library, not ggml's pick`, async () => {
+test(`a server started under --cpu-variant ${other} maps that library, not ggml's pick, and says so in /v1/models`, async () => {
   const saved = { variant: process.env.BENCH_CPU_VARIANT, options: process.env.NODE_OPTIONS };
   forceCpuVariant(other);
   let server;
@@ -54,6 +54,8 @@ test(`a server started under --cpu-variant ${other} maps that library, not ggml'
     server = await startManagedServer({ modelPath: (await resolveModel("tiny-random:F32")).path, slots: 1, queue: 1, contextSize: 256, threads: 1, flashAttention: false, bootTimeoutS: 120 });
     const libraries = [...new Set(readFileSync(`/proc/${server.child.pid}/maps`, "utf8").match(/libggml-cpu-\w+\.so/g) ?? [])];
     assert.equal(libraries, [`libggml-cpu-${other}.so`]);
+    const listed = JSON.parse((await httpCall(`${server.baseUrl}/v1/models`)).text) as { data: { ggml_cpu: { variant: string; forced: boolean } }[] };
+    assert.equal([listed.data[0].ggml_cpu.variant, listed.data[0].ggml_cpu.forced], [other, true], "/v1/models says where the server computes");
   } finally {
     if (server !== undefined) await stopManagedServer(server);
     for (const [name, value] of [["BENCH_CPU_VARIANT", saved.variant], ["NODE_OPTIONS", saved.options]] as const) {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { CpuIdentity } from "../cpu/cpu-identity.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { request } from "undici";
@@ -254,6 +255,14 @@ async function loadedModelOf(model: { model_sha256?: unknown; model_file?: unkno
   return { loadedModel: { sha256, file: basename(path), reportedBy: "the server's /props model_path (that file hashed by the harness)" } };
 }
 
+/** Where a server says it computes (ours: /v1/models' ggml_cpu), when it says so in the shape the embedded SUT records it. */
+function reportedCpu(reported: unknown): { cpu?: CpuIdentity } {
+  if (typeof reported !== "object" || reported === null) return {};
+  const { model, variant, forced, features } = reported as Record<string, unknown>;
+  if (typeof model !== "string" || typeof variant !== "string" || typeof forced !== "boolean" || !Array.isArray(features) || !features.every((f) => typeof f === "string")) return {};
+  return { cpu: { model, variant, forced, features } };
+}
+
 /** Our server's prompt-token counters in a /metrics exposition (bench_prompt_tokens_{total,cached_total,evaluated_total}); undefined where any is absent. */
 export function promptCountersOf(response: { readonly status: number; readonly text: string }): PromptCounters | undefined {
   if (response.status !== 200) return undefined;
@@ -330,6 +339,7 @@ async function probeHttpSut(baseUrl: string, options: HttpSutOptions, signal: ()
     ...(options.modelPath === undefined ? {} : { modelPath: options.modelPath }),
     ...(options.modelSha256 === undefined ? {} : { modelSha256: options.modelSha256 }),
     ...await loadedModelOf(model, json, { path: options.modelPath, sha256: options.modelSha256 }),
+    ...reportedCpu(model.ggml_cpu),
   };
   const { tokenize, detokenize, inspectTokens, greedy, teacherForced, cachedGreedy, cachedChat, slotAction } = offer;
   const inOrder = async <R, A>(requests: readonly R[], one: (request: R) => Promise<A>): Promise<A[]> => {
@@ -369,6 +379,8 @@ interface ListedModel {
   readonly settings?: Record<string, unknown>;
   readonly model_sha256?: unknown;
   readonly model_file?: unknown;
+  /** Ours: the CPU and ggml CPU variant it computes with. */
+  readonly ggml_cpu?: unknown;
 }
 
 /** A server's POST and JSON calls, and the model its /v1/models lists first (the model id requests name). */
