@@ -8,7 +8,9 @@
  * that did not pass is listed with its variant. Only required verdicts count: an informational
  * arm's bounds gate nothing. Writes spread.json and spread.md under --out-dir.
  *
- *   npm run variant-spread -- [--variant NAME]... [--suite NAME]... [--out-dir DIR] [--jobs N]
+ *   npm run variant-spread -- [--variant NAME]... [--suite NAME]... [--out-dir DIR] [--jobs N] [--matrix-bound max_rms_delta_p]
+ *
+ * Then one bound (--matrix-bound) per arm and variant, side by side.
  *
  * A variant whose run the out-dir already holds, complete, is read back instead of run again, so
  * an interrupted spread resumes where it stopped.
@@ -37,6 +39,7 @@ const { values: flags } = parseArgs({
     suite: { type: "string", multiple: true, default: [] },
     "out-dir": { type: "string" },
     jobs: { type: "string", default: "2" },
+    "matrix-bound": { type: "string", default: "max_rms_delta_p" },
   },
 });
 
@@ -132,6 +135,13 @@ for (const w of [...worst.values()].sort((a, b) => b.ratio - a.ratio)) {
   const values = Object.values(w.values);
   const flag = w.ratio > 1 ? "✘ " : w.ratio > 1 / (1 + WARN_WITHIN) ? "⚠ " : "";
   lines.push(`| ${w.suite} | ${w.arm} | ${w.check} | ${w.bound} ${fmt(w.limit)} | ${fmt(w.measured)} (${w.variant}) | ${flag}${(w.ratio * 100).toFixed(1)}% | ${fmt(Math.min(...values))} – ${fmt(Math.max(...values))} |`);
+}
+// One bound's clean value per arm and variant: where the variants part (docs/findings-cpu.md).
+const matrixBound = flags["matrix-bound"];
+const matrixRows = [...worst.values()].filter((w) => w.bound === matrixBound).sort((a, b) => a.suite.localeCompare(b.suite) || a.arm.localeCompare(b.arm));
+if (matrixRows.length > 0) {
+  lines.push("", `${matrixBound}, clean, per arm and variant:`, "", `| suite | arm | bound | ${variants.join(" | ")} |`, `|---|---|---|${variants.map(() => "---").join("|")}|`);
+  for (const w of matrixRows) lines.push(`| ${w.suite} | ${w.arm} | ${fmt(w.limit)} | ${variants.map((v) => (w.values[v] === undefined ? "—" : fmt(w.values[v]))).join(" | ")} |`);
 }
 lines.push("", notPassed.length === 0 ? "Every required verdict of every clean run passed." : "Required verdicts that did not pass in a clean run:", "");
 for (const n of notPassed) lines.push(`- ${n.variant}: ${n.suite} / ${n.arm} / ${n.check}: ${n.status.toUpperCase()} — ${n.summary}`);
