@@ -4,8 +4,12 @@ import type { PerplexityBounds } from "../suites/perplexity-suite.js";
 export const UPPER_MARGIN = 1.25;
 export const SAME_TOP_MARGIN = 0.02;
 
-/** Rounded away from the measured value, to two significant digits: a bound never lands on it. */
-const roundUp = (x: number): number => (x === 0 ? 0 : Number.parseFloat(x.toPrecision(2)) < x ? Number.parseFloat((x * 1.05).toPrecision(2)) : Number.parseFloat(x.toPrecision(2)));
+/** Rounded up to two significant digits (monotone: a larger value never gets a smaller bound). */
+function roundUp(x: number): number {
+  if (x <= 0) return 0;
+  const step = 10 ** (Math.floor(Math.log10(x)) - 1);
+  return Number.parseFloat((Math.ceil(x / step - 1e-9) * step).toPrecision(2));
+}
 
 /**
  * The bounds the shipped rule gives for the measured values, for the same bound names an arm sets:

@@ -96,7 +96,7 @@ export async function runPerplexityArm(context: PerplexityArmContext): Promise<{
       const names = BOUND_KEYS.filter((bound) => arm.bounds![bound] !== undefined);
       const derived = boundsFromMeasured(names, (bound) => measured(statistics, bound));
       const reason = `bounds set on another corpus (sha256 ${arm.bounds_corpus_sha256.slice(0, 12)}…; this one ${corpusSha256.slice(0, 12)}…), and a quantized arm's error moves with the text: not tested. ` +
-        `measured: ${described}; the shipped rule (${UPPER_MARGIN}× each upper value, same top ${SAME_TOP_MARGIN * 100} points below) gives "bounds": ${JSON.stringify(derived)}, "bounds_corpus_sha256": "${corpusSha256}" (arms[].bounds in ${suite.path}; docs/perplexity.md)`;
+        `measured: ${described}; the shipped rule (${UPPER_MARGIN}× each upper value, same top ${SAME_TOP_MARGIN * 100} points below) gives "bounds": ${JSON.stringify(derived)}, "bounds_corpus_sha256": "${corpusSha256}" (arms[].bounds in ${suite.path}), from this CPU variant alone: before you ship them, apply the rule to the worst of every variant (npm run variant-spread; docs/perplexity.md)`;
       await context.emit({ kind: "cells", cells: [cell({ status: "skip", detail: reason })] });
       return { status: "skip", reason };
     }
