@@ -7,7 +7,7 @@ import type { GateLevel } from "../suites/parity-suite.js";
 import { hasExited, wasForced } from "../sut/child-process.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ArmStopped } from "../sut/with-timeout.js";
-import { armKey, type BatteryArm } from "../runner/shard.js";
+import { armKey, type BatteryArm } from "../suites/shard.js";
 import type { BoxSettings } from "./config.js";
 import { DeviceLock, formatDuration } from "./device-lock.js";
 import { findEvidence } from "./evidence.js";
