@@ -12,7 +12,7 @@ import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
 import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
-import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
+import type { Dialect, DialectCapability, DialectOffer, HttpResponse } from "./dialects/dialect.js";
 import { probeDialects, type ProbeResult } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
 import { VLLM_DIALECT } from "./dialects/vllm.js";
@@ -20,12 +20,6 @@ import { OPENAI_DIALECT } from "./dialects/openai.js";
 import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
 import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
 import { onStopped, stopReason, SutStoppedError } from "./with-timeout.js";
-
-export interface HttpResponse {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly text: string;
-}
 
 /** One HTTP call with undici (never Node 20's global fetch: it is an order of magnitude slower). */
 export async function httpCall(url: string, options: { method?: string; body?: unknown; rawBody?: string; apiKey?: string; signal?: AbortSignal } = {}): Promise<HttpResponse> {
