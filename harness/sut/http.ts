@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { BenchError } from "../errors.js";
-import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, hasExited, sendSignal, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { basename, join, resolve } from "node:path";
 import { existsSync } from "node:fs";
@@ -103,7 +103,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     let wedged = false;
     const timer = setTimeout(() => {
       wedged = true;
-      child.kill("SIGKILL");
+      forceStop(child, "SIGKILL");
     }, options.bootTimeoutS * 1000);
     // A stop (Ctrl-C) does not wait for the line either: the server is asked to stop, and the open fails once it has exited.
     let stopped = false;
@@ -160,7 +160,7 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
     if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${options.stderrTail()}`, { fix: options.fix });
     options.onProgress?.(`waiting for the server to boot: ${stage ?? health.status}`);
     if (Date.now() > deadline) {
-      child.kill("SIGKILL");
+      forceStop(child, "SIGKILL");
       throw new BenchError(`the server did not become healthy within ${options.bootTimeoutS} s (last stage: ${stage ?? "none"})`, { field: "boot_timeout_s", fix: "raise the boot timeout, or check the server's log" });
     }
     await sleep(50, undefined, { signal: options.signal }).catch(() => undefined);
@@ -180,7 +180,7 @@ function healthStage(text: string): string | undefined {
 
 /** A server's shutdown ladder: SIGTERM (it drains), up to `graceS` seconds, then SIGTERM and SIGKILL (stopChild). */
 function stopServerProcess(child: ChildProcess, what: string, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
-  return stopChild(child, { ask: () => child.kill("SIGTERM"), graceS, what, onWarning });
+  return stopChild(child, { ask: () => sendSignal(child, "SIGTERM"), graceS, what, onWarning });
 }
 
 /**
