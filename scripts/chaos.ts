@@ -5,7 +5,8 @@
  * runner-protocol arm) killed once at a random moment inside its calibrated length: SIGINT,
  * SIGTERM or SIGKILL to the harness itself, or SIGKILL to the server or the runner it started.
  * Afterwards: the exit code is 2 unless the kill came after the last check (then the honest
- * verdict), and always the one summary.json records; summary.json is schema-valid and never claims
+ * verdict; a server or runner killed then still dies of a signal the harness did not send, which
+ * fails its arm: 2), and always the one summary.json records; summary.json is schema-valid and never claims
  * more than was done; every cell in cells.jsonl is whole and counted; every process the run
  * started is gone and every port it listened on is free. Exit 0: every run held; 1: one did not.
  *

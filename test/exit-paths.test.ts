@@ -35,6 +35,20 @@ test("kill -9 of the bench serve child mid-arm: its checks ERROR, the later arm 
   assert.match(stdout, /^ERROR \(exit 2\)/m);
 });
 
+test("a server that dies of SIGSEGV after its arm's last answer, at teardown (FAKE crash-at-shutdown): exit 2, summary.json names the signal and the server's last stderr", () => {
+  const result = bench(["run", "--suite", "parity16", "--arm", "server F32", "--prompt", "4", "--prompt", "5", "--runs-dir", runs, "--run-id", "crash-at-shutdown"], { BENCH_SERVER_FAULT: "crash-at-shutdown" });
+  assert.is(result.status, 2, result.stdout + result.stderr);
+  const summary = summaryOf("crash-at-shutdown");
+  assert.equal([summary.status, summary.exit_code], ["complete", 2]);
+  const [crash, ...others] = [...summary.verdicts].sort((a: { check: string }, b: { check: string }) => Number(b.check === "arm") - Number(a.check === "arm"));
+  assert.ok(others.length > 0 && others.every((v: { status: string }) => v.status === "pass"), "every check was answered and passed before the crash");
+  assert.equal([crash.check, crash.gate, crash.status], ["arm", "required", "error"]);
+  assert.match(crash.reason, /^bench serve died of SIGSEGV, a signal the harness did not send: a crash fails the arm even after its last answer; its stderr ended: .*warning: PLANTED FAULT crash-at-shutdown \(BENCH_SERVER_FAULT\): this server is deliberately broken, for tests \(the rest: legs\/01-parity16-server-f32\.stderr\.log\)$/);
+  assert.match(result.stdout, /^parity16 +server F32 +arm +required +ERROR +bench serve died of SIGSEGV, a signal the harness did not send/m);
+  assert.equal(summary.legs[0].processes.map((p: { signal: string; forced: boolean }) => [p.signal, p.forced]), [["SIGSEGV", false]]);
+  assert.equal(summary.legs[0].evidence.map((e: { kind: string; fields: Record<string, unknown> }) => [e.kind, e.fields.signal, e.fields.by]), [["killed_by_signal", "SIGSEGV", "other"]]);
+});
+
 const hangingRunner = (runId: string, caseTimeoutS: number, graceS: number) => {
   const pidFile = join(work.path, `${runId}.pid`);
   const started = startBench(["run", "--suite", "parity16", "--runner", "python3 {bench}/test/helpers/fake_runner.py hang {model}", "--prompt", "4",

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { httpCall } from "../harness/sut/http.js";
 import { parsePrometheusText } from "../harness/conformance/prometheus.js";
@@ -17,6 +17,8 @@ import { waitFor } from "./helpers/processes.js";
 const work = temporaryDirectory("server");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
+/** The default battery's stderr, from the first test that runs it. */
+let batteryStderr: string | undefined;
 
 /** Starts the real `bench serve` on a free loopback port, reading this file's runs; resolves once it listens. */
 const serve = (args: string[]) => startBenchServe(runs, args);
@@ -48,9 +50,21 @@ test("only a whole, unsubsetted battery run validates an artifact; a passing sub
   // The whole default battery: parity through HTTP too, and the server's own conformance.
   const battery = bench(["run", "--runs-dir", runs, "--run-id", "battery"]);
   assert.is(battery.status, 0, battery.stdout + battery.stderr);
+  batteryStderr = battery.stderr;
   const model = await servedModel("tiny-random");
   assert.is(model.validated, true);
   assert.is(model.validation_run, "battery");
+});
+
+test("a clean bench run (the default battery, in CI) writes nothing to stderr but its notices, and its servers no Node warning", () => {
+  assert.ok(batteryStderr !== undefined, "the default battery ran in the test before");
+  // Where llama-server is not built, the one notice that says which arms were left out; in CI mode progress is silent.
+  const leftOut = /^note: \d+ arm\(s\) on llama\.cpp's llama-server left out, it is not built \(.*\): scripts\/build-llama-server\.sh builds it once \(a few minutes\)$/;
+  assert.equal(batteryStderr.split("\n").filter((line) => line !== "" && !leftOut.test(line)), []);
+  const legs = join(runs, "battery", "legs");
+  const logs = readdirSync(legs).filter((name) => name.endsWith(".stderr.log"));
+  assert.ok(logs.length > 0, "the server arms kept their stderr");
+  for (const log of logs) assert.not.match(readFileSync(join(legs, log), "utf8"), /\(node:\d+\) \w*Warning/, log);
 });
 
 test("a later run that fails a required gate on the same artifact revokes its validation", async () => {

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SUITES_DIR } from "../harness/paths.js";
-import { armKey, armsOfShard, dealtArms } from "../harness/runner/shard.js";
+import { armKey, armsOfShard, dealtArms } from "../harness/suites/shard.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 // An arm that reads another arm's results (a reuse arm's prefill_reference) is dealt with it: a

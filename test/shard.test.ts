@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { armKey, armsOfShard, parseShard, positionInBattery } from "../harness/runner/shard.js";
+import { armKey, armsOfShard, parseShard, positionInBattery } from "../harness/suites/shard.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const battery = ["a", "b", "c", "d", "e"].map((arm, i) => ({ suite: i < 3 ? "parity" : "kernels", arm }));

@@ -4,10 +4,10 @@ import { writeFileAtomic } from "../io/atomic-write.js";
 import type { RunDirectory } from "../results/run-directory.js";
 import type { GateVerdict, RunListener } from "../results/types.js";
 import type { GateLevel } from "../suites/parity-suite.js";
-import { hasExited, wasForced } from "../sut/child-process.js";
+import { hasExited, ownFatalSignal, wasForced } from "../sut/child-process.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ArmStopped } from "../sut/with-timeout.js";
-import { armKey, type BatteryArm } from "../runner/shard.js";
+import { armKey, type BatteryArm } from "../suites/shard.js";
 import type { BoxSettings } from "./config.js";
 import { DeviceLock, formatDuration } from "./device-lock.js";
 import { findEvidence } from "./evidence.js";
@@ -97,15 +97,28 @@ export class BoxSession {
     this.lock = undefined;
   }
 
-  /** @internal Legs record themselves here. */
-  async record(leg: LegRecord, stderr: string | undefined, index: number): Promise<void> {
+  /** @internal Legs record themselves here; returns where the stderr tails were written (relative to the run directory). */
+  async record(leg: LegRecord, stderr: string | undefined, index: number): Promise<string | null> {
     let stderrFile: string | null = null;
     if (stderr !== undefined) {
       stderrFile = join("legs", `${String(index).padStart(2, "0")}-${slug(leg.suite)}-${slug(leg.arm)}.stderr.log`);
       await writeFileAtomic(join(this.recorder.directory, stderrFile), stderr);
     }
     this.recorder.provenance.legs.push({ ...leg, stderr_file: stderrFile });
+    return stderrFile;
   }
+}
+
+/** What a terminal or a CI runner sends a whole process group to stop it. */
+const STOP_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(["SIGINT", "SIGTERM", "SIGHUP"]);
+/** Stderr lines an arm's crash verdict quotes (the whole tail is in the leg's stderr file). */
+const CRASH_TAIL_LINES = 3;
+
+/** The arm verdict's reason for a crashed process: the signal, its last words, and where the rest of its stderr is. */
+function crashReason(child: ChildProcess, command: string, stderr: readonly string[], stderrFile: string | null): string {
+  const last = stderr.filter((line) => line.trim() !== "").slice(-CRASH_TAIL_LINES).map((line) => line.trim().slice(0, 300));
+  const words = last.length === 0 ? "its stderr was empty" : `its stderr ended: ${last.join(" | ")}${stderrFile === null ? "" : ` (the rest: ${stderrFile})`}`;
+  return `${shorten(command)} died of ${child.signalCode}, a signal the harness did not send: a crash fails the arm even after its last answer; ${words}`;
 }
 
 const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "arm";
@@ -124,7 +137,7 @@ export class Leg {
   /** Set when the reset before the arm failed: the arm must not run. */
   failedReset: ResetRecord | undefined;
 
-  constructor(private readonly box: BoxSession, readonly suite: string, readonly arm: { readonly label: string; readonly gate: GateLevel }, readonly device: boolean, private readonly index: number, runSignal: AbortSignal) {
+  constructor(private readonly box: BoxSession, readonly suite: string, readonly arm: { readonly label: string; readonly gate: GateLevel }, readonly device: boolean, private readonly index: number, private readonly runSignal: AbortSignal) {
     this.signal = AbortSignal.any([runSignal, this.controller.signal]);
   }
 
@@ -180,7 +193,7 @@ export class Leg {
   /**
    * After the SUT is closed: the reset if a process had to be killed (or died by a signal, or the
    * leg timed out), the stderr tail and its evidence into the run directory, and the arm's own
-   * verdict when it timed out or could not start for a failed reset.
+   * verdict when it timed out, could not start for a failed reset, or a process of it crashed.
    */
   async end(): Promise<GateVerdict | undefined> {
     clearTimeout(this.timer);
@@ -192,15 +205,17 @@ export class Leg {
     if (this.device && this.box.settings.reset !== undefined && this.failedReset === undefined && (killed || this.timedOut)) await this.reset("after");
     const evidence: Evidence[] = [];
     for (const { tail } of this.processes) evidence.push(...findEvidence(tail.lines.join("\n"), this.box.settings.signatures));
-    for (const p of processes.filter((p) => p.signal !== null)) {
-      const how = p.forced ? `was killed by ${p.signal} from the harness (it did not exit when asked)` : `died of ${p.signal} (not sent by the harness)`;
-      evidence.push({ kind: "killed_by_signal", summary: `${shorten(p.command)} ${how}`, source: "process", fields: { signal: p.signal!, pid: p.pid ?? -1, by: p.forced ? "harness" : "other" } });
+    for (const { child, command } of this.processes.filter(({ child }) => child.signalCode !== null)) {
+      const own = ownFatalSignal(child) !== undefined;
+      const how = own ? `died of ${child.signalCode} (not sent by the harness)`
+        : wasForced(child) ? `was killed by ${child.signalCode} from the harness (it did not exit when asked)` : `ended by ${child.signalCode}, which the harness sent to stop it`;
+      evidence.push({ kind: "killed_by_signal", summary: `${shorten(command)} ${how}`, source: "process", fields: { signal: child.signalCode!, pid: child.pid ?? -1, by: own ? "other" : "harness" } });
     }
     this.restarts.forEach((why, i) => evidence.push({ kind: "runner_restarted", summary: `runner restarted (${i + 1} of ${this.restarts.length}) after ${why}`, source: "runner restart", fields: { restart: i + 1 } }));
     const limitS = this.box.settings.legTimeoutS;
     if (this.timedOut && limitS !== undefined) evidence.unshift({ kind: "timed_out", summary: `timed out after ${limitS} s (leg timeout)`, source: "leg timeout", fields: { leg_timeout_s: limitS } });
     const stderr = this.processes.filter(({ tail }) => tail.lines.length > 0).map(({ command, child, tail }) => [`== ${command} (pid ${child.pid ?? "?"}), last ${tail.lines.length} lines of stderr`, ...tail.lines].join("\n"));
-    await this.box.record({
+    const stderrFile = await this.box.record({
       suite: this.suite, arm: this.arm.label, device: this.device, started: this.started.toISOString(), duration_ms: Date.now() - this.started.getTime(),
       timed_out: this.timedOut, resets: this.resets, processes, stderr_file: null, evidence, runner_restarts: this.restarts.length,
     }, stderr.length === 0 ? undefined : `${stderr.join("\n\n")}\n`, this.index);
@@ -208,6 +223,18 @@ export class Leg {
     const found = evidence.filter((e) => e.kind !== "timed_out").map((e) => e.summary);
     if (this.failedReset !== undefined) return { ...base, reason: `not run: the box reset before it failed: ${describeReset(this.failedReset)}` };
     if (this.timedOut) return { ...base, reason: [`timed out after ${limitS} s (leg timeout)`, ...found].join("; ") };
+    const crashed = this.processes.filter(({ child }) => this.crashed(child));
+    if (crashed.length > 0) return { ...base, reason: crashed.map(({ child, command, tail }) => crashReason(child, command, tail.lines, stderrFile)).join("; ") };
     return undefined;
+  }
+
+  /**
+   * A process that died of a signal the harness did not send crashed, whenever it died: mid-arm,
+   * or at teardown after its last answer (memory corruption often shows only as it exits). Once the
+   * run is stopped, a SIGINT, SIGTERM or SIGHUP is the stop's (a terminal signals the whole group).
+   */
+  private crashed(child: ChildProcess): boolean {
+    const signal = ownFatalSignal(child);
+    return signal !== undefined && !(this.runSignal.aborted && STOP_SIGNALS.has(signal));
   }
 }

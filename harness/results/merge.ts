@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { BenchError } from "../errors.js";
-import { armKey, positionInBattery, shardLabel, type Shard } from "../runner/shard.js";
+import { armKey, positionInBattery, shardLabel, type Shard } from "../suites/shard.js";
 import { EXIT, type ExitCode } from "./exit-code.js";
 import type { StoredRun } from "./read-run.js";
 import { RunDirectory, type RunSelection } from "./run-directory.js";

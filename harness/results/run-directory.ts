@@ -12,7 +12,7 @@ import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
 import type { TraceDemand } from "./read-run.js";
 import type { LegRecord } from "./legs.js";
-import type { DealtArm } from "../runner/shard.js";
+import type { DealtArm } from "../suites/shard.js";
 import { countVerdicts } from "./verdicts.js";
 
 export const SUMMARY_SCHEMA = join(PACKAGE_ROOT, "reports", "summary.schema.json");

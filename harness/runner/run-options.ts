@@ -8,7 +8,7 @@ import { builtLlamaServer } from "../sut/llama-server-binary.js";
 import type { LlamaCppSettings } from "../sut/llamacpp.js";
 import { DEFAULT_RUNNER_RESTARTS } from "../sut/restarting-runner.js";
 import { openArmSut, type OpenSut } from "./open-sut.js";
-import type { Shard } from "./shard.js";
+import type { Shard } from "../suites/shard.js";
 
 export const DEFAULT_CASE_TIMEOUT_S = 120;
 /** Suites run at once, where they may share the machine: two cores' worth of single-threaded SUTs. */

@@ -12,7 +12,7 @@ import type { Battery, LegArm } from "./kinds/kind.js";
 import { suiteKind } from "./kinds/registry.js";
 import { runLegs } from "./legs.js";
 import { resolveOptions, type ResolvedRunOptions, type RunOptions } from "./run-options.js";
-import { armKey, dealtArms, type BatteryArm } from "./shard.js";
+import { armKey, dealtArms, type BatteryArm } from "../suites/shard.js";
 import { runInLanes, type LaneTask } from "./suite-lanes.js";
 
 /**

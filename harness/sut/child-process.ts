@@ -9,11 +9,29 @@ import { setTimeout as sleep } from "node:timers/promises";
 const live = new Set<ChildProcess>();
 /** Children the harness had to signal (SIGTERM or SIGKILL after asking, or after a protocol breach): a device they held may be wedged. */
 const forced = new WeakSet<ChildProcess>();
+/** Every signal the harness sent each child, to ask it to stop or to force it: a death by any other is the child's own. */
+const sent = new WeakMap<ChildProcess, Set<NodeJS.Signals>>();
+
+/** Signals a child and remembers that the harness did, so that dying of it is never read as the child's own crash. */
+export function sendSignal(child: ChildProcess, signal: NodeJS.Signals): void {
+  const signals = sent.get(child) ?? new Set<NodeJS.Signals>();
+  sent.set(child, signals.add(signal));
+  child.kill(signal);
+}
 
 /** Signals a child the harness gives up on, and remembers it did: the box's reset runs after such an arm. */
 export function forceStop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): void {
   forced.add(child);
-  child.kill(signal);
+  sendSignal(child, signal);
+}
+
+/**
+ * The signal a child died of when the harness did not send it (a segfault, an abort, a kill from
+ * outside); undefined while it runs, after an exit with a code, or after a signal of the harness's.
+ */
+export function ownFatalSignal(child: ChildProcess): NodeJS.Signals | undefined {
+  const signal = child.signalCode;
+  return signal === null || sent.get(child)?.has(signal) === true ? undefined : signal;
 }
 
 /** Whether the harness had to signal this child to end it (forceStop). */

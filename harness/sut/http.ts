@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { request } from "undici";
 import { BenchError } from "../errors.js";
-import { DEFAULT_SHUTDOWN_GRACE_S, hasExited, stopChild, trackChild } from "./child-process.js";
+import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, hasExited, sendSignal, stopChild, trackChild } from "./child-process.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { basename, join, resolve } from "node:path";
 import { existsSync } from "node:fs";
@@ -12,7 +12,7 @@ import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/http-server.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
 import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
-import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
+import type { Dialect, DialectCapability, DialectOffer, HttpResponse } from "./dialects/dialect.js";
 import { probeDialects, type ProbeResult } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
 import { VLLM_DIALECT } from "./dialects/vllm.js";
@@ -21,19 +21,20 @@ import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
 import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
 import { onStopped, stopReason, SutStoppedError } from "./with-timeout.js";
 
-export interface HttpResponse {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly text: string;
-}
-
-/** One HTTP call with undici (never Node 20's global fetch: it is an order of magnitude slower). */
+/**
+ * One HTTP call with undici (never Node 20's global fetch: it is an order of magnitude slower).
+ * The call listens on a signal of its own, which AbortSignal.any links to the caller's without a
+ * listener on it: undici adds an abort listener to the signal it is given for each request in
+ * flight, and callers send batches at once under one signal (a SUT's 16 texts to tokenize, a
+ * conformance burst), which would pass Node's limit of 10 and print MaxListenersExceededWarning.
+ */
 export async function httpCall(url: string, options: { method?: string; body?: unknown; rawBody?: string; apiKey?: string; signal?: AbortSignal } = {}): Promise<HttpResponse> {
+  const signal = options.signal === undefined ? undefined : AbortSignal.any([options.signal]);
   const send = () => request(url, {
     method: (options.method ?? (options.body === undefined && options.rawBody === undefined ? "GET" : "POST")) as "GET" | "POST",
     headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
     body: options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
-    signal: options.signal,
+    signal,
   });
   // A server may close an idle keep-alive connection just as the pool reuses it (llama-server does
   // after a few seconds): the request never reached it, so it is sent once more on a fresh socket.
@@ -102,7 +103,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     let wedged = false;
     const timer = setTimeout(() => {
       wedged = true;
-      child.kill("SIGKILL");
+      forceStop(child, "SIGKILL");
     }, options.bootTimeoutS * 1000);
     // A stop (Ctrl-C) does not wait for the line either: the server is asked to stop, and the open fails once it has exited.
     let stopped = false;
@@ -159,7 +160,7 @@ export async function waitHealthy(child: ChildProcess, baseUrl: string, options:
     if (hasExited(child)) throw new BenchError(`the server exited (${child.signalCode ?? `code ${child.exitCode}`}) while booting: ${options.stderrTail()}`, { fix: options.fix });
     options.onProgress?.(`waiting for the server to boot: ${stage ?? health.status}`);
     if (Date.now() > deadline) {
-      child.kill("SIGKILL");
+      forceStop(child, "SIGKILL");
       throw new BenchError(`the server did not become healthy within ${options.bootTimeoutS} s (last stage: ${stage ?? "none"})`, { field: "boot_timeout_s", fix: "raise the boot timeout, or check the server's log" });
     }
     await sleep(50, undefined, { signal: options.signal }).catch(() => undefined);
@@ -179,7 +180,7 @@ function healthStage(text: string): string | undefined {
 
 /** A server's shutdown ladder: SIGTERM (it drains), up to `graceS` seconds, then SIGTERM and SIGKILL (stopChild). */
 function stopServerProcess(child: ChildProcess, what: string, graceS = DEFAULT_SHUTDOWN_GRACE_S, onWarning?: (message: string) => void): Promise<void> {
-  return stopChild(child, { ask: () => child.kill("SIGTERM"), graceS, what, onWarning });
+  return stopChild(child, { ask: () => sendSignal(child, "SIGTERM"), graceS, what, onWarning });
 }
 
 /**

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { notice, paint, progress, say } from "../output.js";
 import { resolveBoxSettings } from "../../box/config.js";
 import { legLines } from "../../results/legs.js";
-import { parseShard, shardLabel, type Shard } from "../../runner/shard.js";
+import { parseShard, shardLabel, type Shard } from "../../suites/shard.js";
 import { sourceCommit } from "../../results/source-commit.js";
 
 interface RunCliOptions {

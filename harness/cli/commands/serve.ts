@@ -133,5 +133,6 @@ export function registerServe(program: Command): void {
       // Drained: the stdin watch is the one handle left, and would hold the process for the CLI's 5 s last resort.
       if (options.exitWithStdin === true) process.stdin.destroy();
       say("drained; bye");
+      if (fault === "crash-at-shutdown") process.kill(process.pid, "SIGSEGV");
     });
 }

@@ -1,4 +1,3 @@
-import type { KernelCheckName } from "../../results/types.js";
 import { conformanceCheck } from "./conformance/conformance.js";
 import { niahIdentityCheck } from "./niah/identity.js";
 import { needleCheck } from "./niah/needle.js";
@@ -14,8 +13,8 @@ import { tokenizerCheck } from "./parity/tokenizer.js";
 
 /**
  * Each suite kind's checks as modules (./check-module.ts), in the order an arm runs them. Adding a
- * check is one module and one line here; its name joins CheckName by itself. (A kernel suite's
- * checks are its ops: one per op of kernels/ops/registry.ts its cases name, and kernel_time.)
+ * check is one module and one line here. (A kernel suite's checks are its ops: one per op of
+ * kernels/ops/registry.ts its cases name, and kernel_time.)
  */
 export const CHECKS_BY_KIND = {
   // identity first: every other verdict of the arm is about the artifact it names. greedy_parity
@@ -25,18 +24,3 @@ export const CHECKS_BY_KIND = {
   niah: [niahIdentityCheck, needleCheck],
   conformance: [conformanceCheck],
 } as const;
-
-/** The checks a suite kind's arm runs as modules. */
-export type ModuleCheckName = (typeof CHECKS_BY_KIND)[keyof typeof CHECKS_BY_KIND][number]["name"];
-
-/**
- * Checks that are no module of a kind's list: the battery's own (trace_demand after every leg,
- * arm for a leg that could not run), and bench load's.
- */
-type BatteryCheckName = "trace_demand" | "arm" | "load" | "parity_under_load";
-
-/** The state-reuse, speculative, tokenizer, chat-template and perplexity kinds' checks, still run inline by their runners (reuse-runner.ts, speculative-runner.ts, tokenizer-runner.ts, chat-template-runner.ts, perplexity-runner.ts). */
-type InlineCheckName = "reuse" | "reuse_efficacy" | "reuse_prefill" | "speculative_greedy" | "tokenizer_parity" | "detokenize_roundtrip" | "chat_template_server" | "chat_template_llama_server" | "perplexity";
-
-/** Every name a cell's or a verdict's `check` column can hold (kernel suites: one per op of kernels/ops/registry.ts). */
-export type CheckName = ModuleCheckName | BatteryCheckName | InlineCheckName | KernelCheckName;

@@ -1,5 +1,11 @@
-import type { HttpResponse } from "../http.js";
 import type { CachedChatAnswer, CachedChatRequest, CachedGreedyAnswer, CachedGreedyRequest, GreedyRequest, SlotAction, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
+
+/** A server's answer as a dialect reads it; what httpCall (../http.ts) returns. Declared here, beside the client that returns it, so the dialects import nothing from the HTTP SUT that probes them. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+}
 
 /** How a dialect reaches the server: POSTs with the key, and the model id /v1/models listed. */
 export interface DialectClient {
