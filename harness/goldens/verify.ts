@@ -8,7 +8,9 @@ import { loadParitySuite } from "../suites/load.js";
 import { ORACLE_SETTINGS, llamaCppEngineVersion, sameLlamaCppEngine } from "../sut/llamacpp.js";
 import { promptIdsSha256, promptTextsSha256, readGoldens } from "./goldens.js";
 import { assertGoldensMatchModel } from "./model-check.js";
-import { GOLDEN_LOGPROB_TOLERANCE_NATS, topKDifference } from "./logprob-tolerance.js";
+import { recomputeTolerance, topKDifference } from "./logprob-tolerance.js";
+import { loadedCpuVariant } from "../cpu/cpu-identity.js";
+import { readGguf } from "../gguf/read.js";
 
 export type GoldensCheck =
   | { readonly status: "ok"; readonly directory: string; readonly warnings: readonly string[] }
@@ -28,7 +30,7 @@ export function listGoldensDirectories(root = GOLDENS_DIR, manifestFile = "manif
  * Re-checks one goldens directory: file hashes and shapes, the model artifact (sha256, size,
  * tokenizer), the suite's prompts, the prompt ids the oracle's tokenizer gives today, and the
  * oracle's settings. With `recompute`, the oracle is re-run: its greedy ids must match exactly,
- * its top-k log-probs within GOLDEN_LOGPROB_TOLERANCE_NATS (they depend on the CPU's instruction set).
+ * its top-k log-probs within recomputeTolerance (they depend on the ggml CPU variant).
  */
 export async function verifyGoldens(directory: string, options: { recompute?: boolean } = {}): Promise<GoldensCheck> {
   try {
@@ -81,9 +83,11 @@ export async function verifyGoldens(directory: string, options: { recompute?: bo
           if (goldens.topkIds !== undefined && goldens.topkLogprobs !== undefined) {
             const fresh = await oracle.teacherForcedTopK(goldens.promptIds.map((ids, p) => ({ promptIds: ids, continuationIds: goldens.greedyIds[p], k: manifest.K })));
             const committed = goldens.topkIds.map((prompt, p) => prompt.map((ids, t) => ({ ids, logprobs: goldens.topkLogprobs![p][t] })));
-            const difference = topKDifference(committed, fresh);
+            const architecture = readGguf(model.path).metadata.get("general.architecture")?.value;
+            const tolerance = recomputeTolerance(manifest.oracle.cpu?.variant, loadedCpuVariant(), typeof architecture === "string" ? architecture : undefined);
+            const difference = topKDifference(committed, fresh, tolerance.nats);
             if (difference !== undefined) {
-              throw new BenchError(`re-running the oracle gives other top-k log-probs: ${difference}`, { file: join(directory, "topk_logprobs.npy"), fix: `ids must match exactly, log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats: check the engine version and settings` });
+              throw new BenchError(`re-running the oracle gives other top-k log-probs: ${difference}`, { file: join(directory, "topk_logprobs.npy"), fix: `ids must match exactly, log-probs within ${tolerance.nats} nats (${tolerance.why}): check the engine version and settings` });
             }
           }
         }

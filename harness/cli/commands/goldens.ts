@@ -69,7 +69,7 @@ export function registerGoldens(program: Command): void {
     .command("verify")
     .description("re-check every committed goldens directory against its model artifact, prompts (a perplexity suite's: corpus and chunking), tokenizer and oracle settings")
     .argument("[directories...]", "goldens directories (default: all under goldens/)")
-    .option("--recompute", `also re-run the oracle: identical greedy ids, top-k log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats`)
+    .option("--recompute", `also re-run the oracle: identical greedy ids, top-k log-probs within ${GOLDEN_LOGPROB_TOLERANCE_NATS} nats under the CPU variant that made them, a measured cross-variant tolerance under another (docs/findings-cpu.md)`)
     .action(async (directories: string[], options: { recompute?: boolean }) => {
       const targets = directories.length > 0 ? directories : [...listGoldensDirectories(), ...listGoldensDirectories(undefined, CORPUS_MANIFEST_FILE)];
       if (targets.length === 0) throw new BenchError("no goldens directories found", { file: "goldens/", fix: "make some with `bench goldens make`" });
