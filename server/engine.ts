@@ -450,10 +450,14 @@ export class BatchEngine {
     const withPromptLogprobs = request.promptLogprobs > 0 && job.promptLogprobs === undefined;
     const last = prompt.length - 1;
     const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
-    // The prompt in prefill chunks, one evaluation each.
+    // The prompt in prefill chunks, one evaluation each. controlledEvaluate answers a sparse array,
+    // set only where an input asked for an output (and only as long as its last such index), so a
+    // chunk's outputs are placed by their index in the prompt: appended, a chunk that asked for
+    // none added nothing and the last token's output landed short of `last`.
     const output: (NextTokenOutput | undefined)[] = [];
     for (let start = 0; start < input.length; start += this.cacheSettings.prefillChunk) {
-      output.push(...await slot.sequence.controlledEvaluate(input.slice(start, start + this.cacheSettings.prefillChunk)) as (NextTokenOutput | undefined)[]);
+      const chunk = await slot.sequence.controlledEvaluate(input.slice(start, start + this.cacheSettings.prefillChunk)) as (NextTokenOutput | undefined)[];
+      chunk.forEach((item, i) => { output[start + i] = item; });
     }
     if (withPromptLogprobs) {
       job.promptLogprobs = prompt.slice(1).map((id, i) => {

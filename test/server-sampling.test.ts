@@ -1,0 +1,55 @@
+/**
+ * What our server draws at temperature > 0 (issue 41), on a real `bench serve` of tiny-random:
+ * prompts longer than a prefill chunk on the paths that carry a distribution, temperatures small
+ * enough to underflow p^(1/T), and seeds past 2^32.
+ */
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { resolveModel } from "../harness/fixtures/registry.js";
+import { FIRST_CHARACTER_ID, printableAscii } from "../harness/fixtures/char-vocab.js";
+import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+
+/** A prompt of this many tokens spans several 512-token prefill chunks and fits tiny-random's 4096-token context. */
+const LONG_PROMPT = 4000;
+
+let server: ManagedServer;
+test.before(async () => {
+  const model = await resolveModel("tiny-random:F32");
+  server = await startManagedServer({ modelPath: model.path, slots: 2, queue: 8, contextSize: 4096, threads: 1, flashAttention: false, kvCacheType: "F32", bootTimeoutS: 120 });
+});
+test.after(async () => { await stopManagedServer(server); });
+
+interface Choice {
+  readonly text: string;
+  readonly token_ids: number[];
+  readonly logprobs: { readonly token_ids: number[]; readonly token_logprobs: (number | null)[] } | null;
+}
+
+async function complete(body: Record<string, unknown>): Promise<{ status: number; text: string; choice: Choice | undefined }> {
+  const response = await httpCall(`${server.baseUrl}/v1/completions`, { body });
+  const choice = response.status === 200 ? (JSON.parse(response.text) as { choices: Choice[] }).choices[0] : undefined;
+  return { status: response.status, text: response.text, choice };
+}
+
+/** A long token-id prompt of printable characters (tiny-random's vocabulary is one character a token). */
+const longPrompt = Array.from({ length: LONG_PROMPT }, (_, i) => FIRST_CHARACTER_ID + ((i * 7) % printableAscii().length));
+
+test("a 4,000-token prompt answers sampled (temperature 0.7; temperature omitted, 1) and greedy with echo + logprobs, each drawn from the prompt's last position", async () => {
+  const greedy = await complete({ prompt: longPrompt, max_tokens: 4, temperature: 0, ignore_eos: true });
+  assert.is(greedy.status, 200, greedy.text);
+  const greedyIds = greedy.choice!.token_ids;
+  const sampled = await complete({ prompt: longPrompt, max_tokens: 4, temperature: 0.7, seed: 3, ignore_eos: true });
+  assert.is(sampled.status, 200, sampled.text);
+  assert.is(sampled.choice!.token_ids.length, 4);
+  // top_k 1 leaves each draw one token: greedy's, where the draw reads the prompt's last position.
+  const topOne = await complete({ prompt: longPrompt, max_tokens: 4, top_k: 1, seed: 3, ignore_eos: true });
+  assert.is(topOne.status, 200, topOne.text);
+  assert.equal(topOne.choice!.token_ids, greedyIds);
+  const echoed = await complete({ prompt: longPrompt, max_tokens: 1, temperature: 0, echo: true, logprobs: 1 });
+  assert.is(echoed.status, 200, echoed.text);
+  const lp = echoed.choice!.logprobs!;
+  assert.is(lp.token_logprobs.length, LONG_PROMPT + 1);
+  assert.equal(lp.token_ids, [...longPrompt, greedyIds[0]]);
+});
+
+test.run();
