@@ -14,10 +14,23 @@ export interface SamplingParams {
  * Draws the next token from the model's distribution (softmax of the logits): greedy at
  * temperature 0, else p^(1/T) restricted to top-k and the top-p nucleus, renormalised, and drawn
  * with the request's own seeded generator (same seed, same tokens).
+ *
+ * The weights are computed in log space relative to the most likely token, exp((log p - log p_max)/T):
+ * p^(1/T) itself underflows to 0 for every token at a small T (0.0001 raises p to the 10,000th),
+ * and a draw over all-zero weights fell on whichever token came first, id 0. This way the top token
+ * weighs 1 at any temperature; a token whose weight is 0 (probability 0, or underflowed next to
+ * the top) is no candidate, so it is never drawn.
  */
 export function sampleToken(probabilities: ReadonlyMap<TokenId, number>, params: SamplingParams, random: SeededRandom): TokenId {
   if (params.temperature === 0) return argmaxToken(probabilities);
-  let candidates = [...probabilities.entries()].map(([id, p]) => [id, Math.pow(p, 1 / params.temperature)] as [TokenId, number]);
+  let maxLog = -Infinity;
+  for (const p of probabilities.values()) maxLog = Math.max(maxLog, Math.log(p));
+  let candidates: [TokenId, number][] = [];
+  for (const [id, p] of probabilities) {
+    const weight = Math.exp((Math.log(p) - maxLog) / params.temperature);
+    if (weight > 0) candidates.push([id, weight]);
+  }
+  if (candidates.length === 0) throw new Error("the distribution has no token of positive probability");
   candidates.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
   if (params.topK > 0) candidates = candidates.slice(0, params.topK);
   const total = candidates.reduce((sum, [, w]) => sum + w, 0);

@@ -52,4 +52,16 @@ test("a 4,000-token prompt answers sampled (temperature 0.7; temperature omitted
   assert.equal(lp.token_ids, [...longPrompt, greedyIds[0]]);
 });
 
+test("temperature 0.0001, 1e-5 and 1e-6 give greedy's tokens on every seed (they gave token 0)", async () => {
+  const ask = (extra: Record<string, unknown>) => complete({ prompt: "In the beginning", max_tokens: 8, ignore_eos: true, ...extra });
+  const greedy = (await ask({ temperature: 0 })).choice!.token_ids;
+  for (const temperature of [1e-4, 1e-5, 1e-6]) {
+    for (const seed of [0, 1, 2]) {
+      const { status, text, choice } = await ask({ temperature, seed });
+      assert.is(status, 200, text);
+      assert.equal(choice!.token_ids, greedy, `temperature ${temperature}, seed ${seed}`);
+    }
+  }
+});
+
 test.run();

@@ -1,0 +1,61 @@
+// test-tier: fast
+
+/**
+ * The server's sampler on fixed distributions (server/sampling.ts): what it may draw at any
+ * temperature a client can send, and that its draws follow p^(1/T) cut by top-k and top-p.
+ * What a running server draws is test/server-sampling.test.ts.
+ */
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { SeededRandom } from "../harness/fixtures/seeded-random.js";
+import { sampleToken, type SamplingParams } from "../server/sampling.js";
+
+/** id 0 has probability 0 (outside the support); the rest are a peaked float32-like softmax. */
+const peaked = new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]);
+const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, ...extra });
+
+/** How often each id is drawn in `n` draws from one seeded generator. */
+function frequencies(probabilities: ReadonlyMap<number, number>, sampling: SamplingParams, n: number): Map<number, number> {
+  const random = new SeededRandom(11);
+  const counts = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    const id = sampleToken(probabilities, sampling, random);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+test("at temperatures down to 1e-6 every draw is the most likely token (p^(1/T) underflowed to 0 for all, and the draw fell on id 0)", () => {
+  for (const temperature of [1e-4, 1e-5, 1e-6, 1e-9]) {
+    assert.equal([...frequencies(peaked, params(temperature), 500)], [[5, 500]], `temperature ${temperature}`);
+  }
+  // A top-p or top-k cut at a small temperature keeps the top token too.
+  assert.equal([...frequencies(peaked, params(1e-6, { topP: 0.5, topK: 2 }), 200)], [[5, 200]]);
+});
+
+test("a token of probability 0 is never drawn, even at temperature 2", () => {
+  const counts = frequencies(peaked, params(2), 20000);
+  assert.not.ok(counts.has(0), JSON.stringify([...counts]));
+  assert.equal([...counts.keys()].sort((a, b) => a - b), [3, 5, 7, 9]);
+});
+
+test("draws follow p^(1/T) renormalised, after the top-k and top-p cuts (OpenAI order: temperature first)", () => {
+  const n = 40000;
+  const expect = (sampling: SamplingParams, shares: Record<number, number>) => {
+    const counts = frequencies(peaked, sampling, n);
+    for (const [id, share] of Object.entries(shares)) {
+      const seen = (counts.get(Number(id)) ?? 0) / n;
+      // Four standard errors of a share over n draws: a fixed seed, so this is no flaky bound.
+      assert.ok(Math.abs(seen - share) <= 4 * Math.sqrt(share * (1 - share) / n) + 1e-9, `${JSON.stringify(sampling)} id ${id}: ${seen} drawn, ${share} expected`);
+    }
+    assert.is([...counts.values()].reduce((a, b) => a + b, 0), n);
+  };
+  const squared = 0.05 ** 2 * 2 + 0.6 ** 2 + 0.3 ** 2;
+  expect(params(0.5), { 3: 0.05 ** 2 / squared, 5: 0.6 ** 2 / squared, 7: 0.3 ** 2 / squared, 9: 0.05 ** 2 / squared });
+  expect(params(1, { topK: 2 }), { 5: 0.6 / 0.9, 7: 0.3 / 0.9, 3: 0, 9: 0 });
+  // At T = 0.5 the top token holds 0.36/0.455 = 0.79 of the mass: top_p 0.75 keeps it alone. At T = 1 it holds 0.6, and top_p 0.75 takes the second too.
+  expect(params(0.5, { topP: 0.75 }), { 5: 1 });
+  expect(params(1, { topP: 0.75 }), { 5: 0.6 / 0.9, 7: 0.3 / 0.9 });
+});
+
+test.run();
