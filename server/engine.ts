@@ -2,11 +2,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import { randomInt } from "node:crypto";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { topKFromProbabilities } from "../harness/sut/topk.js";
 import type { TokenId, TopK } from "../harness/sut/types.js";
 import { readNextRankedRow, type ServerFault } from "./faults.js";
-import { sampleToken, type SamplingParams } from "./sampling.js";
+import { sampleToken, SamplingRandom, type SamplingParams } from "./sampling.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
@@ -112,7 +111,7 @@ interface Slot {
 
 interface Job {
   readonly request: GenerationRequest;
-  readonly random: SeededRandom;
+  readonly random: SamplingRandom;
   readonly tokens: GeneratedToken[];
   readonly ids: TokenId[];
   readonly started: number;
@@ -262,8 +261,9 @@ export class BatchEngine {
     }
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
-      const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject, traceId: this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0 });
+      // An unseeded request's seed: randomInt's widest range (max below 2^48), within what a client may send.
+      const seed = request.seed ?? randomInt(2 ** 48 - 1);
+      this.queue.push({ request, random: new SamplingRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject, traceId: this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0 });
       this.wake?.();
     });
   }

@@ -7,8 +7,7 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { SeededRandom } from "../harness/fixtures/seeded-random.js";
-import { sampleToken, type SamplingParams } from "../server/sampling.js";
+import { MAX_SEED, sampleToken, SamplingRandom, type SamplingParams } from "../server/sampling.js";
 
 /** id 0 has probability 0 (outside the support); the rest are a peaked float32-like softmax. */
 const peaked = new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]);
@@ -16,7 +15,7 @@ const params = (temperature: number, extra: Partial<SamplingParams> = {}): Sampl
 
 /** How often each id is drawn in `n` draws from one seeded generator. */
 function frequencies(probabilities: ReadonlyMap<number, number>, sampling: SamplingParams, n: number): Map<number, number> {
-  const random = new SeededRandom(11);
+  const random = new SamplingRandom(11);
   const counts = new Map<number, number>();
   for (let i = 0; i < n; i++) {
     const id = sampleToken(probabilities, sampling, random);
@@ -56,6 +55,17 @@ test("draws follow p^(1/T) renormalised, after the top-k and top-p cuts (OpenAI 
   // At T = 0.5 the top token holds 0.36/0.455 = 0.79 of the mass: top_p 0.75 keeps it alone. At T = 1 it holds 0.6, and top_p 0.75 takes the second too.
   expect(params(0.5, { topP: 0.75 }), { 5: 1 });
   expect(params(1, { topP: 0.75 }), { 5: 0.6 / 0.9, 7: 0.3 / 0.9 });
+});
+
+test("every seed the API accepts starts its own stream: seeds 2^32 apart differ (they wrapped), the same seed repeats", () => {
+  const draws = (seed: number) => { const random = new SamplingRandom(seed); return Array.from({ length: 8 }, () => random.uniform()); };
+  for (const seed of [0, 5, 2 ** 31, MAX_SEED - 2 ** 32]) {
+    assert.not.equal(draws(seed), draws(seed + 2 ** 32), `seed ${seed}`);
+    assert.equal(draws(seed), draws(seed));
+  }
+  assert.not.equal(draws(5), draws(6));
+  assert.ok(draws(MAX_SEED).every((u) => u >= 0 && u < 1));
+  assert.throws(() => new SamplingRandom(MAX_SEED + 1), /a sampling seed is an integer from 0 to 9007199254740991/);
 });
 
 test.run();

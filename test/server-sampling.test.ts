@@ -64,4 +64,20 @@ test("temperature 0.0001, 1e-5 and 1e-6 give greedy's tokens on every seed (they
   }
 });
 
+test("seeds: 2^32 + 5 draws apart from 5 (they wrapped), each repeats itself; past 2^53 - 1 the seed is refused with a 400 naming it", async () => {
+  const ask = (seed: number) => complete({ prompt: "In the beginning", max_tokens: 16, temperature: 1.5, ignore_eos: true, seed });
+  const five = (await ask(5)).choice!.token_ids;
+  const wide = (await ask(2 ** 32 + 5)).choice!.token_ids;
+  assert.not.equal(wide, five);
+  assert.equal((await ask(2 ** 32 + 5)).choice!.token_ids, wide);
+  assert.equal((await ask(5)).choice!.token_ids, five);
+  assert.is((await ask(Number.MAX_SAFE_INTEGER)).status, 200);
+  for (const seed of [2 ** 53, 1e20, -1, 1.5]) {
+    const refused = await complete({ prompt: "In the beginning", max_tokens: 4, seed });
+    assert.is(refused.status, 400, `seed ${seed}`);
+    const error = (JSON.parse(refused.text) as { error: { message: string; param: string } }).error;
+    assert.equal([error.param, error.message], ["seed", "seed must be an integer from 0 to 9007199254740991 (2^53 - 1)"]);
+  }
+});
+
 test.run();
