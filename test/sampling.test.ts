@@ -7,18 +7,20 @@
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { MAX_SEED, sampleToken, SamplingRandom, type SamplingParams } from "../server/sampling.js";
+import { rankedIds, rowFromProbabilities, rowLogSumExp, rowTopK, type LogitsRow } from "../server/logits-row.js";
 
-/** id 0 has probability 0 (outside the support); the rest are a peaked float32-like softmax. */
-const peaked = new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]);
+/** id 0 has probability 0 (outside the support), and so have the ids the Map leaves out; the rest are a peaked softmax. */
+const peaked = rowFromProbabilities(new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]));
 const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, ...extra });
 
 /** How often each id is drawn in `n` draws from one seeded generator. */
-function frequencies(probabilities: ReadonlyMap<number, number>, sampling: SamplingParams, n: number): Map<number, number> {
+function frequencies(row: LogitsRow, sampling: SamplingParams, n: number): Map<number, number> {
   const random = new SamplingRandom(11);
   const counts = new Map<number, number>();
   for (let i = 0; i < n; i++) {
-    const id = sampleToken(probabilities, sampling, random);
+    const id = sampleToken(row, sampling, random);
     counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   return counts;
@@ -39,7 +41,7 @@ test("a token of probability 0 is never drawn, even at temperature 2", () => {
 });
 
 test("draws follow p^(1/T) renormalised, after the top-k and top-p cuts (OpenAI order: temperature first)", () => {
-  const n = 40000;
+  const n = 20000;
   const expect = (sampling: SamplingParams, shares: Record<number, number>) => {
     const counts = frequencies(peaked, sampling, n);
     for (const [id, share] of Object.entries(shares)) {
@@ -55,6 +57,30 @@ test("draws follow p^(1/T) renormalised, after the top-k and top-p cuts (OpenAI 
   // At T = 0.5 the top token holds 0.36/0.455 = 0.79 of the mass: top_p 0.75 keeps it alone. At T = 1 it holds 0.6, and top_p 0.75 takes the second too.
   expect(params(0.5, { topP: 0.75 }), { 5: 1 });
   expect(params(1, { topP: 0.75 }), { 5: 0.6 / 0.9, 7: 0.3 / 0.9 });
+});
+
+test("ranking selects before it sorts, and agrees with a full sort: falling value, lower id first on ties", () => {
+  const random = new SeededRandom(3);
+  // Coarse values, so that many tie; a few -Infinity (masked tokens).
+  const row = Float32Array.from({ length: 5000 }, () => { const u = random.uniform(); return u < 0.01 ? -Infinity : Math.round(u * 200) / 10; });
+  const sorted = [...row.keys()].sort((a, b) => row[b] - row[a] || a - b);
+  for (const n of [0, 1, 7, 40, 64, 1024, 4999, 5000, 6000]) assert.equal([...rankedIds(row, n)], sorted.slice(0, n), `n = ${n}`);
+  const top = rowTopK(row, 3);
+  assert.equal(top.ids, sorted.slice(0, 3));
+  assert.ok(Math.abs(top.logprobs[0] - (row[sorted[0]] - rowLogSumExp(row))) < 1e-12);
+});
+
+test("top-p over a flat vocabulary: the nucleus's thousands of tokens are found whole, its last one drawable, nothing past it drawn", () => {
+  // 5,000 tokens of slowly falling probability: at top_p 0.9 the nucleus holds most of them.
+  const row = Float32Array.from({ length: 5000 }, (_, id) => -id * 5e-4);
+  const weights = [...row].map((l) => Math.exp(l));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let cumulative = 0;
+  const nucleus = weights.findIndex((w) => (cumulative += w / total) >= 0.9) + 1;
+  assert.ok(nucleus > 1000 && nucleus < 5000, `nucleus ${nucleus}`);
+  const drawn = [...frequencies(row, params(1, { topP: 0.9 }), 1000).keys()];
+  assert.ok(Math.max(...drawn) < nucleus, `${Math.max(...drawn)} drawn, nucleus ${nucleus}`);
+  assert.ok(Math.max(...drawn) >= nucleus - 150, `the nucleus's tail is drawn: ${Math.max(...drawn)}, nucleus ${nucleus}`);
 });
 
 test("every seed the API accepts starts its own stream: seeds 2^32 apart differ (they wrapped), the same seed repeats", () => {

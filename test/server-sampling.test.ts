@@ -22,7 +22,7 @@ test.after(async () => { await stopManagedServer(server); });
 interface Choice {
   readonly text: string;
   readonly token_ids: number[];
-  readonly logprobs: { readonly token_ids: number[]; readonly token_logprobs: (number | null)[] } | null;
+  readonly logprobs: { readonly token_ids: number[]; readonly token_logprobs: (number | null)[]; readonly top_token_ids: (number[] | null)[]; readonly top_token_logprobs: (number[] | null)[] } | null;
 }
 
 async function complete(body: Record<string, unknown>): Promise<{ status: number; text: string; choice: Choice | undefined }> {
@@ -61,6 +61,21 @@ test("temperature 0.0001, 1e-5 and 1e-6 give greedy's tokens on every seed (they
       assert.is(status, 200, text);
       assert.equal(choice!.token_ids, greedy, `temperature ${temperature}, seed ${seed}`);
     }
+  }
+});
+
+test("a sampled token's log-prob and top-k, from its logits row, are what echo scores at that position (the addon's double-precision log-softmax)", async () => {
+  const prompt = Array.from({ length: 12 }, (_, i) => longPrompt[i]);
+  const sampled = await complete({ prompt, max_tokens: 6, temperature: 1.2, seed: 9, logprobs: 3, ignore_eos: true });
+  assert.is(sampled.status, 200, sampled.text);
+  const generated = sampled.choice!.logprobs!;
+  const echoed = (await complete({ prompt: [...prompt, ...generated.token_ids], max_tokens: 0, echo: true, logprobs: 3 })).choice!.logprobs!;
+  for (const [i, logprob] of generated.token_logprobs.entries()) {
+    const at = prompt.length + i;
+    assert.equal(generated.top_token_ids[i], echoed.top_token_ids[at], `token ${i}: the same top-3`);
+    // Float32 logits move in their last digits with a batch's composition: within 1e-5.
+    assert.ok(Math.abs(logprob! - echoed.token_logprobs[at]!) <= 1e-5, `token ${i}: ${logprob} sampled, ${echoed.token_logprobs[at]} echoed`);
+    for (const [j, value] of generated.top_token_logprobs[i]!.entries()) assert.ok(Math.abs(value - echoed.top_token_logprobs[at]![j]) <= 1e-5);
   }
 });
 
