@@ -203,8 +203,8 @@ function rowDistribution(row: LogitsRow, id: TokenId, k: number): TokenDistribut
 }
 
 interface NextTokenOutput {
-  /** `confidence` is ROW's answer: the logits row, never a number (no probe of ours asks for a confidence). */
-  readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number>; readonly confidence?: LogitsRow };
+  /** `confidence` is ROW's answer: the logits row (the addon's logitsRow), never a number (no probe of ours asks for a confidence). */
+  readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number>; readonly confidence?: Float32Array };
   readonly native?: TokenDistribution;
 }
 /**
@@ -639,6 +639,8 @@ export class BatchEngine {
       ...(distribution === undefined ? {} : { logprob: distribution.logprob }),
       ...(request.logprobs === 0 || distribution === undefined ? {} : { top: distribution.top }),
     };
+    // Nothing reads the row after this: the addon fills it again for a later token.
+    if (confidence !== undefined && this.native.reached) this.native.recycleRow(confidence);
     job.streamed = Math.max(job.streamed, safeEnd);
     if (job.firstTokenAt === undefined) {
       job.firstTokenAt = performance.now();

@@ -119,10 +119,9 @@ function scratch(size: number): typeof buffers {
 }
 
 /**
- * The top-p nucleus of the first `count` candidates in the scratch buffers (weights positive,
- * ids ascending within equal values): the fewest of the highest-valued whose weights reach top_p
- * of the total, equal values taken lower id first — what a sort by falling value and a running
- * sum would keep. Found in linear time: the value range is cut into slices, a slice's tokens all
+ * The top-p nucleus of the first `count` candidates in the scratch buffers (weights positive):
+ * the fewest of the highest-valued whose weights reach top_p of the total, equal values taken
+ * lower id first — what a sort by falling value and a running sum would keep. Found in linear time: the value range is cut into slices, a slice's tokens all
  * rank below the slices above it, so summing each slice's weight finds the slice where the nucleus
  * ends, and only that slice's tokens are sorted. Leaves each candidate's slice in the scratch,
  * those kept from the boundary slice moved one above it; returns the first slice not kept, and

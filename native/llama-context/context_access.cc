@@ -309,10 +309,12 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
 }
 
 /**
- * logitsRow(handle, batchLogitIndex) -> Float32Array: a copy of a batch output's logits, one per
- * vocabulary entry, on the calling thread. What the server samples from (server/sampling.ts): one
- * memcpy, where node-llama-cpp's probabilities cross as a JavaScript array of 2 × the vocabulary's
- * numbers revived into a Map (a third of a second per token at a 262k vocabulary).
+ * logitsRow(handle, batchLogitIndex[, into]) -> Float32Array: a copy of a batch output's logits, one
+ * per vocabulary entry, on the calling thread — into `into` where it is given and holds exactly the
+ * vocabulary (a row the caller is done with: a fresh 0.6-1 MB array per sampled token left the
+ * garbage collector far behind), else into a new array. What the server samples from
+ * (server/sampling.ts): one memcpy, where node-llama-cpp's probabilities cross as a JavaScript array
+ * of 2 × the vocabulary's numbers revived into a Map (a third of a second per token at 262k entries).
  */
 Napi::Value LogitsRow(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -324,7 +326,9 @@ Napi::Value LogitsRow(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
-  auto row = Napi::Float32Array::New(env, static_cast<size_t>(vocab));
+  const bool reuse = info.Length() > 2 && info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array &&
+                     info[2].As<Napi::Float32Array>().ElementLength() == static_cast<size_t>(vocab);
+  auto row = reuse ? info[2].As<Napi::Float32Array>() : Napi::Float32Array::New(env, static_cast<size_t>(vocab));
   std::memcpy(row.Data(), logits, sizeof(float) * static_cast<size_t>(vocab));
   return row;
 }
