@@ -14,7 +14,10 @@
  * Rows print each side's medians, harness/floor (wall and CPU) per fixture, and real/char per side.
  * BENCH_ROUNDS=N rounds per side (default 2); BENCH_REQUESTS requests per server round (default 32);
  * BENCH_LOGPROBS=K has every server request ask for its tokens' top-K log-probs (`logprobs: K`), what
- * an evaluation client asks; BENCH_PARTS=server measures the server rows only.
+ * an evaluation client asks; BENCH_TEMPERATURE=T (and BENCH_TOP_P=P) has every server request
+ * sample at that temperature (and top_p), seeded, each server under its own sampler convention
+ * (llama-server's chain adds its default top_k 40 and min_p 0.05); BENCH_PARTS=server measures the
+ * server rows only.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -38,6 +41,12 @@ import { batteryTask, describeRatios, sideBySide, type SideBySide } from "./side
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const LOGPROBS = Number(process.env.BENCH_LOGPROBS ?? 0);
 if (!Number.isInteger(LOGPROBS) || LOGPROBS < 0) throw new Error(`BENCH_LOGPROBS=${process.env.BENCH_LOGPROBS}: give a whole number of top log-probs per token (0: none)`);
+const TEMPERATURE = Number(process.env.BENCH_TEMPERATURE ?? 0);
+if (!(TEMPERATURE >= 0 && TEMPERATURE <= 2)) throw new Error(`BENCH_TEMPERATURE=${process.env.BENCH_TEMPERATURE}: give a temperature from 0 (greedy) to 2`);
+const TOP_P = Number(process.env.BENCH_TOP_P ?? 1);
+if (!(TOP_P > 0 && TOP_P <= 1)) throw new Error(`BENCH_TOP_P=${process.env.BENCH_TOP_P}: give a top_p in (0, 1]`);
+/** The requests' sampling settings, as the summary line names them. */
+const SAMPLING = TEMPERATURE === 0 ? "greedy" : `sampled (temperature ${TEMPERATURE}${TOP_P < 1 ? `, top_p ${TOP_P}` : ""})`;
 const SERVER_ONLY = process.env.BENCH_PARTS === "server";
 if (process.env.BENCH_PARTS !== undefined && !SERVER_ONLY) throw new Error(`BENCH_PARTS=${process.env.BENCH_PARTS}: the only part that runs alone is "server"`);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 32);
@@ -91,14 +100,15 @@ interface ServerFigures {
 }
 
 /**
- * A closed loop of streamed greedy requests against one server: output tokens streamed per second
+ * A closed loop of streamed requests (greedy unless BENCH_TEMPERATURE says otherwise) against one server: output tokens streamed per second
  * (a stream the server ended early counts the tokens it did stream: that is the work it did), and
  * its process's peak resident memory after it. llama-server ends some streams on the real
  * vocabulary: its output parser refuses what a random model writes there ("does not match the
  * expected Content-only format"); they are counted and said, never hidden.
  */
 async function loadServer(server: ManagedServer, prompts: readonly LoadPrompt[], seed: number): Promise<ServerFigures> {
-  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true }, ...(LOGPROBS > 0 ? { logprobs: LOGPROBS } : {}) });
+  const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: TEMPERATURE, ...(TOP_P < 1 ? { top_p: TOP_P } : {}), ...(TEMPERATURE > 0 ? { seed: index } : {}),
+    ignore_eos: true, stream: true, stream_options: { include_usage: true }, ...(LOGPROBS > 0 ? { logprobs: LOGPROBS } : {}) });
   const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: SLOTS }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed });
   const streamed = result.samples.reduce((sum, sample) => sum + (sample.usage?.completionTokens ?? sample.clientTokens), 0);
   const failed = result.samples.filter((sample) => sample.status !== "ok");
@@ -175,7 +185,7 @@ for (const [what, rows] of SERVER_ONLY ? [] : [["goldens making (parity16 prompt
     `\n  ${real} / ${char}: harness wall ×${(r.harnessMs / c.harnessMs).toFixed(2)} CPU ×${(r.harnessCpuMs / c.harnessCpuMs).toFixed(2)}; floor wall ×${(r.rawMs / c.rawMs).toFixed(2)} CPU ×${(r.rawCpuMs / c.rawCpuMs).toFixed(2)}`);
 }
 const [rs, cs] = [servers.get(real)!, servers.get(char)!];
-console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed greedy requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens${LOGPROBS > 0 ? `, each token with its top-${LOGPROBS} log-probs` : ""} at ${SLOTS} clients):` +
+console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed ${SAMPLING} requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens${LOGPROBS > 0 ? `, each token with its top-${LOGPROBS} log-probs` : ""} at ${SLOTS} clients):` +
   `\n  ${real}: ours ${rs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(rs.ours.peakBytes)}${rs.ours.failed}; llama-server ${rs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(rs["llama-server"].peakBytes)}${rs["llama-server"].failed} — ours/llama-server tok/s ${(rs.ours.tps / rs["llama-server"].tps).toFixed(2)}` +
   `\n  ${char}: ours ${cs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(cs.ours.peakBytes)}${cs.ours.failed}; llama-server ${cs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(cs["llama-server"].peakBytes)}${cs["llama-server"].failed} — ours/llama-server tok/s ${(cs.ours.tps / cs["llama-server"].tps).toFixed(2)}` +
   `\n  ${real} / ${char}: ours tok/s ×${(rs.ours.tps / cs.ours.tps).toFixed(2)}, llama-server tok/s ×${(rs["llama-server"].tps / cs["llama-server"].tps).toFixed(2)}`);

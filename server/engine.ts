@@ -2,11 +2,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import { randomInt } from "node:crypto";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { topKFromProbabilities } from "../harness/sut/topk.js";
 import type { TokenId, TopK } from "../harness/sut/types.js";
 import { readNextRankedRow, type ServerFault } from "./faults.js";
-import { sampleToken, type SamplingParams } from "./sampling.js";
+import { sampleToken, SamplingRandom, type SamplingParams } from "./sampling.js";
+import { rowFromProbabilities, rowLogSumExp, rowTopK, type LogitsRow } from "./logits-row.js";
 import { scanStops } from "./stop-strings.js";
 import { PieceRenderer } from "./token-text.js";
 import { orderSampling } from "./sampling-order.js";
@@ -112,7 +112,7 @@ interface Slot {
 
 interface Job {
   readonly request: GenerationRequest;
-  readonly random: SeededRandom;
+  readonly random: SamplingRandom;
   readonly tokens: GeneratedToken[];
   readonly ids: TokenId[];
   readonly started: number;
@@ -145,15 +145,22 @@ interface Job {
  */
 const OFF_THREAD_TOKENS = 256;
 
-/** The whole next-token distribution: for sampling at temperature > 0, and for log-probs. */
+/** The whole next-token distribution as node-llama-cpp gives it (a Map of the vocabulary): where the addon does not reach the context, for sampling and for log-probs. */
 const PROBE = { generateNext: { probabilities: true } } as const;
+/**
+ * The whole next-token distribution as the output's logits row (a Float32Array): where the addon
+ * reaches the context, for sampling and for log-probs. node-llama-cpp has no such probe: a
+ * confidence-only one is answered by sampling-order.ts with the row, in the `confidence` field
+ * that node-llama-cpp passes through untouched. No softmax, no Map of the vocabulary.
+ */
+const ROW = { generateNext: { confidence: true } } as const;
 /**
  * Greedy without log-probs: llama.cpp's own argmax over the logits (node-llama-cpp's sampler at
  * temperature 0 is its greedy sampler alone). No distribution crosses into JavaScript, which was
  * most of a decode step's cost (docs/performance.md).
  */
 const GREEDY = { generateNext: { token: true } } as const;
-type Probe = typeof PROBE | typeof GREEDY;
+type Probe = typeof PROBE | typeof ROW | typeof GREEDY;
 
 /** How many top log-probs a greedy request's generated tokens carry (1 where it asked for its tokens' own only: greedy's token is the top-1). */
 function greedyTopK(request: GenerationRequest): number {
@@ -165,9 +172,9 @@ function isNativeGreedy(request: GenerationRequest): boolean {
   return request.sampling.temperature === 0 && request.promptLogprobs === 0 && request.maxTokens > 0;
 }
 
-/** GREEDY is the only token-only probe: sampling-order.ts takes its argmax without a sampler. */
-function probeFor(request: GenerationRequest): Probe {
-  return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : PROBE;
+/** GREEDY is the only token-only probe: sampling-order.ts takes its argmax without a sampler. ROW needs the addon (`rows`). */
+function probeFor(request: GenerationRequest, rows: boolean): Probe {
+  return request.sampling.temperature === 0 && !request.tokenLogprobs && request.logprobs === 0 ? GREEDY : rows ? ROW : PROBE;
 }
 
 /**
@@ -183,15 +190,22 @@ export function admissionsThisStep(idleSlots: number, queued: number): number {
   return Math.min(idleSlots, queued, 1);
 }
 
-/** A greedy token's own log-prob and its distribution's top-k, computed in native code (stepGreedily). */
-interface NativeDistribution {
+/** A generated token's own log-prob and its distribution's top-k: computed in native code (stepGreedily), or from its row (rowDistribution). */
+interface TokenDistribution {
   readonly logprob: number;
   readonly top: TopK;
 }
 
+/** A token's log-prob in a row, and the row's top-k (k = 0: an empty one). */
+function rowDistribution(row: LogitsRow, id: TokenId, k: number): TokenDistribution {
+  const logSumExp = rowLogSumExp(row);
+  return { logprob: row[id] - logSumExp, top: k === 0 ? { ids: [], logprobs: [] } : rowTopK(row, k, logSumExp) };
+}
+
 interface NextTokenOutput {
-  readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number> };
-  readonly native?: NativeDistribution;
+  /** `confidence` is ROW's answer: the logits row (the addon's logitsRow), never a number (no probe of ours asks for a confidence). */
+  readonly next: { readonly token?: Token | null; readonly probabilities?: Map<Token, number>; readonly confidence?: Float32Array };
+  readonly native?: TokenDistribution;
 }
 /**
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
@@ -262,8 +276,9 @@ export class BatchEngine {
     }
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
-      const seed = request.seed ?? randomInt(2 ** 31);
-      this.queue.push({ request, random: new SeededRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject, traceId: this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0 });
+      // An unseeded request's seed: randomInt's widest range (max below 2^48), within what a client may send.
+      const seed = request.seed ?? randomInt(2 ** 48 - 1);
+      this.queue.push({ request, random: new SamplingRandom(seed), tokens: [], ids: [], started: performance.now(), renderer: undefined, streamed: 0, stopAt: undefined, firstTokenAt: undefined, promptLogprobs: undefined, cachedTokens: 0, drafted: 0, accepted: 0, acceptedDraftPositions: [], prefill: [], resolve, reject, traceId: this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0 });
       this.wake?.();
     });
   }
@@ -449,11 +464,15 @@ export class BatchEngine {
     // Without the addon, node-llama-cpp's distributions at every position.
     const withPromptLogprobs = request.promptLogprobs > 0 && job.promptLogprobs === undefined;
     const last = prompt.length - 1;
-    const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
-    // The prompt in prefill chunks, one evaluation each.
+    const input = prompt.map((id, i) => (i === last ? ([id, probeFor(request, this.native.reached)] as [Token, Probe]) : withPromptLogprobs ? ([id, PROBE] as [Token, Probe]) : id));
+    // The prompt in prefill chunks, one evaluation each. controlledEvaluate answers a sparse array,
+    // set only where an input asked for an output (and only as long as its last such index), so a
+    // chunk's outputs are placed by their index in the prompt: appended, a chunk that asked for
+    // none added nothing and the last token's output landed short of `last`.
     const output: (NextTokenOutput | undefined)[] = [];
     for (let start = 0; start < input.length; start += this.cacheSettings.prefillChunk) {
-      output.push(...await slot.sequence.controlledEvaluate(input.slice(start, start + this.cacheSettings.prefillChunk)) as (NextTokenOutput | undefined)[]);
+      const chunk = await slot.sequence.controlledEvaluate(input.slice(start, start + this.cacheSettings.prefillChunk)) as (NextTokenOutput | undefined)[];
+      chunk.forEach((item, i) => { output[start + i] = item; });
     }
     if (withPromptLogprobs) {
       job.promptLogprobs = prompt.slice(1).map((id, i) => {
@@ -500,7 +519,7 @@ export class BatchEngine {
       return { slot, index, start, piece, stop, prefilling };
     });
     let decoded: Int32Array;
-    let distributions: ((index: number) => NativeDistribution | undefined) | undefined;
+    let distributions: ((index: number) => TokenDistribution | undefined) | undefined;
     try {
       const step = [
         Int32Array.from(entries, (e) => e.slot.sequenceId),
@@ -595,7 +614,7 @@ export class BatchEngine {
   private async decode(slot: Slot): Promise<void> {
     const job = slot.job!;
     if (job.request.signal.aborted) return this.finish(slot, "cancelled");
-    const output = await slot.sequence.controlledEvaluate([[job.ids[job.ids.length - 1] as Token, probeFor(job.request)]]) as (NextTokenOutput | undefined)[];
+    const output = await slot.sequence.controlledEvaluate([[job.ids[job.ids.length - 1] as Token, probeFor(job.request, this.native.reached)]]) as (NextTokenOutput | undefined)[];
     this.accept(slot, output[0]!);
   }
 
@@ -603,21 +622,25 @@ export class BatchEngine {
     const job = slot.job!;
     const { request } = job;
     if (request.signal.aborted) return this.finish(slot, "cancelled");
-    const { probabilities } = output.next;
-    const id = probabilities === undefined ? output.next.token : sampleToken(probabilities, request.sampling, job.random);
+    const { probabilities, confidence } = output.next;
+    const row = confidence ?? (probabilities === undefined ? undefined : rowFromProbabilities(probabilities));
+    const id = row === undefined ? output.next.token : sampleToken(row, request.sampling, job.random);
     if (id === undefined || id === null) throw new Error("llama.cpp sampled no token");
     job.ids.push(id);
     const piece = job.renderer!.push(id);
     const text = job.renderer!.rendered;
     const { stopAt, safeEnd } = scanStops(text, request.stop);
-    const { native } = output;
+    // A row's log-probs only where the request asked for them: their normaliser is a pass over the vocabulary.
+    const distribution = output.native ?? (row === undefined || !request.tokenLogprobs ? undefined : rowDistribution(row, id, request.logprobs));
     const token: GeneratedToken = {
       id,
       piece,
       text: text.slice(job.streamed, Math.max(job.streamed, safeEnd)),
-      ...(native !== undefined ? { logprob: native.logprob } : probabilities === undefined ? {} : { logprob: Math.log(probabilities.get(id as Token) ?? 0) }),
-      ...(request.logprobs === 0 ? {} : native !== undefined ? { top: native.top } : probabilities !== undefined ? { top: topKFromProbabilities(probabilities, request.logprobs) } : {}),
+      ...(distribution === undefined ? {} : { logprob: distribution.logprob }),
+      ...(request.logprobs === 0 || distribution === undefined ? {} : { top: distribution.top }),
     };
+    // Nothing reads the row after this: the addon fills it again for a later token.
+    if (confidence !== undefined && this.native.reached) this.native.recycleRow(confidence);
     job.streamed = Math.max(job.streamed, safeEnd);
     if (job.firstTokenAt === undefined) {
       job.firstTokenAt = performance.now();

@@ -1,4 +1,5 @@
 import type { ChatToolCall, ChatTurn } from "../harness/chat/chat-template.js";
+import { MAX_SEED } from "./sampling.js";
 
 /**
  * Validation of OpenAI-style request bodies. Every problem becomes a 400 with an OpenAI error
@@ -75,7 +76,7 @@ function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: 
     temperature: optionalNumber(body, "temperature", 1, (n) => n >= 0 && n <= 2, "a number from 0 to 2"),
     topP: optionalNumber(body, "top_p", 1, (n) => n > 0 && n <= 1, "a number in (0, 1]"),
     topK: optionalNumber(body, "top_k", 0, (n) => Number.isInteger(n) && n >= 0, "a non-negative integer"),
-    seed: body.seed === undefined || body.seed === null ? undefined : optionalNumber(body, "seed", 0, (n) => Number.isInteger(n) && n >= 0, "a non-negative integer"),
+    seed: body.seed === undefined || body.seed === null ? undefined : optionalNumber(body, "seed", 0, (n) => Number.isSafeInteger(n) && n >= 0, `an integer from 0 to ${MAX_SEED} (2^53 - 1)`),
     stop: stop as string[],
     stream: body.stream === true,
     includeUsage: (streamOptions as { include_usage?: unknown } | undefined)?.include_usage === true,

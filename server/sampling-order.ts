@@ -16,8 +16,12 @@ interface NativeSampling {
  * JavaScript thread (the first does the reorder, the rest find nothing to do), and the samplings
  * then run at once, only reading. A sampling that asks for the token alone (no probabilities, no
  * confidence) is the engine's greedy probe (engine.ts, probeFor): its argmax is taken right there,
- * sparing the hop to a worker thread and back. Without the addon samplings are chained one after
- * another, as llama-server samples on its one thread: correct, one thread hop per sequence slower.
+ * sparing the hop to a worker thread and back. One that asks for the confidence alone is the
+ * engine's ROW probe: answered right there too, with a copy of the output's logits in the
+ * confidence slot (node-llama-cpp passes that value through as it is), which the server samples
+ * from; node-llama-cpp's own answer, its probabilities, is a Map of the vocabulary. Without the
+ * addon samplings are chained one after another, as llama-server samples on its one thread:
+ * correct, one thread hop per sequence slower.
  */
 export function orderSampling(context: LlamaContext, native: NativeContext): void {
   const sampling = (context as unknown as { _ctx: NativeSampling })._ctx;
@@ -28,6 +32,7 @@ export function orderSampling(context: LlamaContext, native: NativeContext): voi
       native.settleOutputs();
       // node-llama-cpp's call: (batchLogitIndex, sampler, returnProbabilities, returnConfidence) -> [token, probabilities, confidence].
       if (args[2] === false && args[3] === false) return Promise.resolve([native.greedyToken(args[0] as number), undefined, undefined]);
+      if (args[2] === false && args[3] === true) return Promise.resolve([-1, undefined, native.logitsRow(args[0] as number)]);
       return sample(...args);
     };
   } else {

@@ -12,6 +12,7 @@ interface ContextAccessAddon {
   yieldCpu(): void;
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
+  logitsRow(handle: number, batchLogitIndex: number, into?: Float32Array): Float32Array;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): GreedyTopKStep;
   decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
@@ -114,6 +115,8 @@ const ADDON_DIR = join(PACKAGE_ROOT, "native", "llama-context", "build");
  * graph) measured no faster per token and takes a core from everything else on a small machine.
  */
 const POLL = 1;
+/** Rows logitsRow keeps for reuse: a step's samplings each take one and give it back before the next step. */
+const RECYCLED_ROWS = 64;
 
 /**
  * The llama.cpp context inside a node-llama-cpp context, reached through our addon, or why it
@@ -130,6 +133,10 @@ export type NativeContext =
     readonly settleOutputs: () => void;
     /** The argmax of a batch output's logits (the first of equal maxima, as llama.cpp's greedy sampler), on this thread. */
     readonly greedyToken: (batchLogitIndex: number) => number;
+    /** A copy of a batch output's logits, one per vocabulary entry (what the server samples from), on this thread; into a row given back with recycleRow where there is one. */
+    readonly logitsRow: (batchLogitIndex: number) => Float32Array;
+    /** Gives back a row from logitsRow that nothing reads any more, for the next logitsRow to fill. */
+    readonly recycleRow: (row: Float32Array) => void;
     /**
      * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
      * in one llama_decode (more past the batch size), and the argmax of each sequence's last output,
@@ -185,7 +192,7 @@ function loadAddon(): ContextAccessAddon | string {
   try {
     const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
     // A build from before a function was added: this checkout's code would call what is not there.
-    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true) return "the llama-context addon is older than this checkout (no top-k in its greedy step): rebuild it with npm run build:native";
+    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true || typeof loaded.logitsRow !== "function") return "the llama-context addon is older than this checkout (no top-k in its greedy step, or no logitsRow): rebuild it with npm run build:native";
     return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
@@ -213,6 +220,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
       const internal = context as unknown as { _ctx: object; _swaFullCache?: boolean; model?: { fileInsights?: { swaSize?: number } } };
       const swaExtra = (internal.model?.fileInsights?.swaSize ?? 0) > 0 && internal._swaFullCache !== true ? 1 : 0;
       const handle = loaded.open(internal._ctx, { ...shape, batchSize: shape.batchSize + swaExtra });
+      const recycled: Float32Array[] = [];
       if (shape.threads > 1) loaded.attachPool(handle, POLL);
       outcome = {
         reached: true,
@@ -220,6 +228,10 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         yieldCpu: () => loaded.yieldCpu(),
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
+        logitsRow: (batchLogitIndex) => loaded.logitsRow(handle, batchLogitIndex, recycled.pop()),
+        recycleRow: (row) => {
+          if (recycled.length < RECYCLED_ROWS) recycled.push(row);
+        },
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeGreedyOffThread: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeGreedyTopK: (sequences, counts, tokens, starts, maxPerDecode, topK, offThread) => (offThread
