@@ -95,6 +95,7 @@ for (const variant of variants) {
   }
   const summary = JSON.parse(readFileSync(summaryFile, "utf8")) as RunSummary;
   for (const verdict of summary.verdicts) {
+    if (!suites.includes(verdict.suite)) continue; // a kept run may hold more suites than this spread asks about
     if (verdict.status === "skip" || verdict.status === "error") {
       if (verdict.gate === "required") notPassed.push({ variant, suite: verdict.suite, arm: verdict.arm, check: verdict.check, status: verdict.status, summary: verdict.reason });
       continue;
