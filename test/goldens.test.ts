@@ -63,11 +63,13 @@ function resign(directory: string, file: string, bytes: Uint8Array): void {
   writeFileSync(join(directory, "manifest.json"), JSON.stringify(manifest));
 }
 
+// Under a forced variant the committed goldens (made under zen4) are re-run on another one: the
+// cross-variant tolerance applies (1.3e-4 for llama), and the re-run itself moves them by up to 2.6e-5.
 test("verify --recompute: log-probs 1.9e-5 away (another CPU) verify, 5e-4 away do not", async () => {
   const otherCpu = await verifyGoldens(nudgedGoldens("other-cpu", 1.9e-5), { recompute: true });
   assert.is(otherCpu.status, "ok", otherCpu.status === "mismatch" ? otherCpu.reason : "");
   const drifted = await verifyGoldens(nudgedGoldens("drifted", 5e-4), { recompute: true });
-  assert.match(drifted.status === "mismatch" ? drifted.reason : "ok", /topk_logprobs\.npy: re-running the oracle gives other top-k log-probs: prompt 0 position 0 rank 0: .*\(\|Δ\| 5\.0\de-4 > 0\.0001\)/);
+  assert.match(drifted.status === "mismatch" ? drifted.reason : "ok", /topk_logprobs\.npy: re-running the oracle gives other top-k log-probs: prompt 0 position 0 rank 0: .*\(\|Δ\| [45]\.\d\de-4 > 0\.000(1|13)\)/);
 });
 
 test("a truncated .npy is one line naming the file; NaN golden log-probs fail verify", async () => {
