@@ -84,8 +84,9 @@ for (const variant of variants) {
   const summaryFile = join(outDir, runId, "summary.json");
   const t0 = Date.now();
   // A run this out-dir already holds, complete, is read again, not repeated: a long spread resumes.
-  const done = existsSync(summaryFile) && (JSON.parse(readFileSync(summaryFile, "utf8")) as RunSummary).status === "complete";
-  const child = done ? { status: (JSON.parse(readFileSync(summaryFile, "utf8")) as RunSummary).exit_code, stderr: "" } : spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", "--cpu-variant", variant, ...suites.flatMap((s) => ["--suite", s]), "--jobs", flags.jobs, "--runs-dir", outDir, "--run-id", runId], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 256 * 2 ** 20 });
+  const kept = existsSync(summaryFile) ? JSON.parse(readFileSync(summaryFile, "utf8")) as RunSummary : undefined;
+  const done = kept?.status === "complete";
+  const child = done ? { status: kept.exit_code, stderr: "" } : spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", "--cpu-variant", variant, ...suites.flatMap((s) => ["--suite", s]), "--jobs", flags.jobs, "--runs-dir", outDir, "--run-id", runId], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 256 * 2 ** 20 });
   const seconds = (Date.now() - t0) / 1000;
   runs.push({ variant, exit: child.status, seconds, run: join(outDir, runId) });
   console.log(`${variant}: exit ${child.status}${done ? " (kept from an earlier spread in this out-dir)" : ` in ${seconds.toFixed(0)} s`}`);

@@ -63,7 +63,3 @@ export function cpuIdentity(fallback = "not loaded"): CpuIdentity {
     features: cpuFeatures(),
   };
 }
-
-export function describeCpu(cpu: CpuIdentity): string {
-  return `${cpu.model}, ggml CPU variant ${cpu.variant}${cpu.forced ? " (forced)" : ""}; ${cpu.features.join(" ") || "no listed extensions"}`;
-}

@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync,
 import { register } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { writeFileAtomicSync } from "../io/atomic-write.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import { cpuFeatures } from "./cpu-identity.js";
 import { VARIANT_EXTENSIONS } from "./variant-features.js";
@@ -21,7 +22,7 @@ import { VARIANT_EXTENSIONS } from "./variant-features.js";
 const NODE_MODULES = join(PACKAGE_ROOT, "node_modules");
 const REGISTERED_BUILD = join(NODE_MODULES, "node-llama-cpp", "llama", "localBuilds", "linux-x64");
 const CPU_LIBRARY = /^libggml-cpu-(\w+)\.so$/;
-export const VARIANTS_DIR = join(PACKAGE_ROOT, ".cache", "cpu-variants");
+const VARIANTS_DIR = join(PACKAGE_ROOT, ".cache", "cpu-variants");
 const REGISTER_MODULE = fileURLToPath(new URL("./register-forced-variant.js", import.meta.url));
 
 export class CpuVariantError extends Error {}
@@ -123,22 +124,21 @@ function probe(variant: string | undefined): { loaded?: string; error?: string }
   }
 }
 
-/** Whether `variant` loads on this CPU, probed once per tree and remembered there. */
-export function probeVariant(variant: string): VariantProbe {
+/** Whether `variant` loads on this CPU, probed once per tree and remembered there; with the tree. */
+export function probeVariant(variant: string): VariantProbe & { readonly tree: string } {
   const tree = variantTree(variant);
   const file = join(tree, "probe.json");
   const fingerprint = `${cpuFeatures().join(" ")}`;
   if (existsSync(file)) {
     const cached = JSON.parse(readFileSync(file, "utf8")) as VariantProbe & { fingerprint: string };
-    if (cached.fingerprint === fingerprint) return { variant: cached.variant, loads: cached.loads, detail: cached.detail };
+    if (cached.fingerprint === fingerprint) return { variant: cached.variant, loads: cached.loads, detail: cached.detail, tree };
   }
   const found = probe(variant);
   const result: VariantProbe = found.loaded === variant
     ? { variant, loads: true, detail: `loads libggml-cpu-${variant}.so` }
     : { variant, loads: false, detail: found.error ?? (found.loaded === "none" ? `this CPU lacks instructions ${variant} was built for, so ggml loads no CPU library` : `ggml loaded ${found.loaded} instead`) };
-  writeFileSync(`${file}.tmp-${process.pid}`, JSON.stringify({ ...result, fingerprint }));
-  renameSync(`${file}.tmp-${process.pid}`, file);
-  return result;
+  writeFileAtomicSync(file, JSON.stringify({ ...result, fingerprint }));
+  return { ...result, tree };
 }
 
 /**
@@ -160,9 +160,7 @@ export function defaultCpuVariant(): string {
     // not probed yet on this install
   }
   const variant = probe(undefined).loaded ?? "unknown";
-  mkdirSync(VARIANTS_DIR, { recursive: true });
-  writeFileSync(`${file}.tmp-${process.pid}`, JSON.stringify({ key, variant }));
-  renameSync(`${file}.tmp-${process.pid}`, file);
+  writeFileAtomicSync(file, JSON.stringify({ key, variant }));
   return variant;
 }
 
@@ -177,5 +175,5 @@ export function forceCpuVariant(variant: string): void {
   process.env.BENCH_CPU_VARIANT = variant;
   const carry = `--import=${pathToFileURL(REGISTER_MODULE).href}`;
   if (!(process.env.NODE_OPTIONS ?? "").includes(carry)) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} ${carry}`.trim();
-  registerVariantResolution(variantTree(variant));
+  registerVariantResolution(found.tree);
 }
