@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { EngineObserver, FinishReason } from "./engine.js";
+import type { EngineObserver, FinishReason } from "./generation.js";
 
 /** The production server's /metrics (the series the field's production servers expose; docs/servers.md, `GET /metrics`), as Prometheus text through prom-client. */
 export class ServerMetrics {

@@ -202,3 +202,44 @@ function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly C
 function windowStartsInTime(firstPosition: number, n: number, window: number): boolean {
   return firstPosition >= 0 && firstPosition <= Math.max(0, n - window);
 }
+
+/** Whether a request may reuse what a slot holds: the server's prompt cache is on and the request did not ask for a cold prompt (`cache_prompt: false`). */
+export function cachesRequest(settings: PromptCacheSettings, request: { readonly cachePrompt?: boolean }): boolean {
+  return settings.promptCache && request.cachePrompt !== false;
+}
+
+/**
+ * An admitted prompt's start in its slot: the sequence cut back to what it may reuse (reusePrefix),
+ * or cleared when the request may not reuse anything. Returns the cached tokens to report.
+ */
+export function admitToCache(
+  native: ReachedNative, slot: CachedSequence, others: readonly CachedSequence[], request: { readonly promptIds: readonly TokenId[]; readonly cachePrompt?: boolean },
+  settings: PromptCacheSettings, kind: StateKind, fault: ServerFault | undefined,
+): number {
+  let reused = 0;
+  if (cachesRequest(settings, request)) {
+    reused = reusePrefix(native, slot, others, request.promptIds, kind, fault);
+  } else {
+    slot.cache.forget();
+    native.clearSequence(slot.sequenceId);
+  }
+  if (fault === "report-hits-no-reuse") {
+    // FAULT: the hit is reported, and everything is prefilled again anyway.
+    slot.cache.forget();
+    native.clearSequence(slot.sequenceId);
+  }
+  return fault === "reuse-not-reported" ? 0 : reused;
+}
+
+/** Checkpoints only where the state cannot be cut back, and only for a cache that will use them. */
+export function takesCheckpoints(settings: PromptCacheSettings, kind: StateKind | undefined): boolean {
+  return settings.promptCache && kind !== "attention";
+}
+
+/** After a prefill stop's decode: the slot's state kept as a checkpoint where the stop takes one (prefillStops). */
+export function keepCheckpointAt(native: ReachedNative, slot: CachedSequence, stop: PrefillStop, kind: StateKind | undefined): void {
+  if (stop.checkpointAs === undefined) return;
+  const data = native.saveCheckpoint(slot.sequenceId);
+  const misfiled = stop.checkpointAs !== stop.end && kind === "recurrent";
+  slot.cache.keep({ tokens: stop.checkpointAs, data: misfiled ? misfiledCheckpoint(data, stop.checkpointAs) : data });
+}

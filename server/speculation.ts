@@ -1,6 +1,9 @@
 import type { TokenId } from "../harness/sut/types.js";
 import type { ServerFault } from "./faults.js";
+import type { Token } from "node-llama-cpp";
+import { acceptToken } from "./next-token.js";
 import { relabelRecurrentPosition, reusePrefix, SlotCache, type ReachedNative, type StateKind } from "./prompt-cache.js";
+import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
 
 /** `bench serve --draft-model` / `--draft-max`, as /v1/models reports them. */
 export interface SpeculationSettings {
@@ -194,4 +197,42 @@ export class DraftSpeculator {
     sequence.cache.forget();
     this.draft.clearSequence(sequence.sequenceId);
   }
+}
+
+/**
+ * The engine's speculative step for its decoding greedy slots: each emits the drafts its target
+ * kept and the target's own next token, through acceptToken as any token (a stop or max_tokens
+ * ends it mid-way). A failure fails these requests only.
+ */
+export function speculateSlots(shared: EngineShared, speculator: DraftSpeculator, slots: readonly Slot[]): void {
+  const live = liveSlots(shared, slots);
+  if (live.length === 0) return;
+  let outcomes: SpeculationOutcome[];
+  try {
+    outcomes = speculator.step(live.map((slot) => {
+      const { request, ids } = slot.job!;
+      const context = [...request.promptIds, ...ids];
+      // Every emitted token must fit max_tokens, and every drafted position a cell of the slot.
+      return { sequenceId: slot.sequenceId, cache: slot.cache, context, room: Math.min(request.maxTokens - ids.length - 1, shared.contextSize - context.length) };
+    }));
+  } catch (error) {
+    for (const slot of live) failSlot(shared, slot, error);
+    return;
+  }
+  live.forEach((slot, i) => {
+    const job = slot.job!;
+    const { tokens, drafted, accepted } = outcomes[i];
+    job.drafted += drafted;
+    job.accepted += accepted;
+    shared.observer.speculated(drafted, accepted);
+    try {
+      for (const [t, token] of tokens.entries()) {
+        if (slot.job !== job) break;
+        if (t < accepted) job.acceptedDraftPositions.push(job.ids.length);
+        acceptToken(shared, slot, { next: { token: token as Token } });
+      }
+    } catch (error) {
+      failSlot(shared, slot, error);
+    }
+  });
 }

@@ -12,7 +12,7 @@ import { BenchError } from "../harness/errors.js";
 const STEP_TRACE_FORMAT = "bench-step-trace";
 const STEP_TRACE_VERSION = 1;
 
-/** The parts of one engine step, in the order engine.ts run() takes them; each ends where the next begins. */
+/** The parts of one engine step, in the order engine.ts's step loop takes them; each ends where the next begins. */
 export const STEP_PHASES = ["admit", "node", "speculate", "prepare", "decode", "settle", "turn", "yield"] as const;
 export type StepPhase = (typeof STEP_PHASES)[number];
 

@@ -1,6 +1,6 @@
 /**
  * Our server prefills a long prompt one chunk a step, each step's llama_decode on a worker thread
- * (server/engine.ts stepGreedily), over real HTTP on loopback with a real GGUF: while the long
+ * (server/greedy-step.ts stepGreedily), over real HTTP on loopback with a real GGUF: while the long
  * prompt prefills, /metrics still answers, a short request sent meanwhile gets its first token
  * before the long one does, and /metrics counts a step per chunk, not one step for the whole prompt.
  */
@@ -9,7 +9,7 @@ import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
 
-/** Steps of a chunk run on a worker thread (server/engine.ts OFF_THREAD_TOKENS). */
+/** Steps of a chunk run on a worker thread (server/greedy-step.ts OFF_THREAD_TOKENS). */
 const CHUNK = 256;
 const LONG_TOKENS = 3072;
 

@@ -1,0 +1,132 @@
+import type { Token } from "node-llama-cpp";
+import { greedyStepDistributions } from "../harness/sut/llamacpp-native-context.js";
+import { readNextRankedRow } from "./faults.js";
+import type { GenerationRequest } from "./generation.js";
+import { acceptToken, type TokenDistribution } from "./next-token.js";
+import { keepCheckpointAt, prefillStops, takesCheckpoints, type PrefillStop, type ReachedNative } from "./prompt-cache.js";
+import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
+import { PieceRenderer } from "./token-text.js";
+
+/**
+ * The greedy requests' step, as llama-server's loop runs it: every generating slot's last token
+ * and every prefilling slot's next prompt stretch (up to a prefill chunk, or a checkpoint) in one
+ * llama_decode of our own, and each finished prompt's or decoded token's argmax, through our addon
+ * (native/llama-context) — no sampler. The one path with a prompt cache.
+ */
+
+/**
+ * A greedy step of at least this many tokens runs on a worker thread, so that requests arriving
+ * meanwhile are read and queued for the next step: a few milliseconds of compute even on the tiny
+ * fixtures. A shorter one stays on the JavaScript thread: the two thread wake-ups of a hop cost
+ * more than they save there — on a loaded 2-core machine, with every prefill of 32 tokens off the
+ * thread, output tok/s fell to about half of llama-server's (docs/performance.md).
+ */
+const OFF_THREAD_TOKENS = 256;
+
+/** How many top log-probs a greedy request's generated tokens carry (1 where it asked for its tokens' own only: greedy's token is the top-1). */
+export function greedyTopK(request: GenerationRequest): number {
+  return request.logprobs > 0 ? request.logprobs : request.tokenLogprobs ? 1 : 0;
+}
+
+/** A greedy request stepGreedily decodes: plain, or asking for its generated tokens' log-probs (their top-k computed in native code, never a vocabulary-sized Map). */
+export function isNativeGreedy(request: GenerationRequest): boolean {
+  return request.sampling.temperature === 0 && request.promptLogprobs === 0 && request.maxTokens > 0;
+}
+
+/** One slot's part of the step: the tokens it puts in the batch, from position `start`. */
+interface Stretch {
+  readonly slot: Slot;
+  /** Its index in the batch (and in the decode's answers). */
+  readonly index: number;
+  readonly start: number;
+  readonly piece: readonly number[];
+  readonly stop: PrefillStop;
+  readonly prefilling: boolean;
+}
+
+/** The decode's answer: each stretch's argmax, and its log-probs where its request asked for them. */
+interface StepAnswer {
+  readonly decoded: Int32Array;
+  readonly distributions: ((index: number) => TokenDistribution | undefined) | undefined;
+}
+
+/**
+ * One step for the greedy slots. A prompt longer than a chunk takes several steps, so requests
+ * admitted meanwhile and the other slots' tokens do not wait for all of it. A failure fails these
+ * requests only.
+ */
+export async function stepGreedily(shared: EngineShared, slots: readonly Slot[], admitted: readonly Slot[]): Promise<void> {
+  const live = liveSlots(shared, slots);
+  const { native } = shared;
+  if (live.length === 0 || !native.reached) return;
+  for (const slot of live.filter((s) => admitted.includes(s))) {
+    const job = slot.job!;
+    // The uncached rest of an admitted prompt, split at its prefill stops (chunk edges, checkpoints).
+    job.prefill = prefillStops(slot.cache.tokens.length, job.request.promptIds.length, shared.cacheSettings.prefillChunk, takesCheckpoints(shared.cacheSettings, shared.stateKind), shared.fault);
+    job.renderer = new PieceRenderer(shared.model, job.request.promptIds.slice(-8));
+  }
+  const stretches = live.map(stretchOf);
+  let answer: StepAnswer;
+  try {
+    answer = await decodeStretches(shared, native, stretches);
+  } catch (error) {
+    for (const slot of live) failSlot(shared, slot, error);
+    return;
+  }
+  // Prefilling slots are settled first, so a prompt that finished here streams its first token
+  // ahead of the other slots' tokens: Node flushes each response's socket in the order of its first
+  // write in this turn, and a loopback write took ~0.14 ms on the loaded 2-core box (docs/performance.md).
+  for (const stretch of [...stretches.filter((e) => e.prefilling), ...stretches.filter((e) => !e.prefilling)]) settle(shared, native, stretch, answer);
+}
+
+/** A generating slot's stretch is its last sampled token; a prefilling slot's, its prompt up to the next stop. */
+function stretchOf(slot: Slot, index: number): Stretch {
+  const job = slot.job!;
+  const start = slot.cache.tokens.length;
+  const prefilling = job.prefill.length > 0;
+  const stop = job.prefill[0] ?? { end: start + 1, checkpointAs: undefined, chunkEdge: false };
+  const piece = prefilling ? job.request.promptIds.slice(start, stop.end) : [job.ids[job.ids.length - 1]];
+  return { slot, index, start, piece, stop, prefilling };
+}
+
+/** The step's one llama_decode (on a worker thread when long), with top-k only where a stretch's output becomes a token that asked for log-probs. */
+async function decodeStretches(shared: EngineShared, native: ReachedNative, stretches: readonly Stretch[]): Promise<StepAnswer> {
+  const step = [
+    Int32Array.from(stretches, (e) => e.slot.sequenceId),
+    Int32Array.from(stretches, (e) => e.piece.length),
+    Int32Array.from(stretches.flatMap((e) => e.piece)),
+    Int32Array.from(stretches, (e) => e.start),
+    shared.cacheSettings.prefillChunk,
+  ] as const;
+  const offThread = stretches.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS;
+  // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked.
+  const topK = Int32Array.from(stretches, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : greedyTopK(e.slot.job!.request)));
+  shared.trace?.decodeStarted(stretches, offThread);
+  let answer: StepAnswer;
+  if (topK.some((k) => k > 0)) {
+    const result = await native.decodeGreedyTopK(...step, topK, offThread);
+    const distributions = greedyStepDistributions(result, topK);
+    answer = { decoded: result.next, distributions: shared.fault === "logprobs-other-row" ? readNextRankedRow(distributions, topK) : distributions };
+  } else {
+    answer = { decoded: offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step), distributions: undefined };
+  }
+  shared.trace?.phaseEnded("decode");
+  return answer;
+}
+
+/** A stretch decoded: the slot's cache takes its tokens (and a checkpoint where its stop keeps one); a prompt's end or a decode gives a token. */
+function settle(shared: EngineShared, native: ReachedNative, e: Stretch, answer: StepAnswer): void {
+  const job = e.slot.job!;
+  e.slot.cache.tokens.push(...e.piece);
+  try {
+    keepCheckpointAt(native, e.slot, e.stop, shared.stateKind);
+    // FAULT: the next chunk is evaluated as if it began a new sequence (the recurrent conv and SSM state, and the earlier chunks' cells, are dropped).
+    if (shared.fault === "chunk-drops-conv" && e.stop.chunkEdge) native.clearSequence(e.slot.sequenceId);
+    if (e.prefilling) job.prefill.shift();
+    // A stretch short of the prompt's end gives no token yet.
+    if (e.prefilling && job.prefill.length > 0) return;
+    acceptToken(shared, e.slot, { next: { token: answer.decoded[e.index] as Token }, native: answer.distributions?.(e.index) });
+  } catch (error) {
+    failSlot(shared, e.slot, error);
+  }
+}
