@@ -9,7 +9,7 @@ import { PACKAGE_ROOT } from "../paths.js";
 import { basename, join, resolve } from "node:path";
 import { existsSync } from "node:fs";
 import { sha256File } from "../io/sha256.js";
-import type { ServerNumerics } from "../../server/http-server.js";
+import type { ServerNumerics } from "../../server/server-options.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
 import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer, HttpResponse } from "./dialects/dialect.js";
