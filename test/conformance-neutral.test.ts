@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CONFORMANCE_CHECKS, type ConformanceTarget } from "../harness/conformance/checks.js";
-import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
-import { httpCall, type ManagedServer } from "../sut/http.js";
+import { httpCall } from "../sut/http-call.js";
+import { type ManagedServer } from "../sut/managed-server.js";
 import { parsePrometheusText } from "./prometheus.js";
 import { lintPrometheusText } from "./prometheus-lint.js";
 import { DEFAULT_LOGPROB_TOLERANCE, describeTolerance, judgeGreedyToken, largestGap, logprobsAgree, rankedDescending, isTopTie, type LogprobTolerance, type ReportedToken } from "./greedy-logprobs.js";

@@ -1,7 +1,7 @@
 import type { Goldens } from "../goldens/goldens.js";
 import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { classifyPrompt, type PromptParity } from "../parity/classify.js";
-import { httpCall } from "../sut/http.js";
+import { httpCall } from "../sut/http-call.js";
 import { checkGreedyAnswer } from "../sut/answer-shape.js";
 
 /**

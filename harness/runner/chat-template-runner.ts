@@ -4,7 +4,7 @@ import type { ReferenceChatTemplate } from "../chat/reference-template.js";
 import type { CellRecord } from "../results/types.js";
 import { firstDivergence } from "../speculative/compare.js";
 import { CHAT_TEMPLATE_SIDES, CHECK_OF_SIDE, type ChatTemplateArm, type ChatTemplateSide, type ChatTemplateSuite, type KnownChatTemplateDifference } from "../suites/chat-template-suite.js";
-import { httpCall } from "../sut/http.js";
+import { httpCall } from "../sut/http-call.js";
 import { endsTheSut, timedCall, type CaseTimeout } from "../sut/with-timeout.js";
 import type { LlamaCppTokenizerSut } from "../sut/llamacpp-tokenizer.js";
 import { firstTextDifference } from "../tokenizer/first-text-difference.js";

@@ -6,7 +6,7 @@ import { resolveModel } from "../../fixtures/registry.js";
 import { ggufChatTemplate } from "../../gguf/chat-template.js";
 import { readGguf } from "../../gguf/read.js";
 import type { ChatTemplateArm, ChatTemplateSuite } from "../../suites/chat-template-suite.js";
-import { stopManagedServer, type ManagedServer } from "../../sut/http.js";
+import { stopManagedServer, type ManagedServer } from "../../sut/managed-server.js";
 import { builtLlamaServer, llamaServerPath } from "../../sut/llama-server-binary.js";
 import { LlamaCppTokenizerSut } from "../../sut/llamacpp-tokenizer.js";
 import { startServerCommand } from "../../sut/server-command.js";
