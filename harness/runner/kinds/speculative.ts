@@ -9,7 +9,8 @@ import { startServerCommand } from "../../sut/server-command.js";
 import { caseTimeoutOf, timedCall, type CaseTimeout } from "../../sut/with-timeout.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
-import { runSpeculativeArm, type ServerGreedy, type SpeculatingServer } from "../speculative-runner.js";
+import type { ServerGreedy, SpeculatingServer } from "../checks/speculative/speculative-arm-state.js";
+import { runSpeculativeArm } from "../speculative-runner.js";
 import type { SuiteKind } from "./kind.js";
 
 const DRAFT_PLACEHOLDER = "{draft}";
