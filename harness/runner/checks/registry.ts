@@ -1,3 +1,4 @@
+import { chatTemplateLlamaServerCheck, chatTemplateServerCheck } from "./chat-template/template-sides.js";
 import { conformanceCheck } from "./conformance/conformance.js";
 import { niahIdentityCheck } from "./niah/identity.js";
 import { needleCheck } from "./niah/needle.js";
@@ -10,6 +11,7 @@ import { greedyParityCheck } from "./parity/greedy-parity.js";
 import { identityCheck } from "./parity/identity.js";
 import { teacherForcedCheck } from "./parity/teacher-forced.js";
 import { tokenizerCheck } from "./parity/tokenizer.js";
+import { perplexityCheck } from "./perplexity/perplexity.js";
 import { reuseEfficacyCheck } from "./reuse/efficacy.js";
 import { reusePrefillCheck } from "./reuse/prefill.js";
 import { reuseCheck } from "./reuse/reuse.js";
@@ -34,6 +36,9 @@ const CHECKS = [
   reuseCheck, reuseEfficacyCheck, reusePrefillCheck,
   speculativeGreedyCheck,
   tokenizerParityCheck, detokenizeRoundtripCheck,
+  perplexityCheck,
+  // our server first, then llama-server.
+  chatTemplateServerCheck, chatTemplateLlamaServerCheck,
 ] as const;
 
 type RegisteredCheck = (typeof CHECKS)[number];
