@@ -30,7 +30,7 @@ interface Kill { readonly target: Target; readonly signal: NodeJS.Signals }
 /** The two batteries: one with our server as a child, one with a runner-protocol child. */
 const BATTERIES = {
   server: ["--suite", "parity16", "--arm", "F32", "--arm", "server F32", "--prompt", "0"],
-  runner: ["--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", "--prompt", "0"],
+  runner: ["--suite", "parity16", "--runner", "python3 {bench}/harness/oracle/float64/reference_forward.py {model}", "--prompt", "0"],
 } as const;
 const KILLS: readonly (Kill & { readonly battery: keyof typeof BATTERIES })[] = [
   { battery: "server", target: "harness", signal: "SIGINT" },

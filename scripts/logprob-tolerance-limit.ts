@@ -14,7 +14,8 @@ import { CONFORMANCE_CHECKS } from "../harness/conformance/checks.js";
 import { DEFAULT_LOGPROB_TOLERANCE, logprobsAgree, MAX_LOGPROB_TOLERANCE, type LogprobTolerance } from "../harness/conformance/greedy-logprobs.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { distribution } from "../harness/stats/distribution.js";
-import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/managed-server.js";
 import { SERVER_FAULT_ENV } from "../server/faults.js";
 
 const LADDER = [2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1, 2, 5];

@@ -22,7 +22,7 @@ import { EXIT } from "../harness/results/exit-code.js";
 import { armSettings, fillPlaceholders } from "../harness/runner/open-sut.js";
 import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
-import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { needlePrompts } from "./needle-prompts.js";

@@ -16,7 +16,8 @@ import { summarizeLoadPoint } from "../harness/load/aggregate.js";
 import { sharedPrefixPrompts } from "../harness/load/prompts.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 
 const MODELS = (process.env.BENCH_MODELS ?? "tiny-random:F32,qwen35-tiny:F32").split(",");
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 16);

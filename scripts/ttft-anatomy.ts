@@ -22,7 +22,8 @@ import { distribution, type Distribution } from "../harness/stats/distribution.j
 import { randomPrompts } from "../harness/load/prompts.js";
 import { runLoadPoint, warmupRequests } from "../harness/load/run-load.js";
 import { epochClock, epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPartDistributions, type ClientRequest, type RequestAnatomy, type StepGroup, type TtftPart } from "../harness/load/ttft-anatomy.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
 import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
 

@@ -56,7 +56,7 @@ test("a setting the server cannot honour, or any setting on a runner, is refused
   assert.is(runnerRefused.code, 2, describeRun(runnerRefused));
   assert.match(errorLine(runnerRefused), /arm "tt" is a runner: settings \(kv_cache_type\) cannot reach it/);
 
-  const override = await runInProcess(runs, "runner-threads", { suites: ["parity16"], runner: ["python3", "{bench}/scripts/runners/reference_forward.py", "{model}"], settings: { threads: 2 } });
+  const override = await runInProcess(runs, "runner-threads", { suites: ["parity16"], runner: ["python3", "{bench}/harness/oracle/float64/reference_forward.py", "{model}"], settings: { threads: 2 } });
   assert.is(override.code, 2, describeRun(override));
   assert.match(errorLine(override), /arm "runner" is a runner: settings \(threads\) cannot reach it/);
 });

@@ -189,7 +189,7 @@ test("device legs: each reset before (with the box's env), a hung leg stopped at
 
 test("a passing device leg: one reset before, none after; a failed reset leaves the arm unrun (ERROR, exit 2)", () => {
   writeFileSync(resetLog, "");
-  const reference = ["--suite", "parity16", "--prompt", "4", "--prompt", "5", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}"];
+  const reference = ["--suite", "parity16", "--prompt", "4", "--prompt", "5", "--runner", "python3 {bench}/harness/oracle/float64/reference_forward.py {model}"];
   const passed = bench(["run", ...reference, "--config", writeJson("reset-only.json", { reset: { command: recordingReset }, env: { QB_TAG: "pass" } }), "--runs-dir", runs, "--run-id", "reset-pass"]);
   assert.is(passed.status, 0, passed.stdout + passed.stderr);
   assert.is(readFileSync(resetLog, "utf8"), "reset pass\n");

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/managed-server.js";
 import { startBench, temporaryDirectory } from "./helpers/workspace.js";
 import { stillRunning, waitFor } from "./helpers/processes.js";
 

@@ -11,7 +11,8 @@ import { readGguf } from "../harness/gguf/read.js";
 import { GgmlType } from "../harness/gguf/types.js";
 import { encodeGguf, gguf } from "../harness/gguf/write.js";
 import { SUITES_DIR } from "../harness/paths.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 

@@ -20,7 +20,7 @@ const work = temporaryDirectory("ci-workflow");
 test.after(() => work.remove());
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
-const REFERENCE = `python3 ${PACKAGE_ROOT}/scripts/runners/reference_forward.py {model}`;
+const REFERENCE = `python3 ${PACKAGE_ROOT}/harness/oracle/float64/reference_forward.py {model}`;
 const SHARDS = 2;
 
 // `npx bench` is this checkout's CLI (the team's `npm ci` installs it).

@@ -10,7 +10,8 @@ import { forcedCpuVariant } from "../harness/cpu/cpu-identity.js";
 import { defaultCpuVariant, forceCpuVariant, probeVariant, shippedCpuVariants } from "../harness/cpu/forced-variant.js";
 import { contrastingVariant } from "../harness/cpu/variant-features.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/managed-server.js";
 import { bench, temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("cpu-variant");

@@ -10,7 +10,7 @@ import { temporaryDirectory } from "./helpers/workspace.js";
 const work = temporaryDirectory("distribution-gate");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
-const REFERENCE = "python3 {bench}/scripts/runners/reference_forward.py {model}";
+const REFERENCE = "python3 {bench}/harness/oracle/float64/reference_forward.py {model}";
 /** `bench run --suite parity16 --runner RUNNER --prompt 4 --prompt 5`, in this process (helpers/in-process-run.ts). */
 const runWith = (runner: string, runId: string) => runInProcess(runs, runId, { suites: ["parity16"], runner: runner.split(" "), prompts: [4, 5] });
 

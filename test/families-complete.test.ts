@@ -14,7 +14,7 @@ import { loadParitySuite } from "../harness/suites/load.js";
 // A family is found from its entry in harness/families/registry.ts: this test names each part a
 // family lacks, and each part that belongs to no family.
 
-const RUNNERS = join(PACKAGE_ROOT, "scripts", "runners");
+const FLOAT64_ORACLE = join(PACKAGE_ROOT, "harness", "oracle", "float64");
 
 /** The float64 reference's view of the families: its module per architecture, and the FAULTs each takes beyond the output-head scalings every family takes. */
 function pythonFamilies(): Record<string, { module: string; faults: string[] }> {
@@ -23,7 +23,7 @@ function pythonFamilies(): Record<string, { module: string; faults: string[] }> 
     "from reference.head_faults import HEAD_SCALE",
     "print(json.dumps({a: {'module': os.path.basename(m.__file__), 'faults': sorted(set(m.faults_for(a)) - set(HEAD_SCALE))} for a, m in r.FAMILIES.items()}))",
   ].join("\n");
-  const result = spawnSync("python3", ["-c", script], { cwd: RUNNERS, encoding: "utf8" });
+  const result = spawnSync("python3", ["-c", script], { cwd: FLOAT64_ORACLE, encoding: "utf8" });
   assert.is(result.status, 0, `python3 could not read reference_forward.FAMILIES: ${result.stderr}`);
   return JSON.parse(result.stdout);
 }
@@ -51,7 +51,7 @@ test("every family's first fixture has committed goldens and a required F32 arm 
 
 test("every family has its float64 reference module, and the reference knows no family the registry lacks", () => {
   for (const family of MODEL_FAMILIES) {
-    assert.ok(existsSync(join(RUNNERS, "reference", family.reference)), `${family.architecture}: scripts/runners/reference/${family.reference} does not exist`);
+    assert.ok(existsSync(join(FLOAT64_ORACLE, "reference", family.reference)), `${family.architecture}: harness/oracle/float64/reference/${family.reference} does not exist`);
     assert.is(python[family.architecture]?.module, family.reference, `${family.architecture}: reference_forward.py's FAMILIES does not map it to ${family.reference}`);
   }
   const orphans = Object.keys(python).filter((architecture) => !MODEL_FAMILIES.some((family) => family.architecture === architecture));

@@ -21,7 +21,7 @@ import { checkHello, parseRunnerLine, readAnswer, RUNNER_PROTOCOL, RUNNER_PROTOC
 import { BadRequest, parseChat, parseCompletion } from "../server/requests.js";
 import { parsePrometheusText } from "../harness/conformance/prometheus.js";
 import { GOLDENS_DIR, KERNELS_DIR, PACKAGE_ROOT, SUITES_DIR } from "../harness/paths.js";
-import { httpCall } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
 import { startServer } from "../server/start.js";
 import { applyMutation, fuzz, fuzzAsync, mutatedJson, mutation, printFuzzFigures, valueOrBenchError } from "./helpers/fuzz.js";
 import { temporaryDirectory } from "./helpers/workspace.js";

@@ -5,7 +5,8 @@ import * as assert from "uvu/assert";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { httpCall, openHttpSut } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { openHttpSut } from "../harness/sut/http.js";
 
 // Every HTTP request listens on a signal of its own (httpCall): a batch sent at once under one
 // signal once piled its abort listeners on it, and every `bench run` printed Node's

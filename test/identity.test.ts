@@ -37,7 +37,7 @@ test("clean arms verify their artifact: embedded (the harness loaded it), server
   assert.equal(identities.map((v) => [v.arm, v.gate, v.status]), [["F32", "required", "pass"], ["server F32", "required", "pass"], ["Q8_0", "informational", "pass"]]);
   assert.match(identities[1].summary!, /per the server's \/v1\/models\), the goldens' artifact$/);
   assert.match(identities[2].summary!, /runs tiny-random\.v\d+\.Q8_0\.gguf .*the model the arm names, held to the goldens of tiny-random:F32$/);
-  const runner = await parity16("runner", { runner: "python3 {bench}/scripts/runners/reference_forward.py {model}" });
+  const runner = await parity16("runner", { runner: "python3 {bench}/harness/oracle/float64/reference_forward.py {model}" });
   assert.is(runner.code, 0, describeRun(runner));
   assert.match(verdictsOf("runner").find((v) => v.check === "identity")!.summary!, /runs tiny-random\.v\d+\.F32\.gguf \(sha256 [0-9a-f]{16}…, per the runner's hello\), the goldens' artifact/);
 });

@@ -281,7 +281,7 @@ test("kernels written in Python answer the same kernel method: the same cases, t
       { op: "embedding_gather", encoding: "BF16:F32", V: 64, D: 32, T: 8, seed: 4 },
       { op: "rope", encoding: "F32:F32", T: 1, H: 1, D: 8, n_dims: 8, mode: "neox", max_pos: 10, seed: 5 },
     ],
-    arms: [{ label: "python kernels", runner: ["python3", "{bench}/scripts/runners/reference_kernels.py"], gate: "required" }],
+    arms: [{ label: "python kernels", runner: ["python3", "{bench}/harness/oracle/float64/reference_kernels.py"], gate: "required" }],
   }));
   const result = await run("python", { suites: [path] });
   assert.is(result.code, 77, describeRun(result));

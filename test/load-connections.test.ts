@@ -10,7 +10,7 @@ import { encodeSamplesArrow } from "../harness/load/samples-arrow.js";
 import { retriesOnFreshConnection } from "../harness/load/sse-request.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { stopManagedServer } from "../harness/sut/http.js";
+import { stopManagedServer } from "../harness/sut/managed-server.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { startScriptedServer } from "./helpers/scripted-server.js";
 import { benchAsync, temporaryDirectory } from "./helpers/workspace.js";

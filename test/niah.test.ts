@@ -100,7 +100,7 @@ test("bench run --suite niah: L = 4000 at depths 0.25 / 0.5 / 0.75, every cell Y
 
 test("a needle arm whose runner loads another model file than the arm names: identity FAILS with both files and hashes, exit 1", async () => {
   const other = (await resolveModel("tiny-random:F32")).path;
-  const result = await runInProcess(runs, "other-model", { suites: ["niah"], runner: ["python3", "{bench}/scripts/runners/reference_forward.py", other] });
+  const result = await runInProcess(runs, "other-model", { suites: ["niah"], runner: ["python3", "{bench}/harness/oracle/float64/reference_forward.py", other] });
   assert.is(result.code, 1, describeRun(result));
   const identity = summaryOf("other-model").verdicts.find((v: { check: string }) => v.check === "identity");
   assert.is(identity.gate, "required");

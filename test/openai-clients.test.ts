@@ -12,7 +12,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { lintPrometheusText } from "../harness/conformance/prometheus-lint.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { scanStops } from "../server/stop-strings.js";
 
 let server: ManagedServer;

@@ -9,7 +9,7 @@ import { temporaryDirectory } from "./helpers/workspace.js";
 const work = temporaryDirectory("reference-forward");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
-const REFERENCE = "python3 {bench}/scripts/runners/reference_forward.py {model}";
+const REFERENCE = "python3 {bench}/harness/oracle/float64/reference_forward.py {model}";
 // Every run here is `bench run` in this process (helpers/in-process-run.ts): what is tried is the reference forward, not the CLI.
 const runWith = (runner: string, runId: string, model = "tiny-random:F32") =>
   runInProcess(runs, runId, { suites: ["parity16"], model, runner: runner.split(" "), prompts: [4] });

@@ -16,7 +16,7 @@ const runWith = (runner: string, runId: string, prompts = ["4"]) =>
   runInProcess(runs, runId, { suites: ["parity16"], runner: runner.split(" "), prompts: prompts.map(Number) });
 
 test("an independent plain-Python forward, behind the runner protocol, passes parity16 against the llama.cpp goldens", async () => {
-  const result = await runWith("python3 {bench}/scripts/runners/reference_forward.py {model}", "reference", ["4", "15"]);
+  const result = await runWith("python3 {bench}/harness/oracle/float64/reference_forward.py {model}", "reference", ["4", "15"]);
   assert.is(result.code, 0, describeRun(result));
   assert.match(result.summaryLines.join("\n"), /^runner correctness gate: 2\/2 prompts PASS \(STRICT 2\/2;/m);
   for (const check of ["tokenizer", "greedy_parity", "teacher_forced", "determinism", "batch_invariance"]) {

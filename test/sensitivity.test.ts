@@ -73,7 +73,7 @@ test("behind identity: the reference runner on tiny-random's own file with RoPE 
 });
 
 test("a sized fault the family cannot carry is refused by the runner (exit 2, naming the variable and the fault), never run as a clean model", () => {
-  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", "--suite", "parity16", "--runner", "python3 {bench}/scripts/runners/reference_forward.py {model}", "--prompt", "0", "--prompt", "1", "--runs-dir", join(work.path, "refused")], {
+  const result = spawnSync(process.execPath, [join(PACKAGE_ROOT, "bin", "bench.js"), "run", "--suite", "parity16", "--runner", "python3 {bench}/harness/oracle/float64/reference_forward.py {model}", "--prompt", "0", "--prompt", "1", "--runs-dir", join(work.path, "refused")], {
     cwd: PACKAGE_ROOT, encoding: "utf8", env: { ...withoutForceColor(process.env), BENCH_REFERENCE_FAULT: "ssm_decay:1.1" }, timeout: CLI_HANG_GUARD_MS,
   });
   assert.is(result.status, 2, result.stdout + result.stderr);

@@ -7,7 +7,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { httpCall } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
 import { SUITES_DIR } from "../harness/paths.js";
 import { validationBattery, validationFix } from "../harness/box/batteries.js";
 import { DEFAULT_BATTERY } from "../harness/suites/default-battery.js";

@@ -7,7 +7,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 
 /** Steps of a chunk run on a worker thread (server/greedy-step.ts OFF_THREAD_TOKENS). */
 const CHUNK = 256;

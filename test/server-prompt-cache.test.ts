@@ -7,7 +7,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer, type ManagedServerOptions } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer, type ManagedServerOptions } from "../harness/sut/managed-server.js";
 import { SERVER_FAULT_ENV, type ServerFault } from "../server/faults.js";
 import { chooseSlot, prefillStops, SlotCache } from "../server/prompt-cache.js";
 

@@ -7,7 +7,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { FIRST_CHARACTER_ID, printableAscii } from "../harness/fixtures/char-vocab.js";
-import { httpCall, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 
 /** A prompt of this many tokens spans several 512-token prefill chunks and fits tiny-random's 4096-token context. */
 const LONG_PROMPT = 4000;

@@ -9,7 +9,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { httpCall, openHttpSut, startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
+import { openHttpSut } from "../harness/sut/http.js";
 import { bench } from "./helpers/workspace.js";
 
 const DRAFT_MAX = 3;

@@ -3,7 +3,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { httpCall } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
 import { parsePrometheusText } from "../harness/conformance/prometheus.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { resolveModel } from "../harness/fixtures/registry.js";

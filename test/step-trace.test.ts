@@ -15,7 +15,8 @@ import { PACKAGE_ROOT } from "../harness/paths.js";
 import { BenchError } from "../harness/errors.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { epochClock, epochMsOf, joinAnatomy, slowestRequests, stepGroups, stepsBetween, ttftPartDistributions } from "../harness/load/ttft-anatomy.js";
-import { httpCall, startManagedServer, stopManagedServer } from "../harness/sut/http.js";
+import { httpCall } from "../harness/sut/http-call.js";
+import { startManagedServer, stopManagedServer } from "../harness/sut/managed-server.js";
 import { parseStepTrace, promptKey, STEP_PHASES, StepTracer, type StepLine, type StepTrace } from "../server/step-trace.js";
 import { bench, CLI_HANG_GUARD_MS, temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 

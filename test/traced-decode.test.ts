@@ -8,7 +8,7 @@ import { bench, temporaryDirectory } from "./helpers/workspace.js";
 const work = temporaryDirectory("traced-decode");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
-const REFERENCE = "python3 {bench}/scripts/runners/reference_forward.py {model}";
+const REFERENCE = "python3 {bench}/harness/oracle/float64/reference_forward.py {model}";
 /** suites/traced-reference.json on two prompts, its arm (or a runner in its place) eager and traced: `bench run` in this process (helpers/in-process-run.ts). */
 const tracedRun = (runId: string, runner?: string) =>
   runInProcess(runs, runId, { suites: ["traced-reference"], prompts: [0, 3], runner: runner?.split(" ") });

@@ -44,7 +44,7 @@ export interface ModelFamily {
   /** Its GGUF in transformers' layout and config (harness/export-hf/families/): what the transformers oracle loads. */
   readonly exportHf: (model: GgufModel) => HfModel;
   /**
-   * The float64 reference's module (scripts/runners/reference/), as reference_forward.py's FAMILIES
+   * The float64 reference's module (harness/oracle/float64/reference/), as reference_forward.py's FAMILIES
    * maps the architecture; its `faults_for` names the runner FAULTs planted in that forward.
    */
   readonly reference: string;

@@ -1,7 +1,11 @@
 import type { Goldens } from "../goldens/goldens.js";
-import type { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
+import { loadVerifiedGoldens } from "../goldens/verified.js";
+import { resolveModel } from "../fixtures/registry.js";
+import { openLlamaCppOracle } from "../oracle/llamacpp-oracle.js";
+import { TeacherForcedCache } from "../oracle/teacher-forced-cache.js";
 import { classifyPrompt, type PromptParity } from "../parity/classify.js";
-import { httpCall } from "../sut/http.js";
+import { loadParitySuite } from "../suites/load.js";
+import { httpCall } from "../sut/http-call.js";
 import { checkGreedyAnswer } from "../sut/answer-shape.js";
 
 /**
@@ -23,4 +27,31 @@ export async function parityUnderLoad(baseUrl: string, apiKey: string | undefine
   const rows = await oracle.rows(divergent.map(([p, path]) => ({ promptIds: goldens.promptIds[p], continuationIds: path, k })));
   const oracleRows = new Map(divergent.map(([p], i) => [p, rows[i]]));
   return ids.map((path, p) => classifyPrompt(p, goldens.greedyIds[p], path, bandMnats, oracleRows.get(p)));
+}
+
+/** A parity suite's prompts, ready to be sent during each load point: its goldens and the oracle that classifies a divergence. */
+export interface ParityProbe {
+  /** Sends the prompts to the server and classifies their answers. */
+  ask(baseUrl: string, apiKey: string | undefined): Promise<PromptParity[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * The parity probe for a load run on `servedModel`: undefined, with a warning, when the suite's
+ * goldens are for another model (its verdicts would be about a model the server does not run).
+ */
+export async function openParityProbe(suiteName: string, servedModel: string, warn: (message: string) => void): Promise<ParityProbe | undefined> {
+  const suite = loadParitySuite(suiteName);
+  const served = await resolveModel(servedModel);
+  if ((await resolveModel(suite.oracle.model)).path !== served.path) {
+    warn(`no parity under load: ${suiteName}'s goldens are for ${suite.oracle.model}, the server runs ${served.id}`);
+    return undefined;
+  }
+  const { goldens, oracleModel } = await loadVerifiedGoldens(suite);
+  const oracle = await openLlamaCppOracle(oracleModel);
+  const cache = new TeacherForcedCache(oracle);
+  return {
+    ask: (baseUrl, apiKey) => parityUnderLoad(baseUrl, apiKey, goldens, cache, suite.band_mnats, suite.top_k),
+    close: () => oracle.close(),
+  };
 }

@@ -2,7 +2,7 @@ import type { ResolvedNiahSuite } from "../suites/niah-suite.js";
 import { renderNeedleGrid } from "../niah/grid.js";
 import { runCheckModule } from "./checks/check-module.js";
 import { gridLabel, type NeedleCase, type NiahArmContext, type NiahArmState } from "./checks/niah/niah-arm-state.js";
-import { CHECKS_BY_KIND } from "./checks/registry.js";
+import { checksOf } from "./checks/registry.js";
 
 export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): NeedleCase[] {
   const all = spec.suite.lengths.flatMap((length) => spec.suite.depths.flatMap((depth) =>
@@ -13,6 +13,6 @@ export function needleCases(spec: ResolvedNiahSuite, only?: readonly string[]): 
 /** Runs every needle check of one arm (checks/registry.ts), in order; the grid they fill is the arm's summary. */
 export async function runNiahArm(context: NiahArmContext): Promise<{ summaryLine: string | undefined }> {
   const state: NiahArmState = { context, grid: [] };
-  for (const check of CHECKS_BY_KIND.niah) await runCheckModule(context, check, state);
+  for (const check of checksOf("niah")) await runCheckModule(context, check, state);
   return { summaryLine: state.grid.length > 0 ? renderNeedleGrid(gridLabel(context), state.grid) : undefined };
 }

@@ -3,7 +3,8 @@ import { resolveModel } from "../fixtures/registry.js";
 import { sha256File } from "../io/sha256.js";
 import type { RunListener } from "../results/types.js";
 import type { ConformanceArm, ConformanceSuite } from "../suites/conformance-suite.js";
-import { openHttpSut, startManagedServer, stopManagedServer } from "../sut/http.js";
+import { startManagedServer, stopManagedServer } from "../sut/managed-server.js";
+import { openHttpSut } from "../sut/http.js";
 import { startServerCommand } from "../sut/server-command.js";
 import { apiKeyOf, fillPlaceholders, type SutContext } from "./open-sut.js";
 

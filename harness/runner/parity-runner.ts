@@ -1,4 +1,4 @@
-import { CHECKS_BY_KIND } from "./checks/registry.js";
+import { checksOf } from "./checks/registry.js";
 import { ParityArmState, type ParityArmContext } from "./checks/parity/parity-arm-state.js";
 
 /**
@@ -8,6 +8,6 @@ import { ParityArmState, type ParityArmContext } from "./checks/parity/parity-ar
  */
 export async function runParityArm(context: ParityArmContext): Promise<{ summaryLine: string | undefined }> {
   const state = new ParityArmState(context);
-  for (const check of CHECKS_BY_KIND.parity) await state.run(check);
+  for (const check of checksOf("parity")) await state.run(check);
   return { summaryLine: state.summaryLine };
 }

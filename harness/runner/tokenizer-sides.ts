@@ -3,7 +3,7 @@ import { TOKENIZE_SPECIAL_CAPABILITY } from "../sut/runner-lines.js";
 import type { SystemUnderTest } from "../sut/types.js";
 import type { ReferenceTokenizerName } from "../suites/tokenizer-suite.js";
 import { referenceTokenizer } from "../tokenizer/reference-tokenizer.js";
-import type { TokenizerSide } from "./tokenizer-runner.js";
+import type { TokenizerSide } from "./checks/tokenizer/tokenizer-arm-state.js";
 
 /** llama.cpp's tokenizer of a GGUF (embedded, or the llama-tokenize CLI) as a side of the comparisons. */
 export function llamaCppSide(tokenizer: LlamaCppTokenizer): TokenizerSide {

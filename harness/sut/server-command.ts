@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { BenchError } from "../errors.js";
 import { trackChild } from "./child-process.js";
-import { waitHealthy, type ManagedServer } from "./http.js";
+import { waitHealthy, type ManagedServer } from "./managed-server.js";
 
 /** A loopback port nobody listens on now (the server binds it a moment later; a race there fails its boot clearly). */
 async function freePort(): Promise<number> {

@@ -20,7 +20,11 @@ import sys
 
 import numpy as np
 
-from bench_runner import refuse, serve
+# The float64 reference's GGUF reader and runner (harness/oracle/float64/reference/); appended, so a
+# copy of the package beside this file (a device bundle, scripts/device/) comes first.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness", "oracle", "float64"))
+
+from bench_runner import refuse, serve  # noqa: E402 (after the path above)
 from reference.gguf import GgufError, GgufFile
 from reference.runner import ReferenceRunner
 

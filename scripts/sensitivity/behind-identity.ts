@@ -1,14 +1,14 @@
 /**
  * Faults planted behind the identity check, per family: the float64 reference runner loads the
  * goldens' own file (identity must PASS) and computes with one quantity wrong by a chosen size,
- * selected by BENCH_REFERENCE_FAULT (scripts/runners/reference/sized_faults.py). So a catch here is
+ * selected by BENCH_REFERENCE_FAULT (harness/oracle/float64/reference/sized_faults.py). So a catch here is
  * a numerical check seeing the fault, never the file's hash.
  */
 import type { FaultFamily, FaultSize } from "./catalogue.js";
 
 export const REFERENCE_FAULT_ENV = "BENCH_REFERENCE_FAULT";
 
-const REFERENCE_RUNNER = "python3 {bench}/scripts/runners/reference_forward.py {model}";
+const REFERENCE_RUNNER = "python3 {bench}/harness/oracle/float64/reference_forward.py {model}";
 
 /**
  * Where each family's faulted reference runs: in the place of the family's F32 arm (parity16 for

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { httpCall } from "../../harness/sut/http.js";
+import { httpCall } from "../../harness/sut/http-call.js";
 import { PACKAGE_ROOT } from "../../harness/paths.js";
 import { BENCH_BIN, withoutForceColor } from "./workspace.js";
 

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "runners"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness", "oracle", "float64"))
 from reference.gguf import GgufFile  # noqa: E402
 
 

@@ -44,6 +44,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "runners"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness", "oracle", "float64"))
 from bench_runner import send, serve  # noqa: E402
 
 mode, model_path = sys.argv[1], sys.argv[2]

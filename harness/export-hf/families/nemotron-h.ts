@@ -31,51 +31,7 @@ export function exportNemotronH(model: GgufModel): HfModel {
   const mambaHeads = model.number("ssm.time_step_rank");
   const head = outputHead(model);
   const tensors: SafetensorsTensor[] = [asTorch("backbone.embeddings.weight", model.tensor("token_embd.weight"))];
-  const flat = (name: string, t: { dims: readonly number[]; values: Float32Array }, values = t.values): SafetensorsTensor => ({ name, shape: [values.length], values });
-  for (let il = 0; il < layers; il++) {
-    const g = (name: string) => model.tensor(`blk.${il}.${name}`);
-    const p = `backbone.layers.${il}.`;
-    tensors.push(asTorch(`${p}norm.weight`, g("attn_norm.weight")));
-    if (kinds[il] === "M") {
-      const conv = g("ssm_conv1d.weight");
-      tensors.push(
-        asTorch(`${p}mixer.in_proj.weight`, g("ssm_in.weight")),
-        { name: `${p}mixer.conv1d.weight`, shape: [conv.dims[1], 1, conv.dims[0]], values: conv.values },
-        ...(model.has(`blk.${il}.ssm_conv1d.bias`) ? [asTorch(`${p}mixer.conv1d.bias`, g("ssm_conv1d.bias"))] : []),
-        asTorch(`${p}mixer.dt_bias`, g("ssm_dt.bias")),
-        flat(`${p}mixer.A_log`, g("ssm_a"), mapValues(g("ssm_a").values, (a) => Math.log(-a))),
-        flat(`${p}mixer.D`, g("ssm_d")),
-        flat(`${p}mixer.norm.weight`, g("ssm_norm.weight")),
-        asTorch(`${p}mixer.out_proj.weight`, g("ssm_out.weight")),
-      );
-    } else if (kinds[il] === "*") {
-      tensors.push(
-        asTorch(`${p}mixer.q_proj.weight`, g("attn_q.weight")),
-        asTorch(`${p}mixer.k_proj.weight`, g("attn_k.weight")),
-        asTorch(`${p}mixer.v_proj.weight`, g("attn_v.weight")),
-        asTorch(`${p}mixer.o_proj.weight`, g("attn_output.weight")),
-      );
-    } else if (kinds[il] === "E") {
-      const up = g("ffn_up_exps.weight");
-      const down = g("ffn_down_exps.weight");
-      const [, expertFf, experts] = up.dims;
-      const size = hidden * expertFf;
-      for (let e = 0; e < experts; e++) {
-        tensors.push(
-          { name: `${p}mixer.experts.${e}.up_proj.weight`, shape: [expertFf, hidden], values: up.values.slice(e * size, (e + 1) * size) },
-          { name: `${p}mixer.experts.${e}.down_proj.weight`, shape: [hidden, expertFf], values: down.values.slice(e * size, (e + 1) * size) },
-        );
-      }
-      tensors.push(
-        asTorch(`${p}mixer.gate.weight`, g("ffn_gate_inp.weight")),
-        asTorch(`${p}mixer.gate.e_score_correction_bias`, g("exp_probs_b.bias")),
-        asTorch(`${p}mixer.shared_experts.up_proj.weight`, g("ffn_up_shexp.weight")),
-        asTorch(`${p}mixer.shared_experts.down_proj.weight`, g("ffn_down_shexp.weight")),
-      );
-    } else {
-      tensors.push(asTorch(`${p}mixer.up_proj.weight`, g("ffn_up.weight")), asTorch(`${p}mixer.down_proj.weight`, g("ffn_down.weight")));
-    }
-  }
+  for (let il = 0; il < layers; il++) tensors.push(...layerTensors(model, il, kinds[il], hidden));
   tensors.push(asTorch("backbone.norm_f.weight", model.tensor("output_norm.weight")), ...head.tensors);
   const moeLayer = kinds.indexOf("E");
   const mlpLayer = kinds.indexOf("-");
@@ -123,4 +79,53 @@ export function exportNemotronH(model: GgufModel): HfModel {
     },
     tensors,
   };
+}
+
+/** One layer's tensors under their transformers names, by the layer's kind (M, *, E or -). */
+function layerTensors(model: GgufModel, il: number, kind: string, hidden: number): SafetensorsTensor[] {
+  const out: SafetensorsTensor[] = [];
+  const flat = (name: string, t: { dims: readonly number[]; values: Float32Array }, values = t.values): SafetensorsTensor => ({ name, shape: [values.length], values });
+  const g = (name: string) => model.tensor(`blk.${il}.${name}`);
+  const p = `backbone.layers.${il}.`;
+  out.push(asTorch(`${p}norm.weight`, g("attn_norm.weight")));
+  if (kind === "M") {
+    const conv = g("ssm_conv1d.weight");
+    out.push(
+      asTorch(`${p}mixer.in_proj.weight`, g("ssm_in.weight")),
+      { name: `${p}mixer.conv1d.weight`, shape: [conv.dims[1], 1, conv.dims[0]], values: conv.values },
+      ...(model.has(`blk.${il}.ssm_conv1d.bias`) ? [asTorch(`${p}mixer.conv1d.bias`, g("ssm_conv1d.bias"))] : []),
+      asTorch(`${p}mixer.dt_bias`, g("ssm_dt.bias")),
+      flat(`${p}mixer.A_log`, g("ssm_a"), mapValues(g("ssm_a").values, (a) => Math.log(-a))),
+      flat(`${p}mixer.D`, g("ssm_d")),
+      flat(`${p}mixer.norm.weight`, g("ssm_norm.weight")),
+      asTorch(`${p}mixer.out_proj.weight`, g("ssm_out.weight")),
+    );
+  } else if (kind === "*") {
+    out.push(
+      asTorch(`${p}mixer.q_proj.weight`, g("attn_q.weight")),
+      asTorch(`${p}mixer.k_proj.weight`, g("attn_k.weight")),
+      asTorch(`${p}mixer.v_proj.weight`, g("attn_v.weight")),
+      asTorch(`${p}mixer.o_proj.weight`, g("attn_output.weight")),
+    );
+  } else if (kind === "E") {
+    const up = g("ffn_up_exps.weight");
+    const down = g("ffn_down_exps.weight");
+    const [, expertFf, experts] = up.dims;
+    const size = hidden * expertFf;
+    for (let e = 0; e < experts; e++) {
+      out.push(
+        { name: `${p}mixer.experts.${e}.up_proj.weight`, shape: [expertFf, hidden], values: up.values.slice(e * size, (e + 1) * size) },
+        { name: `${p}mixer.experts.${e}.down_proj.weight`, shape: [hidden, expertFf], values: down.values.slice(e * size, (e + 1) * size) },
+      );
+    }
+    out.push(
+      asTorch(`${p}mixer.gate.weight`, g("ffn_gate_inp.weight")),
+      asTorch(`${p}mixer.gate.e_score_correction_bias`, g("exp_probs_b.bias")),
+      asTorch(`${p}mixer.shared_experts.up_proj.weight`, g("ffn_up_shexp.weight")),
+      asTorch(`${p}mixer.shared_experts.down_proj.weight`, g("ffn_down_shexp.weight")),
+    );
+  } else {
+    out.push(asTorch(`${p}mixer.up_proj.weight`, g("ffn_up.weight")), asTorch(`${p}mixer.down_proj.weight`, g("ffn_down.weight")));
+  }
+  return out;
 }

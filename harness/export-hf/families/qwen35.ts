@@ -41,7 +41,6 @@ export function exportQwen35(model: GgufModel): HfModel {
     ? model.numbers("attention.recurrent_layers", layers).map((r) => r !== 0)
     : Array.from({ length: layers }, (_, il) => (il + 1) % interval !== 0);
   const minusOne = (v: number) => v - 1;
-  const vRows = (width: number) => groupedFromTiled(kHeads, vHeads, width);
   const head = outputHead(model);
   const tensors: SafetensorsTensor[] = [asTorch("model.embed_tokens.weight", model.tensor("token_embd.weight"))];
   for (let il = 0; il < layers; il++) {
@@ -50,23 +49,7 @@ export function exportQwen35(model: GgufModel): HfModel {
     const norm = (name: string, source: string) => asTorch(p + name, g(source), mapValues(g(source).values, minusOne));
     tensors.push(norm("input_layernorm.weight", "attn_norm.weight"), norm("post_attention_layernorm.weight", "post_attention_norm.weight"));
     if (recurrent[il]) {
-      const qkv = g("attn_qkv.weight");
-      const keyRows = 2 * headK * kHeads;
-      // Only the V rows of the fused projection (and of the conv channels) are per value head.
-      const qkvSource = [...Array.from({ length: keyRows }, (_, r) => r), ...vRows(headV).map((r) => keyRows + r)];
-      const conv = g("ssm_conv1d.weight");
-      const kernel = conv.dims[0];
-      tensors.push(
-        asTorch(`${p}linear_attn.in_proj_qkv.weight`, qkv, permuteRows(qkv.values, hidden, qkvSource)),
-        asTorch(`${p}linear_attn.in_proj_z.weight`, g("attn_gate.weight"), permuteRows(g("attn_gate.weight").values, hidden, vRows(headV))),
-        asTorch(`${p}linear_attn.in_proj_b.weight`, g("ssm_beta.weight"), permuteRows(g("ssm_beta.weight").values, hidden, vRows(1))),
-        asTorch(`${p}linear_attn.in_proj_a.weight`, g("ssm_alpha.weight"), permuteRows(g("ssm_alpha.weight").values, hidden, vRows(1))),
-        { name: `${p}linear_attn.conv1d.weight`, shape: [conv.dims[1], 1, kernel], values: permuteRows(conv.values, kernel, qkvSource) },
-        asTorch(`${p}linear_attn.dt_bias`, g("ssm_dt.bias"), permuteRows(g("ssm_dt.bias").values, 1, vRows(1))),
-        asTorch(`${p}linear_attn.A_log`, g("ssm_a"), permuteRows(mapValues(g("ssm_a").values, (a) => Math.log(-a)), 1, vRows(1))),
-        asTorch(`${p}linear_attn.norm.weight`, g("ssm_norm.weight")),
-        asTorch(`${p}linear_attn.out_proj.weight`, g("ssm_out.weight"), permuteColumns(g("ssm_out.weight").values, headV * vHeads, vRows(headV))),
-      );
+      tensors.push(...linearAttentionTensors(model, il, { hidden, kHeads, vHeads, headK, headV }));
     } else {
       tensors.push(
         asTorch(`${p}self_attn.q_proj.weight`, g("attn_q.weight")),
@@ -153,5 +136,30 @@ function moeTensors(model: GgufModel, il: number, p: string): SafetensorsTensor[
     asTorch(`${p}mlp.shared_expert.up_proj.weight`, g("ffn_up_shexp.weight")),
     asTorch(`${p}mlp.shared_expert.down_proj.weight`, g("ffn_down_shexp.weight")),
     { name: `${p}mlp.shared_expert_gate.weight`, shape: [1, sharedGate.dims[0]], values: sharedGate.values },
+  ];
+}
+
+/** A GatedDeltaNet layer's projections, conv and decay in transformers' layout: its value-head rows regrouped from llama.cpp's tiled order. */
+function linearAttentionTensors(model: GgufModel, il: number, shape: { hidden: number; kHeads: number; vHeads: number; headK: number; headV: number }): SafetensorsTensor[] {
+  const { hidden, kHeads, vHeads, headK, headV } = shape;
+  const g = (name: string) => model.tensor(`blk.${il}.${name}`);
+  const p = `model.layers.${il}.`;
+  const vRows = (width: number) => groupedFromTiled(kHeads, vHeads, width);
+  const qkv = g("attn_qkv.weight");
+  const keyRows = 2 * headK * kHeads;
+  // Only the V rows of the fused projection (and of the conv channels) are per value head.
+  const qkvSource = [...Array.from({ length: keyRows }, (_, r) => r), ...vRows(headV).map((r) => keyRows + r)];
+  const conv = g("ssm_conv1d.weight");
+  const kernel = conv.dims[0];
+  return [
+    asTorch(`${p}linear_attn.in_proj_qkv.weight`, qkv, permuteRows(qkv.values, hidden, qkvSource)),
+    asTorch(`${p}linear_attn.in_proj_z.weight`, g("attn_gate.weight"), permuteRows(g("attn_gate.weight").values, hidden, vRows(headV))),
+    asTorch(`${p}linear_attn.in_proj_b.weight`, g("ssm_beta.weight"), permuteRows(g("ssm_beta.weight").values, hidden, vRows(1))),
+    asTorch(`${p}linear_attn.in_proj_a.weight`, g("ssm_alpha.weight"), permuteRows(g("ssm_alpha.weight").values, hidden, vRows(1))),
+    { name: `${p}linear_attn.conv1d.weight`, shape: [conv.dims[1], 1, kernel], values: permuteRows(conv.values, kernel, qkvSource) },
+    asTorch(`${p}linear_attn.dt_bias`, g("ssm_dt.bias"), permuteRows(g("ssm_dt.bias").values, 1, vRows(1))),
+    asTorch(`${p}linear_attn.A_log`, g("ssm_a"), permuteRows(mapValues(g("ssm_a").values, (a) => Math.log(-a)), 1, vRows(1))),
+    asTorch(`${p}linear_attn.norm.weight`, g("ssm_norm.weight")),
+    asTorch(`${p}linear_attn.out_proj.weight`, g("ssm_out.weight"), permuteColumns(g("ssm_out.weight").values, headV * vHeads, vRows(headV))),
   ];
 }

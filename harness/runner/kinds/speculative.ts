@@ -3,12 +3,14 @@ import { resolveModel } from "../../fixtures/registry.js";
 import { sha256File } from "../../io/sha256.js";
 import { loadParitySuite } from "../../suites/load.js";
 import type { SpeculativeArm, SpeculativeSuite } from "../../suites/speculative-suite.js";
-import { dialectOfferAt, openHttpSut, stopManagedServer } from "../../sut/http.js";
+import { stopManagedServer } from "../../sut/managed-server.js";
+import { dialectOfferAt, openHttpSut } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
 import { caseTimeoutOf, timedCall, type CaseTimeout } from "../../sut/with-timeout.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
-import { runSpeculativeArm, type ServerGreedy, type SpeculatingServer } from "../speculative-runner.js";
+import type { ServerGreedy, SpeculatingServer } from "../checks/speculative/speculative-arm-state.js";
+import { runSpeculativeArm } from "../speculative-runner.js";
 import type { SuiteKind } from "./kind.js";
 
 const DRAFT_PLACEHOLDER = "{draft}";

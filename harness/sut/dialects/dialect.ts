@@ -1,6 +1,6 @@
 import type { CachedChatAnswer, CachedChatRequest, CachedGreedyAnswer, CachedGreedyRequest, GreedyRequest, SlotAction, TeacherForcedRequest, TokenId, TokenKind, TopK } from "../types.js";
 
-/** A server's answer as a dialect reads it; what httpCall (../http.ts) returns. Declared here, beside the client that returns it, so the dialects import nothing from the HTTP SUT that probes them. */
+/** A server's answer as a dialect reads it; what httpCall (../http-call.ts) returns. Declared here, so the dialects import nothing from the HTTP SUT that probes them. */
 export interface HttpResponse {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;

@@ -1,4 +1,4 @@
-import type { ConformanceTarget } from "../../../conformance/checks.js";
+import type { ConformanceTarget } from "../../../conformance/target.js";
 import type { CaseTimeout } from "../../../sut/with-timeout.js";
 import type { ArmScope } from "../../check.js";
 import type { CheckModule } from "../check-module.js";
@@ -18,4 +18,4 @@ export interface ConformanceArmState {
 }
 
 /** A check of a conformance arm (one module under checks/conformance/, listed in checks/registry.ts). */
-export type ConformanceCheck<Name extends string = string> = CheckModule<Name, ConformanceArmState>;
+export type ConformanceCheck<Name extends string = string> = CheckModule<Name, ConformanceArmState, "conformance">;

@@ -5,6 +5,7 @@ import type { ConformanceCheck } from "./conformance-arm-state.js";
 
 /** Each of the suite's API-contract checks against one server: one cell per check, one verdict for the arm. */
 export const conformanceCheck: ConformanceCheck<"conformance"> = {
+  kind: "conformance",
   name: "conformance",
   needs: [],
   level: () => "required",

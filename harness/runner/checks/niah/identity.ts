@@ -3,6 +3,7 @@ import type { NiahCheck } from "./niah-arm-state.js";
 
 /** The SUT must run the model the arm names. Always asked, and first: the grid is about the artifact this one names. */
 export const niahIdentityCheck: NiahCheck<"identity"> = {
+  kind: "niah",
   name: "identity",
   needs: [],
   level: () => "required",

@@ -12,6 +12,7 @@ import { gridLabel, type NiahCheck } from "./niah-arm-state.js";
 
 /** Every needle case of the arm: build the haystack with the SUT's tokenizer, decode greedily, score Y/P/N. */
 export const needleCheck: NiahCheck<"niah"> = {
+  kind: "niah",
   name: "niah",
   needs: ["tokenize", "detokenize", "inspectTokens", "greedy"],
   level: () => "required",

@@ -25,7 +25,7 @@ export interface NiahArmState {
 }
 
 /** A check of a needle arm (one module under checks/niah/, listed in checks/registry.ts). */
-export type NiahCheck<Name extends string = string> = CheckModule<Name, NiahArmState>;
+export type NiahCheck<Name extends string = string> = CheckModule<Name, NiahArmState, "niah">;
 
 /** An informational arm's grid says so: "0/6 Y" above an exit-0 line must not read like a contradiction. */
 export function gridLabel(context: NiahArmContext): string {

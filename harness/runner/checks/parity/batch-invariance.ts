@@ -3,6 +3,7 @@ import type { ParityCheck } from "./parity-arm-state.js";
 
 /** Every prompt alone (B = 1) against all of them in one batch: a batched path may only differ by a near-tie. */
 export const batchInvarianceCheck: ParityCheck<"batch_invariance"> = {
+  kind: "parity",
   name: "batch_invariance",
   needs: ["greedy", "batchedGreedy"],
   level: ({ context }) => context.suite.checks.batch_invariance,

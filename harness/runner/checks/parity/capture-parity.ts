@@ -2,6 +2,7 @@ import type { ParityCheck } from "./parity-arm-state.js";
 
 /** The traced (captured and replayed) decode against the eager one: a traced path may only differ by a near-tie. */
 export const captureParityCheck: ParityCheck<"capture_parity"> = {
+  kind: "parity",
   name: "capture_parity",
   needs: ["greedy", "tracedGreedy"],
   level: ({ context }) => context.suite.checks.capture_parity,

@@ -4,6 +4,7 @@ import type { ParityCheck } from "./parity-arm-state.js";
 
 /** Two traced passes: every captured graph must report the same memory demand both times. */
 export const captureStableCheck: ParityCheck<"capture_stable"> = {
+  kind: "parity",
   name: "capture_stable",
   needs: ["tracedGreedy", "traceDemand"],
   level: ({ context }) => context.suite.checks.capture_stable,

@@ -4,6 +4,7 @@ import { sortAnswers, type BrokenAnswer, type ParityCheck } from "./parity-arm-s
 
 /** The same requests asked again give the same ids (and, with teacher forcing, the same log-prob bytes). */
 export const determinismCheck: ParityCheck<"determinism"> = {
+  kind: "parity",
   name: "determinism",
   needs: ["greedy"],
   level: ({ context }) => context.suite.checks.determinism?.gate,

@@ -23,6 +23,7 @@ function whereComputed(goldens: CpuIdentity | undefined, sut: CpuIdentity | unde
 
 /** The teacher-forced pass held to the arm's distribution bounds (KLD, top-1, Δp): one cell per bound. */
 export const distributionCheck: ParityCheck<"distribution"> = {
+  kind: "parity",
   name: "distribution",
   needs: ["teacherForcedTopK"],
   level: ({ context }) => logprobCheckLevel(context.goldens, context.suite.checks.distribution?.gate),

@@ -11,6 +11,7 @@ import { IDS_ONLY_SCOPE, idsOnly, sortAnswers, type ParityCheck } from "./parity
  * other paths against them.
  */
 export const greedyParityCheck: ParityCheck<"greedy_parity"> = {
+  kind: "parity",
   name: "greedy_parity",
   needs: ["greedy"],
   level: ({ context }) => context.suite.checks.greedy_parity,

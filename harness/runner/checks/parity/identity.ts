@@ -8,6 +8,7 @@ import type { ParityCheck } from "./parity-arm-state.js";
  * Always asked, and first: every other verdict of the arm is about the artifact this one names.
  */
 export const identityCheck: ParityCheck<"identity"> = {
+  kind: "parity",
   name: "identity",
   needs: [],
   level: () => "required",

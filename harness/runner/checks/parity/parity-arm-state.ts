@@ -21,7 +21,7 @@ export interface ParityArmContext extends ArmScope {
 }
 
 /** A check of a parity arm (one module under checks/parity/, listed in checks/registry.ts). */
-export type ParityCheck<Name extends string = string> = CheckModule<Name, ParityArmState>;
+export type ParityCheck<Name extends string = string> = CheckModule<Name, ParityArmState, "parity">;
 
 /** A prompt whose answer had the wrong shape (failed with the reason) or never came (errored: its runner timed out), kept out of the scorers. */
 export interface BrokenAnswer {

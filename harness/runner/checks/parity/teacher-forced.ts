@@ -6,6 +6,7 @@ export const DEFAULT_MIN_TOP1 = 0.9;
 
 /** The SUT's top-k along the goldens' own continuation: top-1/top-5 agreement, KLD over the oracle's top-k, Δp. */
 export const teacherForcedCheck: ParityCheck<"teacher_forced"> = {
+  kind: "parity",
   name: "teacher_forced",
   needs: ["teacherForcedTopK"],
   level: ({ context }) => logprobCheckLevel(context.goldens, context.suite.checks.teacher_forced),

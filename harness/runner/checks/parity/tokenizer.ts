@@ -2,6 +2,7 @@ import type { ParityCheck } from "./parity-arm-state.js";
 
 /** The SUT's tokenizer must give the goldens' prompt ids: a drift names its first differing position. */
 export const tokenizerCheck: ParityCheck<"tokenizer"> = {
+  kind: "parity",
   name: "tokenizer",
   needs: ["tokenize"],
   level: ({ context }) => context.suite.checks.tokenizer,

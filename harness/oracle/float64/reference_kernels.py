@@ -4,14 +4,19 @@ attributes and tensor descriptors ({name, dtype, shape, data: base64 little-endi
 a C plugin gets (docs/kernel-ops.md), and answers each output's bytes. These references compute in
 float64 with numpy and store float32: a few ops, enough to show the shape of such a runner.
 
-Usage: a kernel suite arm {"label": "python kernels", "runner": ["python3", "{bench}/scripts/runners/reference_kernels.py"], "gate": "required"}
+Usage: a kernel suite arm {"label": "python kernels", "runner": ["python3", "{bench}/harness/oracle/float64/reference_kernels.py"], "gate": "required"}
 """
 import base64
+import os
+import sys
 import time
 
 import numpy as np
 
-from bench_runner import Unsupported, serve
+# bench_runner (scripts/runners/) is the runner protocol as every Python runner speaks it, this oracle too.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "runners"))
+
+from bench_runner import Unsupported, serve  # noqa: E402 (after the path above)
 from reference.ops import rms_norm
 
 NUMPY = {"F32": "<f4", "F16": "<f2", "I32": "<i4"}

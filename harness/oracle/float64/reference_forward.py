@@ -1,7 +1,7 @@
 """A second, independent forward pass for the harness's F32 fixtures of every family (llama, qwen35,
 qwen35moe, gemma4, nemotron_h_moe), in numpy float64, served over the runner protocol: what a
 bring-up's own forward looks like to the harness.
-`bench run --runner "python3 {bench}/scripts/runners/reference_forward.py {model}"` holds it to the
+`bench run --runner "python3 {bench}/harness/oracle/float64/reference_forward.py {model}"` holds it to the
 llama.cpp goldens. One token at a time: meant for a few short prompts, not long context.
 
 Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table]
@@ -15,7 +15,10 @@ import argparse
 import os
 import sys
 
-from bench_runner import refuse, serve
+# bench_runner (scripts/runners/) is the runner protocol as every Python runner speaks it, this oracle too.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "runners"))
+
+from bench_runner import refuse, serve  # noqa: E402 (after the path above)
 from reference import gemma4, llama, nemotron_h, qwen35
 from reference.gguf import GgufError, GgufFile
 from reference.runner import FAULTS, TRACE_FAULTS, ReferenceRunner
