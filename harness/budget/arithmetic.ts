@@ -106,9 +106,10 @@ export function computeBudget(shape: ModelShape, policy: ResidencyPolicy, device
   const weights = weightBytes(shape, policy, devices);
   const kvCells = padUp(request.contextPerSlot, GGML_PAD) * request.slots;
   const ubatchTokens = Math.min(request.batchTokens, kvCells);
-  // A sliding layer keeps its window for every slot plus one ubatch (llama-kv-cache-iswa.cpp).
+  // A sliding layer keeps, per slot (each slot is its own stream), its window plus one ubatch (llama-kv-cache-iswa.cpp).
+  const slotCells = padUp(request.contextPerSlot, GGML_PAD);
   const layerCells = (layer: ModelShape["attentionLayers"][number]): number =>
-    layer.slidingWindow === undefined ? kvCells : Math.min(kvCells, padUp(layer.slidingWindow * request.slots + ubatchTokens, GGML_PAD));
+    layer.slidingWindow === undefined ? kvCells : request.slots * Math.min(slotCells, padUp(layer.slidingWindow + ubatchTokens, GGML_PAD));
   const kvBytes = shape.attentionLayers.reduce((sum, layer) => sum + layerCells(layer) * layer.keyValueFloats * policy.kv_bytes_per_element, 0);
   const recurrentBytes = shape.recurrentLayers.reduce((sum, layer) => sum + layer.stateFloats, 0) * request.slots * policy.recurrent_bytes_per_element;
   const perSlotCells = (layer: ModelShape["attentionLayers"][number]): number => layerCells(layer) / request.slots;
