@@ -51,6 +51,10 @@ test("27B: the seed's arithmetic from the header alone (twins, embedding/head tw
   // The failing allocation of the seed's out-of-memory runs: one chunk of the [5120 x 248320] head at 16 B per element.
   assert.is(packed.facts.largestDecode?.bytes, 1_073_725_440);
   assert.is(packed.facts.traceDemandBytes, packed.facts.weightChains * 3_500_000);
+  // The same weights under the fixed 50 MB region: DRAM has room, the capture does not.
+  const fixedRegion = computeBudget(shape, loadPolicy(budgetFile("policies", "tt-packed-chunked")), loadDevice(budgetFile("devices", "p150x4-32gb")), request);
+  assert.ok(fixedRegion.totalPerDevice < fixedRegion.usablePerDevice);
+  assert.equal(fixedRegion.overLimits, ["trace demand exceeds the fixed trace region"]);
 });
 
 test("chunkedDecode caps the f32 plane and never decodes more rows than the weight has", () => {

@@ -20,6 +20,8 @@ export interface DeviceBudget {
   readonly totalPerDevice: number;
   /** DRAM per device less the headroom: what the total must not exceed. */
   readonly usablePerDevice: number;
+  /** Why it does not fit, one reason per failed limit; empty when it fits. */
+  readonly overLimits: readonly string[];
   readonly fits: boolean;
   /** The arithmetic's intermediate facts, for the report and the doc. */
   readonly facts: BudgetFacts;
@@ -128,8 +130,13 @@ export function computeBudget(shape: ModelShape, policy: ResidencyPolicy, device
   };
   const totalPerDevice = Object.values(perDevice).reduce((a, b) => a + b, 0);
   const usablePerDevice = device.dram_bytes_per_device * (1 - device.headroom_fraction);
+  const overLimits = [
+    ...(totalPerDevice > usablePerDevice ? ["total exceeds usable DRAM"] : []),
+    // A capture that outgrows a fixed region dies at capture time however much DRAM is free.
+    ...(device.trace_region.policy === "fixed" && traceDemand > device.trace_region.bytes ? ["trace demand exceeds the fixed trace region"] : []),
+  ];
   return {
-    perDevice, totalPerDevice, usablePerDevice, fits: totalPerDevice <= usablePerDevice,
+    perDevice, totalPerDevice, usablePerDevice, overLimits, fits: overLimits.length === 0,
     facts: {
       devices, packedBytes: weights.packedBytes, twinBytes: weights.twinBytes, embeddingHeadBytes: weights.embeddingHead,
       weightChains: weights.chains, traceDemandBytes: traceDemand, largestDecode: weights.largestDecode, kvCells, ubatchTokens,

@@ -29,7 +29,7 @@ export function formatBudget(model: string, policy: ResidencyPolicy, device: Dev
     "  per device:",
   ];
   for (const category of BUDGET_CATEGORIES) lines.push(`    ${LABELS[category].padEnd(18)} ${bytesText(budget.perDevice[category]).padStart(12)}`);
-  const verdict = budget.fits ? "FITS" : "DOES NOT FIT";
+  const verdict = budget.fits ? "FITS" : `DOES NOT FIT (${budget.overLimits.join("; ")})`;
   lines.push(`    ${"total".padEnd(18)} ${bytesText(budget.totalPerDevice).padStart(12)}  of ${bytesText(budget.usablePerDevice)} usable (${bytesText(device.dram_bytes_per_device)} less ${(device.headroom_fraction * 100).toFixed(0)}% headroom): ${verdict}`);
   const eh = facts.embeddingHeadBytes;
   lines.push(
