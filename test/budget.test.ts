@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chunkedDecode, computeBudget } from "../harness/budget/arithmetic.js";
 import { parseBufferLine, sumBuffers } from "../harness/budget/llamacpp-buffer-log.js";
+import { memoryGate, predictedGroups } from "../harness/budget/memory-gate.js";
 import { modelShape } from "../harness/budget/model-shape.js";
 import { budgetFile, loadDevice, loadPolicy } from "../harness/budget/policy.js";
 import { encodeQwen36_27bHeader } from "../harness/budget/qwen36-27b-header.js";
@@ -55,6 +56,25 @@ test("27B: the seed's arithmetic from the header alone (twins, embedding/head tw
   const fixedRegion = computeBudget(shape, loadPolicy(budgetFile("policies", "tt-packed-chunked")), loadDevice(budgetFile("devices", "p150x4-32gb")), request);
   assert.ok(fixedRegion.totalPerDevice < fixedRegion.usablePerDevice);
   assert.equal(fixedRegion.overLimits, ["trace demand exceeds the fixed trace region"]);
+});
+
+test("memory gate: a runner that reports nothing is not measured; a decode transient still held after the call fails as steady activations (FAKE reports)", () => {
+  const path = header27b();
+  const budget = computeBudget(modelShape(readGgufHeader(path), path), loadPolicy(budgetFile("policies", "tt-packed-chunked")), loadDevice(budgetFile("devices", "p150-32gb")), { contextPerSlot: 4096, slots: 1, batchTokens: 32 }).perDevice;
+  assert.is(memoryGate(budget, undefined, 0.1).status, "not_measured");
+  assert.is(memoryGate(budget, [], 0.1).status, "not_measured");
+  const predicted = predictedGroups(budget);
+  // FAKE: an engine whose allocations are exactly its budget: the transient counts at peak only.
+  const honest = { device: "chip0", steady: predicted.steady, peak: predicted.peak };
+  assert.is(memoryGate(budget, [honest], 0.1).status, "pass");
+  // FAKE: the same engine, the decode transient never freed: it is still held between requests.
+  const leaking = { ...honest, steady: { ...predicted.steady, activations: predicted.steady.activations + budget.decode_transient } };
+  const leak = memoryGate(budget, [leaking], 0.1);
+  assert.is(leak.status, "fail");
+  assert.match(leak.summary, /chip0 activations \(steady\) .* \(\+1023\.98 MiB\)/);
+  // A group the runner leaves out is named, not counted as zero and passed silently.
+  const partial = memoryGate(budget, [{ device: "chip0", steady: { weights: predicted.steady.weights }, peak: {} }], 0.1);
+  assert.match(partial.summary, /not reported: chip0 steady kv_cache/);
 });
 
 test("chunkedDecode caps the f32 plane and never decodes more rows than the weight has", () => {
