@@ -1,6 +1,8 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
 import { computeBudget } from "../../budget/arithmetic.js";
 import { formatBudget } from "../../budget/format.js";
+import { measureLlamaCpp } from "../../budget/measure-llamacpp.js";
+import { llamaCppAllocations, memoryGate } from "../../budget/memory-gate.js";
 import { modelShape } from "../../budget/model-shape.js";
 import { budgetFile, loadDevice, loadPolicy } from "../../budget/policy.js";
 import { resolveModel } from "../../fixtures/registry.js";
@@ -17,6 +19,14 @@ interface BudgetOptions {
   slots: number;
   batch: number;
   json?: boolean;
+  measure?: boolean;
+  tolerance: number;
+}
+
+function fraction(value: string): number {
+  const n = Number(value);
+  if (!(n >= 0 && n < 1)) throw new InvalidArgumentError("expected a fraction in [0, 1), e.g. 0.1");
+  return n;
 }
 
 export function registerBudget(program: Command): void {
@@ -29,6 +39,8 @@ export function registerBudget(program: Command): void {
     .option("--slots <n>", "parallel sequences", positiveCount, 1)
     .option("--batch <tokens>", "tokens per ubatch", positiveCount, 512)
     .option("--json", "print the budget as JSON")
+    .option("--measure", "also load the model in the embedded llama.cpp (CPU, F32 KV, no flash attention, one thread) with these slots and context, and gate its buffers against the budget per category")
+    .option("--tolerance <fraction>", "memory gate: measured may exceed the budget by this fraction", fraction, 0.1)
     .action(async (reference: string, options: BudgetOptions) => {
       const policy = loadPolicy(budgetFile("policies", options.policy));
       const device = loadDevice(budgetFile("devices", options.device));
@@ -39,6 +51,13 @@ export function registerBudget(program: Command): void {
       const budget = computeBudget(shape, policy, device, request);
       if (options.json === true) say(JSON.stringify({ model: reference, policy: policy.name, device: device.name, request, ...budget }, null, 1));
       else for (const line of formatBudget(reference, policy, device, request, budget)) say(line);
-      setExitCode(budget.fits ? EXIT.pass : EXIT.gateFailed);
+      let gatePassed = true;
+      if (options.measure === true) {
+        const measured = await measureLlamaCpp(path, { contextSize: options.context, sequences: options.slots, batchSize: options.batch, kvCacheType: "F32", flashAttention: false, threads: 1 });
+        const gate = memoryGate(budget.perDevice, [llamaCppAllocations(measured.buffers)], options.tolerance);
+        say(gate.summary);
+        gatePassed = gate.status === "pass";
+      }
+      setExitCode(budget.fits && gatePassed ? EXIT.pass : EXIT.gateFailed);
     });
 }
