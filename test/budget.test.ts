@@ -117,7 +117,7 @@ test("bench budget: a bad policy is one line naming the file, the field and the 
   assert.match(line, /bad-policy\.json: classes\.matmul\.placement: .*fix:/);
   const missing = bench("tiny-random:Q8_0", "--device", "no-such-device");
   assert.is(missing.status, 2);
-  assert.match(missing.stderr, /no-such-device\.json: cannot read .*fix: check the path/);
+  assert.match(missing.stderr, /--device: no shipped device named "no-such-device" \(fix: use one of .*p150-32gb/);
 });
 
 test.run();

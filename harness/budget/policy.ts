@@ -1,4 +1,6 @@
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { BenchError } from "../errors.js";
 import { assertMatchesSchema, readJsonFile } from "../io/json-schema.js";
 import { PACKAGE_ROOT } from "../paths.js";
 import type { TensorClass } from "./model-shape.js";
@@ -62,5 +64,13 @@ export function loadDevice(path: string): DeviceDescription {
 
 /** A shipped policy or device by bare name (budgets/policies/NAME.json), or a path to one. */
 export function budgetFile(kind: "policies" | "devices", reference: string): string {
-  return reference.endsWith(".json") || reference.includes("/") ? reference : join(BUDGETS_DIR, kind, `${reference}.json`);
+  if (reference.endsWith(".json") || reference.includes("/")) return reference;
+  const path = join(BUDGETS_DIR, kind, `${reference}.json`);
+  if (!existsSync(path)) {
+    const shipped = readdirSync(join(BUDGETS_DIR, kind)).filter((name) => name.endsWith(".json")).map((name) => name.slice(0, -".json".length));
+    throw new BenchError(`no shipped ${kind === "policies" ? "policy" : "device"} named "${reference}"`, {
+      field: kind === "policies" ? "--policy" : "--device", fix: `use one of ${shipped.join(", ")}, or the path of your own .json`,
+    });
+  }
+  return path;
 }
