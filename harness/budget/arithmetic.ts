@@ -1,3 +1,4 @@
+import { GGML_BLOCK } from "../gguf/types.js";
 import type { ClassifiedTensor, ModelShape } from "./model-shape.js";
 import type { ClassResidency, DeviceDescription, ResidencyPolicy } from "./policy.js";
 
@@ -75,8 +76,10 @@ function weightBytes(shape: ModelShape, policy: ResidencyPolicy, devices: number
   let largestDecode: BudgetFacts["largestDecode"];
   for (const tensor of shape.tensors) {
     const residency = policy.classes[tensor.class];
+    // Twins and per-call decode are for block-quantized weights; an F32 or F16 tensor is used as it is.
+    const quantized = GGML_BLOCK[tensor.type].elements > 1;
     const packedHere = residency.packed ? tensor.bytes : 0;
-    const twinHere = residency.twin ? tensor.elements * policy.twin_bytes_per_element : 0;
+    const twinHere = residency.twin && quantized ? tensor.elements * policy.twin_bytes_per_element : 0;
     packedBytes += packedHere;
     twinBytes += twinHere;
     if (tensor.class === "embedding" || tensor.class === "output_head") {
@@ -87,7 +90,7 @@ function weightBytes(shape: ModelShape, policy: ResidencyPolicy, devices: number
       packed += share(packedHere, residency.placement, devices);
       twin += share(twinHere, residency.placement, devices);
     }
-    if (residency.packed && !residency.twin && policy.decode !== undefined && tensor.class !== "small" && tensor.class !== "embedding") {
+    if (quantized && residency.packed && !residency.twin && policy.decode !== undefined && tensor.class !== "small" && tensor.class !== "embedding") {
       chains += 1;
       const decode = chunkedDecode(tensor, policy.decode);
       if (largestDecode === undefined || decode.bytes > largestDecode.bytes) largestDecode = { name: tensor.name, ...decode };
