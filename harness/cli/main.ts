@@ -16,6 +16,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<(program: Command) => void
   load: async () => (await import("./commands/load.js")).registerLoad,
   fixtures: async () => (await import("./commands/fixtures.js")).registerFixtures,
   goldens: async () => (await import("./commands/goldens.js")).registerGoldens,
+  budget: async () => (await import("./commands/budget.js")).registerBudget,
   "cpu-variants": async () => (await import("./commands/cpu-variants.js")).registerCpuVariants,
 };
 

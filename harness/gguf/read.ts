@@ -122,11 +122,26 @@ const parsedHeaders = new Map<string, { readonly version: string; readonly file:
  * tokenizer fingerprint, the vocabulary size), and at a 152k vocabulary each parse is ~0.1 s.
  */
 export function readGguf(path: string): GgufFile {
+  return readCached(path, "whole");
+}
+
+/**
+ * The header and tensor table of a GGUF file whose tensor data may be absent (a header-only file,
+ * encodeGgufHeader): everything readGguf checks except that the data fits in the file. For
+ * arithmetic on shapes only: never hand such a file to anything that reads tensors.
+ */
+export function readGgufHeader(path: string): GgufFile {
+  return readCached(path, "header");
+}
+
+type Extent = "whole" | "header";
+
+function readCached(path: string, extent: Extent): GgufFile {
   const stat = statSync(path, { throwIfNoEntry: false });
-  const version = stat === undefined ? undefined : `${stat.size}\0${stat.mtimeMs}\0${stat.ctimeMs}\0${stat.ino}`;
+  const version = stat === undefined ? undefined : `${extent}\0${stat.size}\0${stat.mtimeMs}\0${stat.ctimeMs}\0${stat.ino}`;
   const kept = parsedHeaders.get(path);
   if (kept !== undefined && kept.version === version) return kept.file;
-  const file = parseGguf(path);
+  const file = parseGguf(path, extent);
   parsedHeaders.delete(path);
   if (stat !== undefined && version !== undefined && Date.now() - Math.max(stat.mtimeMs, stat.ctimeMs) > SETTLED_MS) {
     parsedHeaders.set(path, { version, file });
@@ -135,7 +150,7 @@ export function readGguf(path: string): GgufFile {
   return file;
 }
 
-function parseGguf(path: string): GgufFile {
+function parseGguf(path: string, extent: Extent): GgufFile {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -196,7 +211,7 @@ function parseGguf(path: string): GgufFile {
       tensors.push({ name, dims, type: typeId, offset });
     }
     const dataOffset = Math.ceil(cursor.position / alignment) * alignment;
-    for (const tensor of tensors) {
+    for (const tensor of extent === "whole" ? tensors : []) {
       const end = dataOffset + tensor.offset + tensorByteSize(tensor.type, tensor.dims.reduce((a, b) => a * b, 1));
       if (end > fileSize) {
         throw new BenchError(`tensor data ends at byte ${end}, past the end of the file (${fileSize} bytes)`, {

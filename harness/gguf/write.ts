@@ -59,15 +59,16 @@ function writeScalar(sink: ByteSink, type: GgufScalarType, value: number | bigin
   }
 }
 
-/**
- * Serialises a GGUF v3 file: header, metadata, tensor infos, then tensor data, each tensor
- * starting on `general.alignment` (32 unless the metadata says otherwise).
- */
-export function encodeGguf(metadata: ReadonlyArray<readonly [string, GgufValue]>, tensors: readonly TensorToWrite[]): Uint8Array {
-  const alignmentEntry = metadata.find(([key]) => key === "general.alignment");
-  const alignment = alignmentEntry === undefined ? GGUF_DEFAULT_ALIGNMENT : Number(alignmentEntry[1].value);
+/** A tensor's table entry without its data: what a header-only file describes. */
+export type TensorShape = Omit<TensorToWrite, "data">;
 
-  const sink = new ByteSink();
+function alignmentOf(metadata: ReadonlyArray<readonly [string, GgufValue]>): number {
+  const alignmentEntry = metadata.find(([key]) => key === "general.alignment");
+  return alignmentEntry === undefined ? GGUF_DEFAULT_ALIGNMENT : Number(alignmentEntry[1].value);
+}
+
+/** Header, metadata and tensor table, padded to the alignment: everything before the tensor data. */
+function writeHeader(sink: ByteSink, metadata: ReadonlyArray<readonly [string, GgufValue]>, tensors: readonly TensorShape[], alignment: number): void {
   sink.u32(GGUF_MAGIC);
   sink.u32(GGUF_VERSION);
   sink.u64(tensors.length);
@@ -83,26 +84,47 @@ export function encodeGguf(metadata: ReadonlyArray<readonly [string, GgufValue]>
       writeScalar(sink, entry.type, entry.value);
     }
   }
-
   let offset = 0;
   for (const tensor of tensors) {
-    const elements = tensor.dims.reduce((a, b) => a * b, 1);
-    const expected = tensorByteSize(tensor.type, elements);
-    if (expected !== tensor.data.length) {
-      throw new Error(`tensor ${tensor.name}: ${tensor.data.length} bytes given, ${expected} expected for its dims and type`);
-    }
     sink.string(tensor.name);
     sink.u32(tensor.dims.length);
     for (const dim of tensor.dims) sink.u64(dim);
     sink.u32(tensor.type);
     sink.u64(offset);
-    offset += Math.ceil(tensor.data.length / alignment) * alignment;
+    offset += Math.ceil(tensorByteSize(tensor.type, tensor.dims.reduce((a, b) => a * b, 1)) / alignment) * alignment;
   }
   sink.padTo(alignment);
+}
+
+/**
+ * Serialises a GGUF v3 file: header, metadata, tensor infos, then tensor data, each tensor
+ * starting on `general.alignment` (32 unless the metadata says otherwise).
+ */
+export function encodeGguf(metadata: ReadonlyArray<readonly [string, GgufValue]>, tensors: readonly TensorToWrite[]): Uint8Array {
+  const alignment = alignmentOf(metadata);
+  for (const tensor of tensors) {
+    const expected = tensorByteSize(tensor.type, tensor.dims.reduce((a, b) => a * b, 1));
+    if (expected !== tensor.data.length) {
+      throw new Error(`tensor ${tensor.name}: ${tensor.data.length} bytes given, ${expected} expected for its dims and type`);
+    }
+  }
+  const sink = new ByteSink();
+  writeHeader(sink, metadata, tensors, alignment);
   for (const tensor of tensors) {
     sink.bytes(tensor.data);
     sink.padTo(alignment);
   }
+  return sink.result();
+}
+
+/**
+ * A GGUF file's header alone (metadata and tensor table, no tensor data): a model's shapes and
+ * encodings at the cost of kilobytes, for arithmetic on models too large to build or download.
+ * Only `readGgufHeader` reads it; llama.cpp and `readGguf` reject it as truncated, as they should.
+ */
+export function encodeGgufHeader(metadata: ReadonlyArray<readonly [string, GgufValue]>, tensors: readonly TensorShape[]): Uint8Array {
+  const sink = new ByteSink();
+  writeHeader(sink, metadata, tensors, alignmentOf(metadata));
   return sink.result();
 }
 
