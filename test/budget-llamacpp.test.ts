@@ -1,5 +1,3 @@
-// test-tier: slow
-
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { computeBudget } from "../harness/budget/arithmetic.js";
