@@ -44,11 +44,17 @@ export class HostPromptCache {
     return this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
   }
 
-  /** Keeps a state (nothing where it alone exceeds the budget); older entries go to make room. */
+  /** Keeps a state (nothing where it alone exceeds the budget, or an entry already serves as well); older entries go to make room. */
   store(tokens: readonly TokenId[], state: Uint8Array, checkpoints: readonly Checkpoint[]): void {
     const bytes = state.byteLength + checkpoints.reduce((sum, c) => sum + c.data.byteLength, 0);
     if (tokens.length === 0 || bytes > this.capacityBytes) return;
     const entry: HostEntry = { tokens: [...tokens], state, checkpoints: [...checkpoints], bytes, lastUsed: ++this.clock };
+    // Already held: an entry that serves every continuation of this state as far (llama-server skips such a store too).
+    const holder = this.entries.find((held) => this.servesAsWell(held, entry));
+    if (holder !== undefined) {
+      holder.lastUsed = entry.lastUsed;
+      return;
+    }
     this.entries = this.entries.filter((older) => !this.servesAsWell(entry, older));
     while (this.entries.length > 0 && this.bytes + bytes > this.capacityBytes) {
       const oldest = this.entries.reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
