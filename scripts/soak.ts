@@ -187,7 +187,6 @@ async function soak(options: SoakOptions): Promise<number> {
   const random = new SeededRandom(options.seed);
   const startedMs = Date.now();
   const deadlineMs = startedMs + options.durationS * 1000;
-  const warmUpMs = Math.min(60_000, options.durationS * 1000 * 0.2);
   const rss: { tMs: number; mib: number }[] = [{ tMs: 0, mib: residentMib(pid) }];
   const sampler = setInterval(() => rss.push({ tMs: Date.now() - startedMs, mib: residentMib(pid) }), 1000);
   console.log(`soak: ${concurrency} clients (2 × ${options.slots} slots, queue 1) against bench serve ${model.id} for ${options.durationS} s, seed ${options.seed}`);
@@ -217,6 +216,8 @@ async function soak(options: SoakOptions): Promise<number> {
     }
     rss.push({ tMs: Date.now() - startedMs, mib: residentMib(pid) });
     const elapsedS = (Date.now() - startedMs) / 1000;
+    // The warm-up is a share of the soak as it ran (a soak cut short by --max-requests included), so samples always follow it.
+    const warmUpMs = Math.min(60_000, elapsedS * 1000 * 0.2);
     const afterWarmUp = rss.filter((s) => s.tMs >= warmUpMs);
     const baseMib = afterWarmUp[0]?.mib ?? rss[0].mib;
     const growthMib = Math.max(...afterWarmUp.map((s) => s.mib)) - baseMib;
