@@ -68,7 +68,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
     batch_size: options.batchSize, context_size: options.contextSize, slots: options.slots,
   };
-  const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize) };
+  const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize), hostCacheMiB: options.hostCacheMiB };
   const speculation = options.speculation === undefined ? undefined : { draft_model: basename(options.speculation.draftModelPath), draft_max: options.speculation.draftMax };
   const trace = options.traceSteps === undefined ? undefined : new StepTracer(options.traceSteps.path, { ...numerics, ...cache, ...speculation }, options.traceSteps.onWarning);
   const server = new CompletionServer({ ...options, numerics, cache, speculation }, metrics, trace);

@@ -94,7 +94,7 @@ test("--unvalidated serves anyway and /v1/models says so, with the numerics it r
     const models = JSON.parse((await httpCall(`${server.url}/v1/models`, { apiKey: "sesame" })).text);
     assert.is(models.data[0].validated, false);
     assert.match(models.data[0].validation_note, /^UNVALIDATED: /);
-    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3, promptCache: true, prefillChunk: 512 });
+    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3, promptCache: true, prefillChunk: 512, hostCacheMiB: 8192 });
     assert.match(server.output(), /warning: serving an UNVALIDATED build/);
   } finally {
     server.child.kill("SIGTERM");

@@ -18,7 +18,8 @@
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
-//    llama-server's tools/server makes them with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY).
+//    llama-server's tools/server makes them with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY; or all of it,
+//    for a prompt cache in host memory as llama-server's --cache-ram keeps one).
 //
 // The llama_context is private to node-llama-cpp's AddonContext; its class definition is read from
 // the exact node-llama-cpp and llama.cpp sources installed (build-native.js extracts the headers),
@@ -709,15 +710,15 @@ Napi::Value MemoryKind(const Napi::CallbackInfo& info) {
   return out;
 }
 
-/** saveCheckpoint(handle, sequence) -> Uint8Array: the part of the sequence's state that cannot be truncated (recurrent, sliding window). */
-Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
+/** A sequence's state as llama_state_seq_get_data_ext writes it under `flags`. */
+Napi::Value SaveState(const Napi::CallbackInfo& info, llama_state_seq_flags flags) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
   const int32_t sequence = info[1].As<Napi::Number>().Int32Value();
-  const size_t size = symbols.stateSize(handle->ctx, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t size = symbols.stateSize(handle->ctx, sequence, flags);
   auto data = Napi::Uint8Array::New(env, size);
-  const size_t written = symbols.stateGet(handle->ctx, data.Data(), size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t written = symbols.stateGet(handle->ctx, data.Data(), size, sequence, flags);
   if (written != size) {
     Napi::Error::New(env, "llama_state_seq_get_data_ext wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -725,18 +726,38 @@ Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
   return data;
 }
 
-/** restoreCheckpoint(handle, sequence, data) -> bool: puts a saveCheckpoint's state back into a sequence; false where llama.cpp refused it. */
-Napi::Value RestoreCheckpoint(const Napi::CallbackInfo& info) {
+/** Puts a SaveState of the same flags back into a sequence; false where llama.cpp refused it. */
+Napi::Value RestoreState(const Napi::CallbackInfo& info, llama_state_seq_flags flags, const char* usage) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
   if (info.Length() < 3 || !info[2].IsTypedArray()) {
-    Napi::TypeError::New(env, "restoreCheckpoint(handle, sequence, data)").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const auto data = info[2].As<Napi::Uint8Array>();
-  const size_t read = symbols.stateSet(handle->ctx, data.Data(), data.ByteLength(), info[1].As<Napi::Number>().Int32Value(), LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t read = symbols.stateSet(handle->ctx, data.Data(), data.ByteLength(), info[1].As<Napi::Number>().Int32Value(), flags);
   return Napi::Boolean::New(env, read == data.ByteLength());
+}
+
+/** saveCheckpoint(handle, sequence) -> Uint8Array: the part of the sequence's state that cannot be truncated (recurrent, sliding window). */
+Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
+  return SaveState(info, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+}
+
+/** restoreCheckpoint(handle, sequence, data) -> bool: puts a saveCheckpoint's state back into a sequence. */
+Napi::Value RestoreCheckpoint(const Napi::CallbackInfo& info) {
+  return RestoreState(info, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY, "restoreCheckpoint(handle, sequence, data)");
+}
+
+/** saveSequence(handle, sequence) -> Uint8Array: everything the sequence holds (attention cells included), for a prompt cache in host memory. */
+Napi::Value SaveSequence(const Napi::CallbackInfo& info) {
+  return SaveState(info, 0);
+}
+
+/** restoreSequence(handle, sequence, data) -> bool: a saveSequence's state replaces what the sequence holds. */
+Napi::Value RestoreSequence(const Napi::CallbackInfo& info) {
+  return RestoreState(info, 0, "restoreSequence(handle, sequence, data)");
 }
 
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
@@ -769,6 +790,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("memoryKind", Napi::Function::New(env, MemoryKind));
   exports.Set("saveCheckpoint", Napi::Function::New(env, SaveCheckpoint));
   exports.Set("restoreCheckpoint", Napi::Function::New(env, RestoreCheckpoint));
+  exports.Set("saveSequence", Napi::Function::New(env, SaveSequence));
+  exports.Set("restoreSequence", Napi::Function::New(env, RestoreSequence));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
