@@ -1,3 +1,4 @@
+import { TokenPieces } from "../harness/sut/token-pieces.js";
 import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
@@ -102,6 +103,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       server.setStage("loading the draft model");
       draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
     }
+    if (options.fault === "text-by-detokenize") TokenPieces.plantByDetokenize(model);
     const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator, trace);
     // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
     const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));

@@ -20,6 +20,8 @@ export interface ConformanceTarget {
   /** Prometheus series the server promises; none: any valid exposition with samples passes. */
   readonly expectMetrics: readonly string[];
   readonly managed?: ManagedServer;
+  /** The model file the server serves, where the arm names one: the text checks load its vocabulary as their reference. */
+  readonly modelPath?: string;
   /** How far two reports of one log-prob may differ on this server (the arm's `logprob_tolerance`); absent: float32's default. */
   readonly logprobTolerance?: LogprobTolerance;
   /** Aborts every request a check has in flight: the check was given up on (per-case timeout) or its arm stopped. */
