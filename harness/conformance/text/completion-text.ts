@@ -52,6 +52,6 @@ export async function textOfIds(target: ConformanceTarget): Promise<CheckResult>
       tricky += [choiceIds(choice), streamed.ids].filter((ids) => ids !== undefined && reference.isTricky(ids)).length;
     }
   }
-  if (problems.length > 0) return fail(problems.slice(0, 3).join("; ") + (problems.length > 3 ? `; and ${problems.length - 3} more of ${answers}` : ""));
+  if (problems.length > 0) return fail(problems.slice(0, 3).join("; ") + (problems.length > 3 ? `; and ${problems.length - 3} more` : "") + ` (${problems.length} problems; ${answers} answers judged)`);
   return pass(`${answers} answers (completions and chat, streamed and not, greedy and ${SEEDS.length} seeds): each text is llama.cpp's text of its own ids (${tricky} of them where llama_detokenize's clean-up or a character split over ids would change it)`);
 }
