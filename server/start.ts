@@ -1,9 +1,9 @@
-import { TokenPieces } from "../harness/sut/token-pieces.js";
 import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { TokenPieces } from "../harness/sut/token-pieces.js";
 import type { Token } from "node-llama-cpp";
 import { readGguf } from "../harness/gguf/read.js";
 import { tokenizerFingerprint } from "../harness/gguf/tokenizer-fingerprint.js";
