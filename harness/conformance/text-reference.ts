@@ -11,7 +11,7 @@ export interface TextReference {
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): number[];
   pieces(ids: readonly number[], special: boolean): Uint8Array[];
   text(ids: readonly number[], special: boolean): string;
-  /** Whether a server could get `ids`' text wrong the usual ways: llama_detokenize's clean-up of spaces changes it, or a character is split over ids. */
+  /** Whether a server could get `ids`' text wrong the usual ways: llama_detokenize's clean-up of spaces changes it, a character is split over ids, or bytes are not UTF-8 (U+FFFD). */
   isTricky(ids: readonly number[]): boolean;
   /** A control token's text (`special` rendered), for prompts that hold special-token text; undefined where the file names none. */
   readonly controlTexts: readonly string[];
@@ -38,7 +38,7 @@ export async function openTextReference(modelPath: string): Promise<OpenedTextRe
       text: (ids, special) => pieces.text(ids, special),
       isTricky: (ids) => {
         const text = pieces.text(ids, false);
-        return model.detokenize(ids as Token[], false) !== text || ids.map((id) => pieces.text([id], false)).join("") !== text;
+        return text.includes("\uFFFD") || model.detokenize(ids as Token[], false) !== text || ids.map((id) => pieces.text([id], false)).join("") !== text;
       },
       controlTexts,
     },

@@ -53,5 +53,5 @@ export async function textOfIds(target: ConformanceTarget): Promise<CheckResult>
     }
   }
   if (problems.length > 0) return fail(problems.slice(0, 3).join("; ") + (problems.length > 3 ? `; and ${problems.length - 3} more` : "") + ` (${problems.length} problems; ${answers} answers judged)`);
-  return pass(`${answers} answers (completions and chat, streamed and not, greedy and ${SEEDS.length} seeds): each text is llama.cpp's text of its own ids (${tricky} of them where llama_detokenize's clean-up or a character split over ids would change it)`);
+  return pass(`${answers} answers (completions and chat, streamed and not, greedy and ${SEEDS.length} seeds): each text is llama.cpp's text of its own ids (${tricky} of them where llama_detokenize's clean-up, a character split over ids or bytes that are not UTF-8 make the text easy to get wrong)`);
 }
