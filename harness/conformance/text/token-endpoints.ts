@@ -1,22 +1,13 @@
 import { pieceAsJson } from "../../sut/token-pieces.js";
 import type { TextReference } from "../text-reference.js";
 import { referenceOf } from "./reference-of.js";
-import { fail, pass, post, type CheckResult, type ConformanceTarget } from "../target.js";
+import { fail, pass, postJson, type CheckResult, type ConformanceTarget } from "../target.js";
 import { HOSTILE_TEXTS } from "./hostile-texts.js";
 
 /** The hostile texts, and each with a control token's text inside (where the file names one): what parse_special decides. */
 function textsWithSpecials(reference: TextReference): string[] {
   const special = reference.controlTexts[0];
   return special === undefined ? [...HOSTILE_TEXTS] : [...HOSTILE_TEXTS, `Hi${special}`, `${special}${HOSTILE_TEXTS[1]}${special}`];
-}
-
-async function answer(target: ConformanceTarget, path: string, body: Record<string, unknown>): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await post(target, path, body);
-  try {
-    return { status: response.status, json: JSON.parse(response.text) as Record<string, unknown> };
-  } catch {
-    return { status: response.status, json: {} };
-  }
 }
 
 /** The flag sets asked, with what llama.cpp's tokenizer gives for each (llama-server's defaults: add_special false, parse_special true). */
@@ -41,12 +32,12 @@ export async function tokenizeDialect(target: ConformanceTarget): Promise<CheckR
   let decisive = 0;
   for (const content of texts) {
     for (const flags of FLAG_SETS) {
-      const { status, json } = await answer(target, "/tokenize", { content, ...flags.body });
+      const { status, json } = await postJson(target, "/tokenize", { content, ...flags.body });
       if (status === 404) return { status: "skip", detail: "the server has no /tokenize" };
       const expected = reference.tokenize(content, flags.addSpecial, flags.parseSpecial);
       if (JSON.stringify(json.tokens) !== JSON.stringify(expected)) problems.push(`${JSON.stringify(content)} ${JSON.stringify(flags.body)}: ${status} ${JSON.stringify(json.tokens ?? json).slice(0, 100)}, llama.cpp gives ${JSON.stringify(expected).slice(0, 100)}`);
     }
-    const withPieces = await answer(target, "/tokenize", { content, with_pieces: true });
+    const withPieces = await postJson(target, "/tokenize", { content, with_pieces: true });
     const ids = reference.tokenize(content, false, true);
     const pieces = reference.pieces(ids, true).map(pieceAsJson);
     const expected = ids.map((id, i) => ({ id, piece: pieces[i] }));
@@ -70,7 +61,7 @@ export async function detokenizeText(target: ConformanceTarget): Promise<CheckRe
   const texts = textsWithSpecials(reference);
   for (const content of texts) {
     const ids = reference.tokenize(content, true, true);
-    const { status, json } = await answer(target, "/detokenize", { tokens: ids });
+    const { status, json } = await postJson(target, "/detokenize", { tokens: ids });
     if (status === 404) return { status: "skip", detail: "the server has no /detokenize" };
     const expected = reference.text(ids, true);
     if (json.content !== expected) problems.push(`${JSON.stringify(ids).slice(0, 60)} (${JSON.stringify(content)}): ${status} ${JSON.stringify(json.content ?? json).slice(0, 100)}, llama.cpp's pieces give ${JSON.stringify(expected)}`);
