@@ -44,11 +44,16 @@ import { BenchError } from "../harness/errors.js";
  * The chat path's (chat-prompt.ts): `chat-template-own`: chat is rendered with the server's plain
  * built-in template although the model file carries its own, while /props still names the file's.
  *
+ * The text's (token-text.ts, routes/tokens.ts): `text-by-detokenize`: every piece of text (streamed,
+ * returned, echoed, /detokenize) is made by llama_detokenize one id at a time, whose clean-up of
+ * spaces changes pieces such as Llama 3's " !==" into "!==".
+ *
  * The process's (harness/cli/commands/serve.ts): `crash-at-shutdown`: once drained after its last
  * answer, the server dies of SIGSEGV, as one whose memory is corrupt crashes in its teardown.
  */
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "host-restore-other",
-  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown"] as const;
+  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown",
+  "text-by-detokenize"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

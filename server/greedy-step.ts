@@ -63,7 +63,7 @@ export async function stepGreedily(shared: EngineShared, slots: readonly Slot[],
     const job = slot.job!;
     // The uncached rest of an admitted prompt, split at its prefill stops (chunk edges, checkpoints).
     job.prefill = prefillStops(slot.cache.tokens.length, job.request.promptIds.length, shared.prefillPlan, shared.fault);
-    job.renderer = new PieceRenderer(shared.model, job.request.promptIds.slice(-8));
+    job.renderer = new PieceRenderer(shared.model);
   }
   const stretches = live.map(stretchOf);
   let answer: StepAnswer;

@@ -99,7 +99,7 @@ export function liveSlots(shared: EngineShared, slots: readonly Slot[]): Slot[] 
 export function finishSlot(shared: EngineShared, slot: Slot, reason: FinishReason): void {
   const job = slot.job!;
   slot.job = undefined;
-  const rendered = job.renderer?.rendered ?? "";
+  const rendered = job.renderer?.finish() ?? "";
   const text = job.stopAt === undefined ? rendered : rendered.slice(0, job.stopAt);
   const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
   shared.observer.finished(reason, ttftSeconds, job.tokens.length);

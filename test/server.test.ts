@@ -106,7 +106,7 @@ test("a slot's context is a hard limit: a longer prompt is 400, generation stops
   const server = await serve(["--model", "tiny-random", "--unvalidated", "--threads", "2", "--slots", "2", "--context-size", "64"]);
   try {
     await waitHealthy(server.url);
-    const tokens = JSON.parse((await httpCall(`${server.url}/tokenize`, { body: { content: "the quick brown fox jumps over the lazy dog" } })).text).tokens as number[];
+    const tokens = JSON.parse((await httpCall(`${server.url}/tokenize`, { body: { content: "the quick brown fox jumps over the lazy dog", add_special: true } })).text).tokens as number[];
     const prompt = (length: number) => Array.from({ length }, (_, i) => tokens[i % tokens.length]);
     const tooLong = await httpCall(`${server.url}/v1/completions`, { body: { prompt: prompt(65), max_tokens: 1 } });
     assert.is(tooLong.status, 400, tooLong.text);

@@ -31,6 +31,8 @@ interface ContextAccessAddon {
   saveSequence(handle: number, sequence: number): Uint8Array;
   restoreSequence(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
+  /** Absent in a build from before it was added (token-pieces.ts then falls back). */
+  tokenPieces?(nativeModel: object, ids: Int32Array, special: boolean): { readonly bytes: Uint8Array; readonly ends: Int32Array };
 }
 
 /**
@@ -203,6 +205,12 @@ function loadAddon(): ContextAccessAddon | string {
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
   }
+}
+
+/** The addon, or why it is not there (loaded once per process). */
+export function contextAccessAddon(): ContextAccessAddon | string {
+  addon ??= loadAddon();
+  return addon;
 }
 
 let warned = false;

@@ -40,6 +40,7 @@
 #include <napi.h>
 
 #include "AddonContext.h"
+#include "AddonModel.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
@@ -56,6 +57,7 @@ struct LlamaSymbols {
   decltype(&llama_get_model) getModel = nullptr;
   decltype(&llama_model_get_vocab) modelVocab = nullptr;
   decltype(&llama_vocab_n_tokens) vocabSize = nullptr;
+  decltype(&llama_token_to_piece) tokenToPiece = nullptr;
   decltype(&llama_batch_init) batchInit = nullptr;
   decltype(&llama_batch_free) batchFree = nullptr;
   decltype(&llama_decode) decode = nullptr;
@@ -121,7 +123,9 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.memorySeqCp, "llama_memory_seq_cp") || !take(out.memorySeqPosMin, "llama_memory_seq_pos_min")) return "llama.cpp's memory functions not found";
   if (!take(out.modelIsRecurrent, "llama_model_is_recurrent") || !take(out.modelIsHybrid, "llama_model_is_hybrid") || !take(out.modelSwa, "llama_model_n_swa")) return "llama.cpp's model kind functions not found";
   if (!take(out.stateSize, "llama_state_seq_get_size_ext") || !take(out.stateGet, "llama_state_seq_get_data_ext") || !take(out.stateSet, "llama_state_seq_set_data_ext")) return "llama.cpp's sequence state functions not found";
-  if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens")) return "llama.cpp's vocabulary functions not found";
+  if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens") || !take(out.tokenToPiece, "llama_token_to_piece")) {
+    return "llama.cpp's vocabulary functions not found";
+  }
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
   decltype(&ggml_backend_dev_backend_reg) devReg = nullptr;
@@ -140,6 +144,14 @@ std::string resolve(LlamaSymbols& out) {
 }
 
 LlamaSymbols symbols;
+
+/** Resolves the symbols once; false (with a JavaScript error thrown) where one is missing. */
+bool symbolsResolved(Napi::Env env) {
+  static const std::string unresolved = resolve(symbols);
+  if (unresolved.empty()) return true;
+  Napi::Error::New(env, unresolved).ThrowAsJavaScriptException();
+  return false;
+}
 
 /** A node-llama-cpp context we reached, and the pool we gave it (if any). */
 struct Handle {
@@ -218,11 +230,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "open(nativeContext, expected)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  static const std::string unresolved = resolve(symbols);
-  if (!unresolved.empty()) {
-    Napi::Error::New(env, unresolved).ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!symbolsResolved(env)) return env.Undefined();
   void* wrapped = nullptr;
   if (napi_unwrap(env, info[0], &wrapped) != napi_ok || wrapped == nullptr) {
     Napi::Error::New(env, "the object is not a wrapped node-llama-cpp context").ThrowAsJavaScriptException();
@@ -760,6 +768,62 @@ Napi::Value RestoreSequence(const Napi::CallbackInfo& info) {
   return RestoreState(info, 0, "restoreSequence(handle, sequence, data)");
 }
 
+/**
+ * tokenPieces(nativeModel, ids, special) -> {bytes, ends}: each id's piece as llama.cpp's
+ * llama_token_to_piece gives it (no leading space stripped), the bytes back to back and ends[i]
+ * where piece i ends. node-llama-cpp offers only llama_detokenize, which runs the vocabulary's
+ * clean-up over the whole text (Llama 3's removes the space in " !==") and returns a JavaScript
+ * string, so a piece that is part of a UTF-8 character comes back as U+FFFD; llama-server builds
+ * its completions and /detokenize from these pieces. `nativeModel` is LlamaModel's `_model`.
+ */
+Napi::Value TokenPieces(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsTypedArray() || !info[2].IsBoolean() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    Napi::TypeError::New(env, "tokenPieces(nativeModel, ids: Int32Array, special)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!symbolsResolved(env)) return env.Undefined();
+  void* wrapped = nullptr;
+  if (napi_unwrap(env, info[0], &wrapped) != napi_ok || wrapped == nullptr) {
+    Napi::Error::New(env, "the object is not a wrapped node-llama-cpp model").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* addonModel = static_cast<AddonModel*>(wrapped);
+  // The layout check: the model pointer must give back the vocabulary pointer stored beside it.
+  if (!addonModel->modelLoaded || addonModel->disposed || addonModel->model == nullptr || addonModel->vocab == nullptr ||
+      symbols.modelVocab(addonModel->model) != addonModel->vocab) {
+    Napi::Error::New(env, "node-llama-cpp's model does not look as expected (loaded, its vocabulary); its layout may have changed").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t vocabSize = symbols.vocabSize(addonModel->vocab);
+  const auto ids = info[1].As<Napi::Int32Array>();
+  const bool special = info[2].As<Napi::Boolean>().Value();
+  std::string bytes;
+  auto ends = Napi::Int32Array::New(env, ids.ElementLength());
+  char buffer[256];
+  for (size_t i = 0; i < ids.ElementLength(); i++) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= vocabSize) {
+      Napi::RangeError::New(env, "tokenPieces: id " + std::to_string(id) + " is outside the vocabulary").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    int32_t n = symbols.tokenToPiece(addonModel->vocab, id, buffer, sizeof(buffer), 0, special);
+    if (n < 0) {
+      std::string large(static_cast<size_t>(-n), '\0');
+      n = symbols.tokenToPiece(addonModel->vocab, id, large.data(), -n, 0, special);
+      bytes.append(large.data(), static_cast<size_t>(std::max(n, 0)));
+    } else {
+      bytes.append(buffer, static_cast<size_t>(n));
+    }
+    ends[i] = static_cast<int32_t>(bytes.size());
+  }
+  auto result = Napi::Object::New(env);
+  result.Set("bytes", Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size()));
+  result.Set("ends", ends);
+  return result;
+}
+
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
 Napi::Value Close(const Napi::CallbackInfo& info) {
   Handle* handle = handleAt(info);
@@ -792,6 +856,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("restoreCheckpoint", Napi::Function::New(env, RestoreCheckpoint));
   exports.Set("saveSequence", Napi::Function::New(env, SaveSequence));
   exports.Set("restoreSequence", Napi::Function::New(env, RestoreSequence));
+  exports.Set("tokenPieces", Napi::Function::New(env, TokenPieces));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
