@@ -25,7 +25,7 @@ test("regression: a harness killed with kill -9 leaves no orphan: the idle, read
   // The harness's own way of starting a server, in a process we can kill -9 once the server is ready and idle.
   const model = (await resolveModel("tiny-random:F32")).path;
   const parent = spawn(process.execPath, ["--input-type=module", "-e", `
-    const { startManagedServer } = await import(${JSON.stringify(join(PACKAGE_ROOT, "dist", "harness", "sut", "http.js"))});
+    const { startManagedServer } = await import(${JSON.stringify(join(PACKAGE_ROOT, "dist", "harness", "sut", "managed-server.js"))});
     const server = await startManagedServer({ modelPath: ${JSON.stringify(model)}, slots: 1, queue: 1, contextSize: 128, threads: 1, flashAttention: false, bootTimeoutS: 120 });
     console.log("server " + server.child.pid);
     setInterval(() => undefined, 60_000);`], { stdio: ["ignore", "pipe", "inherit"] });
