@@ -13,7 +13,7 @@ import { rankedIds, rowFromProbabilities, rowLogSumExp, rowTopK, type LogitsRow 
 
 /** id 0 has probability 0 (outside the support), and so have the ids the Map leaves out; the rest are a peaked softmax. */
 const peaked = rowFromProbabilities(new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]));
-const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, ...extra });
+const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, minP: 0, ...extra });
 
 /** How often each id is drawn in `n` draws from one seeded generator. */
 function frequencies(row: LogitsRow, sampling: SamplingParams, n: number): Map<number, number> {
