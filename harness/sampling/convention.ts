@@ -150,3 +150,23 @@ function settle(size: number, kept: readonly number[], probabilities: readonly n
 export function describeSetting(setting: SamplingSetting): string {
   return `temperature ${setting.temperature}, top_k ${setting.top_k}, top_p ${setting.top_p}, min_p ${setting.min_p}`;
 }
+
+/**
+ * The k from 2 to `maxK` whose cut falls in the narrowest gap between neighbouring log-probs that
+ * is still settled (at least CUT_MARGIN): the top_k setting where a sampler that ranks imprecisely
+ * (rounded logits, ties ordered at random) keeps the wrong token most often, and where an honest
+ * one still has one right answer.
+ */
+export function narrowestTopK(logprobs: ArrayLike<number>, maxK: number): number {
+  const ranked = byFallingValue(logprobs, candidates(logprobs));
+  let best = 2;
+  let narrowest = Infinity;
+  for (let k = 2; k <= Math.min(maxK, ranked.length - 1); k++) {
+    const gap = logprobs[ranked[k - 1]] - logprobs[ranked[k]];
+    if (gap >= CUT_MARGIN && gap < narrowest) {
+      narrowest = gap;
+      best = k;
+    }
+  }
+  return best;
+}
