@@ -153,15 +153,17 @@ export function describeSetting(setting: SamplingSetting): string {
 
 /**
  * The k from 2 to `maxK` whose cut falls in the narrowest gap between neighbouring log-probs that
- * is still settled (at least CUT_MARGIN): the top_k setting where a sampler that ranks imprecisely
- * (rounded logits, ties ordered at random) keeps the wrong token most often, and where an honest
- * one still has one right answer.
+ * is still settled (at least CUT_MARGIN), among the cuts whose k-th token has at least
+ * `minProbability`: the top_k setting where a sampler that ranks imprecisely (rounded logits,
+ * ties ordered at random) keeps the wrong token most often, where an honest one still has one
+ * right answer, and where the token at stake is drawn often enough to show it.
  */
-export function narrowestTopK(logprobs: ArrayLike<number>, maxK: number): number {
+export function narrowestTopK(logprobs: ArrayLike<number>, maxK: number, minProbability = 0.01): number {
   const ranked = byFallingValue(logprobs, candidates(logprobs));
   let best = 2;
   let narrowest = Infinity;
   for (let k = 2; k <= Math.min(maxK, ranked.length - 1); k++) {
+    if (Math.exp(logprobs[ranked[k - 1]]) < minProbability) break;
     const gap = logprobs[ranked[k - 1]] - logprobs[ranked[k]];
     if (gap >= CUT_MARGIN && gap < narrowest) {
       narrowest = gap;

@@ -1,0 +1,102 @@
+import { BenchError } from "../../errors.js";
+import { resolveModel } from "../../fixtures/registry.js";
+import { validateLlamaMetadata } from "../../gguf/llama-metadata.js";
+import { readGguf } from "../../gguf/read.js";
+import { sha256File } from "../../io/sha256.js";
+import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
+import type { LlamaCppSut } from "../../sut/llamacpp.js";
+import type { TokenId } from "../../sut/types.js";
+import type { SamplingArm, SamplingSuite } from "../../suites/sampling-suite.js";
+import { stopManagedServer } from "../../sut/managed-server.js";
+import { openHttpSut } from "../../sut/http.js";
+import { startServerCommand } from "../../sut/server-command.js";
+import { armsByLabel } from "../arm-selection.js";
+import { runCheckModule } from "../checks/check-module.js";
+import { checksOf } from "../checks/registry.js";
+import type { SamplingArmState, TokenizedPrompt } from "../checks/sampling/sampling-arm-state.js";
+import { fillPlaceholders, type SutContext } from "../open-sut.js";
+import type { SuiteKind } from "./kind.js";
+
+/** Indices that name no setting are the suite's bad input, not a run that draws less than it says. */
+function assertSettingIndices(suite: SamplingSuite): void {
+  const check = (indices: readonly number[] | undefined, field: string) => {
+    const bad = indices?.find((i) => i >= suite.settings.length);
+    if (bad !== undefined) throw new BenchError(`setting index ${bad} names no setting (there are ${suite.settings.length})`, { file: suite.path, field, fix: `use indices from 0 to ${suite.settings.length - 1}` });
+  };
+  suite.prompts.forEach((prompt, i) => check(prompt.settings, `prompts.${i}.settings`));
+  suite.arms.forEach((arm, i) => check(arm.settings, `arms.${i}.settings`));
+}
+
+/** The oracle's full next-token log-probs by prompt, one embedded llama.cpp per model, opened on the first request. */
+class FullDistributions {
+  private readonly oracles = new Map<string, Promise<LlamaCppSut>>();
+  private readonly rows = new Map<string, Float64Array>();
+
+  async at(model: string, ids: readonly TokenId[]): Promise<{ logprobs: Float64Array; vocabSize: number }> {
+    const resolved = await resolveModel(model);
+    const vocabSize = validateLlamaMetadata(readGguf(resolved.path), resolved.path).vocabSize;
+    const key = `${resolved.path}\n${ids.join(",")}`;
+    let row = this.rows.get(key);
+    if (row === undefined) {
+      if (!this.oracles.has(resolved.path)) this.oracles.set(resolved.path, openLlamaCppOracle(resolved));
+      const oracle = await this.oracles.get(resolved.path)!;
+      // The distribution before a continuation token is the prompt's last position's; which token follows does not matter.
+      const [[top]] = await oracle.teacherForcedTopK([{ promptIds: ids, continuationIds: [0], k: vocabSize }]);
+      row = new Float64Array(vocabSize).fill(-Infinity);
+      top.ids.forEach((id, i) => { row![id] = top.logprobs[i]; });
+      this.rows.set(key, row);
+    }
+    return { logprobs: row, vocabSize };
+  }
+
+  async close(): Promise<void> {
+    for (const oracle of this.oracles.values()) await (await oracle).close();
+  }
+}
+
+/**
+ * What a server draws at temperature > 0: each arm's server started from its command, its draws
+ * held to the embedded llama.cpp's full distribution at each prompt under the arm's declared
+ * convention (sampling_fit), its seeds (seeds) and its parameters (parameters).
+ */
+export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
+  arms(suite, options) {
+    assertSettingIndices(suite);
+    // A runner is no server that samples: --runner leaves this suite nothing to run.
+    return options.runner !== undefined ? [] : armsByLabel(suite, options);
+  },
+  async run(suite, arms, battery) {
+    const { emit } = battery;
+    const distributions = new FullDistributions();
+    const open = async (arm: SamplingArm, context: SutContext) => {
+      const model = await resolveModel(arm.model);
+      const argv = arm.command.map((part) => fillPlaceholders(part, model.path));
+      const server = await startServerCommand(argv, { label: arm.label, bootTimeoutS: context.bootTimeoutS, onProgress: context.onLog, onProcess: context.onProcess, signal: context.signal, shutdownGraceS: context.shutdownGraceS });
+      try {
+        return await openHttpSut(server.baseUrl, { label: arm.label, managed: server, command: server.argv, modelPath: model.path, modelSha256: await sha256File(model.path), ...context });
+      } catch (error) {
+        await stopManagedServer(server, context.shutdownGraceS, context.onWarning);
+        throw error;
+      }
+    };
+    try {
+      await battery.legs(suite, arms, open, async (arm, sut, opened, signal) => {
+        const texts = suite.prompts.map((prompt) => prompt.text.repeat(prompt.repeat ?? 1));
+        const ids = await sut.tokenize!(texts);
+        const prompts: TokenizedPrompt[] = suite.prompts.map((prompt, index) => ({ index, label: prompt.label, ids: ids[index] }));
+        const { vocabSize } = await distributions.at(arm.model, prompts[0].ids);
+        const state: SamplingArmState = {
+          context: {
+            suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
+            suite, samplingArm: arm, baseUrl: opened.baseUrl, prompts, vocabSize,
+            oracle: async (promptIds) => (await distributions.at(arm.model, promptIds)).logprobs,
+          },
+        };
+        for (const check of checksOf("sampling")) await runCheckModule(state.context, check, state);
+        return { summaryLine: state.summaryLine };
+      });
+    } finally {
+      await distributions.close();
+    }
+  },
+};
