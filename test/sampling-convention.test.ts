@@ -9,27 +9,26 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
-import { describeSetting, expectedDistribution, narrowestTopK, type SamplerConvention, type SamplingSetting } from "../harness/sampling/convention.js";
+import { describeSetting, expectedDistribution, type SamplerConvention, type SamplingSetting } from "../harness/sampling/convention.js";
+import { resolveSetting } from "../harness/runner/checks/sampling/sampling-fit.js";
 import { goodnessOfFit } from "../harness/stats/goodness-of-fit.js";
+import { loadSuite } from "../harness/suites/load.js";
+import type { SamplingSuite } from "../harness/suites/sampling-suite.js";
 import { SERVER_FAULTS } from "../server/faults.js";
 import { isSamplerFault, sampleWithFault, type SamplerFault } from "../server/sampling-faults.js";
 import { sampleToken, SamplingRandom, type SamplingParams } from "../server/sampling.js";
 
 /** 100 log-probs of a random softmax with a spread like tiny-random's (a few nats between the top tokens). */
-const logits = new SeededRandom(41).normalArray(100, 2.2);
+const logits = new SeededRandom(43).normalArray(100, 2.2);
 const logSumExp = Math.log(logits.reduce((sum, l) => sum + Math.exp(l), 0));
 const logprobs = Float64Array.from(logits, (l) => l - logSumExp);
 
 const setting = (temperature: number, extra: Partial<SamplingSetting> = {}): SamplingSetting => ({ temperature, top_k: 0, top_p: 1, min_p: 0, ...extra });
 const paramsOf = (s: SamplingSetting): SamplingParams => ({ temperature: s.temperature, topK: s.top_k, topP: s.top_p, minP: s.min_p });
 
-/** The grid the suite draws (suites/sampling.json's), a fault must fail at least one of. */
-const GRID: SamplingSetting[] = [
-  setting(1), setting(0.7), setting(1.5, { top_p: 0.85 }), setting(0.8, { top_k: 5 }), setting(1.2, { top_p: 0.7 }),
-  setting(1, { min_p: 0.1 }), setting(0.5, { top_k: 40, top_p: 0.9, min_p: 0.05 }), setting(1.3, { top_k: 10, top_p: 0.9 }),
-  setting(1, { top_k: narrowestTopK(logprobs, 20) }),
-];
-const DRAWS = 2000;
+/** The grid suites/sampling.json draws ("narrowest" resolved on this distribution); a fault must fail at least one of its settings. */
+const GRID: SamplingSetting[] = (loadSuite("sampling") as SamplingSuite).settings.map((entry) => resolveSetting(entry, logprobs));
+const DRAWS = 1500;
 const LEVEL = 1e-5;
 
 function counts(draw: () => number): Float64Array {
@@ -52,6 +51,7 @@ test("no cut of the grid is unsettled on this distribution, and the two orders p
   }
   const parts = (s: SamplingSetting) => expectedDistribution(logprobs, s, "openai").support !== expectedDistribution(logprobs, s, "llama.cpp").support;
   assert.ok(parts(setting(1.5, { top_p: 0.85 })) && parts(setting(0.7, { min_p: 0.1 })));
+  assert.ok(GRID.length >= 9);
   // Temperature 0 is greedy in both.
   const greedy = expectedDistribution(logprobs, setting(0), "llama.cpp");
   assert.is(greedy.support, 1);
