@@ -63,7 +63,8 @@ export async function sampled(baseUrl: string, wire: SamplingWire, r: SampledReq
   if (r.stream) {
     for (const line of response.text.split("\n")) {
       const data = line.startsWith("data:") ? line.slice(5).trim() : "";
-      if (data === "" || data === "[DONE]") continue;
+      // llama-server's stream of a batch of prompts puts a `data: null` event before each prompt's chunks.
+      if (data === "" || data === "[DONE]" || data === "null") continue;
       choicesOf(wire, JSON.parse(data), choices);
     }
   } else {
