@@ -1,11 +1,7 @@
 import { BenchError } from "../../errors.js";
 import { resolveModel } from "../../fixtures/registry.js";
-import { validateLlamaMetadata } from "../../gguf/llama-metadata.js";
-import { readGguf } from "../../gguf/read.js";
 import { sha256File } from "../../io/sha256.js";
-import { openLlamaCppOracle } from "../../oracle/llamacpp-oracle.js";
-import type { LlamaCppSut } from "../../sut/llamacpp.js";
-import type { TokenId } from "../../sut/types.js";
+import { FullDistributions } from "../../sampling/full-distributions.js";
 import type { SamplingArm, SamplingSuite } from "../../suites/sampling-suite.js";
 import { stopManagedServer } from "../../sut/managed-server.js";
 import { openHttpSut } from "../../sut/http.js";
@@ -25,33 +21,6 @@ function assertSettingIndices(suite: SamplingSuite): void {
   };
   suite.prompts.forEach((prompt, i) => check(prompt.settings, `prompts.${i}.settings`));
   suite.arms.forEach((arm, i) => check(arm.settings, `arms.${i}.settings`));
-}
-
-/** The oracle's full next-token log-probs by prompt, one embedded llama.cpp per model, opened on the first request. */
-class FullDistributions {
-  private readonly oracles = new Map<string, Promise<LlamaCppSut>>();
-  private readonly rows = new Map<string, Float64Array>();
-
-  async at(model: string, ids: readonly TokenId[]): Promise<{ logprobs: Float64Array; vocabSize: number }> {
-    const resolved = await resolveModel(model);
-    const vocabSize = validateLlamaMetadata(readGguf(resolved.path), resolved.path).vocabSize;
-    const key = `${resolved.path}\n${ids.join(",")}`;
-    let row = this.rows.get(key);
-    if (row === undefined) {
-      if (!this.oracles.has(resolved.path)) this.oracles.set(resolved.path, openLlamaCppOracle(resolved));
-      const oracle = await this.oracles.get(resolved.path)!;
-      // The distribution before a continuation token is the prompt's last position's; which token follows does not matter.
-      const [[top]] = await oracle.teacherForcedTopK([{ promptIds: ids, continuationIds: [0], k: vocabSize }]);
-      row = new Float64Array(vocabSize).fill(-Infinity);
-      top.ids.forEach((id, i) => { row![id] = top.logprobs[i]; });
-      this.rows.set(key, row);
-    }
-    return { logprobs: row, vocabSize };
-  }
-
-  async close(): Promise<void> {
-    for (const oracle of this.oracles.values()) await (await oracle).close();
-  }
 }
 
 /**

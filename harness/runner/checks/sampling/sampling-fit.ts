@@ -1,9 +1,9 @@
 import { describeSetting, expectedDistribution, narrowestTopK, type SamplingSetting } from "../../../sampling/convention.js";
 import { drawFirstTokens } from "../../../sampling/sampling-wire.js";
 import { goodnessOfFit, type FitResult } from "../../../stats/goodness-of-fit.js";
-import type { SamplingGridSetting } from "../../../suites/sampling-suite.js";
+import type { SamplingArm, SamplingGridSetting, SamplingSuite } from "../../../suites/sampling-suite.js";
 import { makeCell } from "../../check.js";
-import type { SamplingArmContext, SamplingCheck, TokenizedPrompt } from "./sampling-arm-state.js";
+import type { SamplingCheck, TokenizedPrompt } from "./sampling-arm-state.js";
 
 /** The largest k "narrowest" may pick: past it the tokens at the cut carry too little mass to be drawn often enough. */
 const NARROWEST_MAX_K = 20;
@@ -14,10 +14,9 @@ export function resolveSetting(entry: SamplingGridSetting, logprobs: Float64Arra
 }
 
 /** The (prompt, setting index) pairs an arm draws: each prompt's settings that the arm draws too. */
-export function drawnCases(context: SamplingArmContext): { prompt: TokenizedPrompt; setting: number; draws: number }[] {
-  const { suite, samplingArm } = context;
+export function drawnCases(suite: SamplingSuite, samplingArm: SamplingArm, prompts: readonly TokenizedPrompt[]): { prompt: TokenizedPrompt; setting: number; draws: number }[] {
   const all = suite.settings.map((_, i) => i);
-  return context.prompts.flatMap((prompt) => {
+  return prompts.flatMap((prompt) => {
     const atPrompt = suite.prompts[prompt.index].settings ?? all;
     return atPrompt.filter((i) => samplingArm.settings?.includes(i) ?? true).map((setting) => ({ prompt, setting, draws: suite.prompts[prompt.index].draws }));
   });
@@ -45,7 +44,7 @@ export const samplingFitCheck: SamplingCheck<"sampling_fit"> = {
   async run(state, gate) {
     const { context } = state;
     const { suite, samplingArm: arm } = context;
-    const cases = drawnCases(context);
+    const cases = drawnCases(suite, arm, context.prompts);
     let tested = 0;
     let failed = 0;
     let worst: { p: number; line: string } | undefined;
