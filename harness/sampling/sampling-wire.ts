@@ -1,4 +1,5 @@
 import { httpCall } from "../sut/http-call.js";
+import { perCaseTimeoutNote, type CaseTimeout } from "../sut/with-timeout.js";
 import type { TokenId } from "../sut/types.js";
 import type { SamplingWire } from "../suites/sampling-suite.js";
 import type { SamplingSetting } from "./convention.js";
@@ -54,10 +55,23 @@ function choicesOf(wire: SamplingWire, parsed: unknown, into: TokenId[][]): void
   });
 }
 
+/** Where a request goes and how long it may take: the leg's signal and the per-case timeout, which bounds each request. */
+export interface SamplingServer {
+  readonly baseUrl: string;
+  readonly wire: SamplingWire;
+  readonly signal: AbortSignal;
+  readonly timeout: CaseTimeout;
+}
+
 /** Asks the server for one sampled generation per prompt of `r`. */
-export async function sampled(baseUrl: string, wire: SamplingWire, r: SampledRequest, signal?: AbortSignal): Promise<SampledAnswer> {
+export async function sampled(server: SamplingServer, r: SampledRequest): Promise<SampledAnswer> {
+  const { baseUrl, wire, timeout } = server;
   const { path, body } = requestBody(wire, r);
-  const response = await httpCall(`${baseUrl}${path}`, { body, signal });
+  const timer = AbortSignal.timeout(timeout.seconds * 1000);
+  const response = await httpCall(`${baseUrl}${path}`, { body, signal: AbortSignal.any([server.signal, timer]) }).catch((error: unknown) => {
+    if (timer.aborted && !server.signal.aborted) throw new Error(`${baseUrl}${path} did not answer within ${timeout.seconds} s ${perCaseTimeoutNote(timeout)}`, { cause: error });
+    throw error;
+  });
   if (response.status !== 200) return { ok: false, status: response.status, body: response.text.slice(0, 300) };
   const choices: TokenId[][] = [];
   if (r.stream) {
@@ -76,9 +90,9 @@ export async function sampled(baseUrl: string, wire: SamplingWire, r: SampledReq
 }
 
 /** `count` first tokens drawn at one prompt and setting, unseeded, `batch` prompts a request and `concurrency` requests at once: how often each id came. */
-export async function drawFirstTokens(baseUrl: string, wire: SamplingWire, options: {
+export async function drawFirstTokens(server: SamplingServer, options: {
   readonly prompt: readonly TokenId[]; readonly setting: SamplingSetting; readonly count: number; readonly vocabSize: number;
-  readonly stream: boolean; readonly batch: number; readonly concurrency: number; readonly signal?: AbortSignal;
+  readonly stream: boolean; readonly batch: number; readonly concurrency: number;
 }): Promise<Float64Array> {
   const counts = new Float64Array(options.vocabSize);
   let left = options.count;
@@ -86,7 +100,7 @@ export async function drawFirstTokens(baseUrl: string, wire: SamplingWire, optio
     while (left > 0) {
       const size = Math.min(options.batch, left);
       left -= size;
-      const answer = await sampled(baseUrl, wire, { prompts: Array.from({ length: size }, () => options.prompt), maxTokens: 1, setting: options.setting, stream: options.stream }, options.signal);
+      const answer = await sampled(server, { prompts: Array.from({ length: size }, () => options.prompt), maxTokens: 1, setting: options.setting, stream: options.stream });
       if (!answer.ok) throw new Error(`a sampled request was refused: HTTP ${answer.status} ${answer.body}`);
       for (const ids of answer.choices) {
         if (ids.length !== 1) throw new Error(`asked for one token, got ${ids.length}`);

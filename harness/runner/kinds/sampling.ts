@@ -6,6 +6,7 @@ import type { SamplingArm, SamplingSuite } from "../../suites/sampling-suite.js"
 import { stopManagedServer } from "../../sut/managed-server.js";
 import { openHttpSut } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
+import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { armsByLabel } from "../arm-selection.js";
 import { runCheckModule } from "../checks/check-module.js";
 import { checksOf } from "../checks/registry.js";
@@ -35,7 +36,8 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
     return options.runner !== undefined ? [] : armsByLabel(suite, options);
   },
   async run(suite, arms, battery) {
-    const { emit } = battery;
+    const { emit, options } = battery;
+    const timeout = caseTimeoutOf(suite, options.caseTimeoutS);
     const distributions = new FullDistributions();
     const open = async (arm: SamplingArm, context: SutContext) => {
       const model = await resolveModel(arm.model);
@@ -57,7 +59,7 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
         const state: SamplingArmState = {
           context: {
             suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
-            suite, samplingArm: arm, baseUrl: opened.baseUrl, prompts, vocabSize,
+            suite, samplingArm: arm, server: { baseUrl: opened.baseUrl, wire: arm.wire, signal, timeout }, prompts, vocabSize,
             oracle: async (promptIds) => (await distributions.at(arm.model, promptIds)).logprobs,
           },
         };

@@ -25,15 +25,15 @@ function refusal(answer: SampledAnswer, parameter: string): Outcome | undefined 
 }
 
 async function draws(context: SamplingArmContext, count: number, extra: Record<string, unknown>, setting = PLAIN): Promise<SampledAnswer> {
-  const { samplingArm: arm, prompts } = context;
-  return sampled(context.baseUrl, arm.wire, { prompts: Array.from({ length: count }, () => prompts[0].ids), maxTokens: 1, setting, stream: false, extra }, context.signal);
+  const { prompts } = context;
+  return sampled(context.server, { prompts: Array.from({ length: count }, () => prompts[0].ids), maxTokens: 1, setting, stream: false, extra });
 }
 
 /** Repeated tokens (length − distinct) summed over the seeds' long answers, with `extra` sent; or its refusal. */
 async function repeats(context: SamplingArmContext, extra: Record<string, unknown>): Promise<number | SampledAnswer> {
   let total = 0;
   for (const seed of SEEDS) {
-    const answer = await sampled(context.baseUrl, context.samplingArm.wire, { prompts: [context.prompts[0].ids], maxTokens: LONG, setting: PLAIN, seed, stream: false, extra }, context.signal);
+    const answer = await sampled(context.server, { prompts: [context.prompts[0].ids], maxTokens: LONG, setting: PLAIN, seed, stream: false, extra });
     if (!answer.ok) return answer;
     total += answer.choices[0].length - new Set(answer.choices[0]).size;
   }
@@ -73,7 +73,7 @@ async function caseOf(context: SamplingArmContext, parameter: SamplingParameter,
       return { status: inTail === 0 ? "pass" : "fail", detail: `min_p ${MIN_P} cuts ${tail.length} tokens holding ${tailMass.toFixed(3)} of the mass: ${inTail}/${DRAWS} draws fell among them` };
     }
     case "n": {
-      const answer = await sampled(context.baseUrl, wire, { prompts: [context.prompts[0].ids], maxTokens: 1, setting: PLAIN, stream: false, extra: { n: 2 } }, context.signal).catch((error: unknown) => error as Error);
+      const answer = await sampled(context.server, { prompts: [context.prompts[0].ids], maxTokens: 1, setting: PLAIN, stream: false, extra: { n: 2 } }).catch((error: unknown) => error as Error);
       if (answer instanceof Error) return { status: "fail", detail: `n 2: ${answer.message}` };
       return refusal(answer, "n") ?? { status: "pass", detail: "n 2 returned 2 choices" };
     }

@@ -1,3 +1,4 @@
+import type { SamplingServer } from "../../../sampling/sampling-wire.js";
 import type { TokenId } from "../../../sut/types.js";
 import type { SamplingArm, SamplingSuite } from "../../../suites/sampling-suite.js";
 import type { ArmScope } from "../../check.js";
@@ -13,8 +14,8 @@ export interface TokenizedPrompt {
 export interface SamplingArmContext extends ArmScope {
   readonly suite: SamplingSuite;
   readonly samplingArm: SamplingArm;
-  /** The leg's server. */
-  readonly baseUrl: string;
+  /** The leg's server, in the arm's wire format, each request bounded by the per-case timeout. */
+  readonly server: SamplingServer;
   readonly prompts: readonly TokenizedPrompt[];
   readonly vocabSize: number;
   /** The oracle's full next-token log-probs after `ids` (one per vocabulary id; -Infinity where it gives none). */

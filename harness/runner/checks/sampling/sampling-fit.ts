@@ -62,8 +62,8 @@ export const samplingFitCheck: SamplingCheck<"sampling_fit"> = {
         await context.emit({ kind: "cells", cells: [makeCell(context, "sampling_fit", gate, { ...fields, status: "skip", detail: `${where}: not tested: ${why}` }, selector)] });
         continue;
       }
-      const counts = await drawFirstTokens(context.baseUrl, arm.wire, {
-        prompt: c.prompt.ids, setting, count: c.draws, vocabSize: context.vocabSize, stream: arm.stream, batch: suite.batch, concurrency: suite.concurrency, signal: context.signal,
+      const counts = await drawFirstTokens(context.server, {
+        prompt: c.prompt.ids, setting, count: c.draws, vocabSize: context.vocabSize, stream: arm.stream, batch: suite.batch, concurrency: suite.concurrency,
       });
       const fit = goodnessOfFit(counts, expected.probabilities, "g");
       tested++;

@@ -13,7 +13,7 @@ const DIFFERENT = 6;
 const NEIGHBOURS = 3;
 
 async function answerOf(context: SamplingArmContext, r: Omit<SampledRequest, "setting" | "stream" | "maxTokens">): Promise<TokenId[]> {
-  const answer = await sampled(context.baseUrl, context.samplingArm.wire, { ...r, setting: SETTING, maxTokens: TOKENS, stream: context.samplingArm.stream }, context.signal);
+  const answer = await sampled(context.server, { ...r, setting: SETTING, maxTokens: TOKENS, stream: context.samplingArm.stream });
   if (!answer.ok) throw new Error(`a seeded request was refused: HTTP ${answer.status} ${answer.body}`);
   return answer.choices[0];
 }
