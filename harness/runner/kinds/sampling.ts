@@ -8,9 +8,8 @@ import { openHttpSut } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
 import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { armsByLabel } from "../arm-selection.js";
-import { runCheckModule } from "../checks/check-module.js";
-import { checksOf } from "../checks/registry.js";
-import type { SamplingArmState, TokenizedPrompt } from "../checks/sampling/sampling-arm-state.js";
+import type { TokenizedPrompt } from "../checks/sampling/sampling-arm-state.js";
+import { runSamplingArm } from "../sampling-runner.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
 import type { SuiteKind } from "./kind.js";
 
@@ -53,18 +52,15 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
     try {
       await battery.legs(suite, arms, open, async (arm, sut, opened, signal) => {
         const texts = suite.prompts.map((prompt) => prompt.text.repeat(prompt.repeat ?? 1));
-        const ids = await sut.tokenize!(texts);
-        const prompts: TokenizedPrompt[] = suite.prompts.map((prompt, index) => ({ index, label: prompt.label, ids: ids[index] }));
-        const { vocabSize } = await distributions.at(arm.model, prompts[0].ids);
-        const state: SamplingArmState = {
-          context: {
-            suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
-            suite, samplingArm: arm, server: { baseUrl: opened.baseUrl, wire: arm.wire, signal, timeout }, prompts, vocabSize,
-            oracle: async (promptIds) => (await distributions.at(arm.model, promptIds)).logprobs,
-          },
-        };
-        for (const check of checksOf("sampling")) await runCheckModule(state.context, check, state);
-        return { summaryLine: state.summaryLine };
+        // A server that cannot tokenize leaves no prompt to draw at: every check is SKIPPED on its missing capability.
+        const ids = sut.tokenize === undefined ? [] : await sut.tokenize(texts);
+        const prompts: TokenizedPrompt[] = ids.map((promptIds, index) => ({ index, label: suite.prompts[index].label, ids: promptIds }));
+        const vocabSize = prompts.length === 0 ? 0 : (await distributions.at(arm.model, prompts[0].ids)).vocabSize;
+        return runSamplingArm({
+          suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
+          suite, samplingArm: arm, server: { baseUrl: opened.baseUrl, wire: arm.wire, signal, timeout }, prompts, vocabSize,
+          oracle: async (promptIds) => (await distributions.at(arm.model, promptIds)).logprobs,
+        });
       });
     } finally {
       await distributions.close();
