@@ -1,4 +1,5 @@
 import type { ChatToolCall, ChatTurn } from "../harness/chat/chat-template.js";
+import { serverFaultFromEnvironment } from "./faults.js";
 import { MAX_SEED } from "./sampling.js";
 
 /**
@@ -75,6 +76,8 @@ const UNIMPLEMENTED: readonly (readonly [string, (value: unknown) => boolean])[]
 ];
 
 function refuseUnimplemented(body: Body): void {
+  // FAULT sample-params-ignored: accepted, and nothing done with them.
+  if (serverFaultFromEnvironment() === "sample-params-ignored") return;
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw new BadRequest("only n = 1 is supported (send n requests, each with its own seed)", "n");
   for (const [key, neutral] of UNIMPLEMENTED) {
     const value = body[key];
@@ -97,7 +100,7 @@ function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: 
     temperature: optionalNumber(body, "temperature", 1, (n) => n >= 0 && n <= 2, "a number from 0 to 2"),
     topP: optionalNumber(body, "top_p", 1, (n) => n > 0 && n <= 1, "a number in (0, 1]"),
     topK: optionalNumber(body, "top_k", 0, (n) => Number.isInteger(n) && n >= 0, "a non-negative integer"),
-    minP: optionalNumber(body, "min_p", 0, (n) => n >= 0 && n <= 1, "a number from 0 to 1"),
+    minP: serverFaultFromEnvironment() === "sample-params-ignored" ? 0 : optionalNumber(body, "min_p", 0, (n) => n >= 0 && n <= 1, "a number from 0 to 1"),
     seed: body.seed === undefined || body.seed === null ? undefined : optionalNumber(body, "seed", 0, (n) => Number.isSafeInteger(n) && n >= 0, `an integer from 0 to ${MAX_SEED} (2^53 - 1)`),
     stop: stop as string[],
     stream: body.stream === true,

@@ -10,10 +10,11 @@ import type { SamplingParams, SamplingRandom } from "./sampling.js";
  * (sampling.ts) implements; only the faults' tests reach it.
  */
 
-export type SamplerFault = Extract<ServerFault, `sample-${string}`>;
+/** The faults of the draw itself (the seed's and the request parser's act elsewhere: engine.ts, requests.ts). */
+export type SamplerFault = Exclude<Extract<ServerFault, `sample-${string}`>, "sample-unseeded" | "sample-params-ignored">;
 
 export function isSamplerFault(fault: ServerFault | undefined): fault is SamplerFault {
-  return fault !== undefined && fault.startsWith("sample-");
+  return fault !== undefined && fault.startsWith("sample-") && fault !== "sample-unseeded" && fault !== "sample-params-ignored";
 }
 
 /** A float64 rounded to bfloat16's 8 significant bits (round half to even on the bit pattern of its float32). */

@@ -2,7 +2,7 @@
  * The sampling suite against planted sampler faults (server/faults.ts, FAKE `sample-*`) and
  * swapped declarations, in one real `bench run`: our server started once clean and once per fault
  * (the fault set in its environment), each arm drawing the settings of suites/sampling.json that
- * its fault changes. The run exits 1; the clean arm passes every check; each faulty arm fails the
+ * its fault changes (or the parameters it ignores). The run exits 1; the clean arm passes every check; each faulty arm fails the
  * check that owns its fault, naming the setting and the test statistic; and a server declared with
  * the other's convention fails the fit (llama-server's arm where it is built).
  */
@@ -21,20 +21,21 @@ const theirs = shipped.arms.find((arm) => arm.label === "llama-server")!;
 
 /** Settings of the shipped grid by what they are for (indices into suites/sampling.json's settings). */
 const PLAIN = 0;
-const TEMPERATURE = 1;
+const NUCLEUS = 4;
 const PARTING = 2;
 const MIN_P = 5;
 const NARROWEST = 8;
 
 /** Each fault, the settings it is drawn at, and the check that must fail. */
-const FAULTS: readonly { fault: string; settings: number[]; check: "sampling_fit" | "seeds" }[] = [
-  { fault: "sample-temperature-twice", settings: [TEMPERATURE], check: "sampling_fit" },
+const FAULTS: readonly { fault: string; settings: number[]; check: "sampling_fit" | "seeds" | "parameters"; parameters?: SamplingArm["parameters"] }[] = [
+  { fault: "sample-temperature-twice", settings: [NUCLEUS], check: "sampling_fit" },
   { fault: "sample-top-p-one-short", settings: [PARTING], check: "sampling_fit" },
   { fault: "sample-top-p-one-extra", settings: [PARTING], check: "sampling_fit" },
   { fault: "sample-top-k-unstable-ties", settings: [NARROWEST], check: "sampling_fit" },
   { fault: "sample-min-p-wrong-max", settings: [MIN_P], check: "sampling_fit" },
   { fault: "sample-llama-order", settings: [PARTING], check: "sampling_fit" },
   { fault: "sample-unseeded", settings: [PLAIN], check: "seeds" },
+  { fault: "sample-params-ignored", settings: [PLAIN], check: "parameters", parameters: ["logit_bias", "frequency_penalty", "min_p"] },
 ];
 
 const arm = (base: SamplingArm, extra: Partial<SamplingArm>): SamplingArm => ({ ...base, parameters: ["min_p"], ...extra });
@@ -44,8 +45,8 @@ test("every planted sampler fault makes the run exit 1 naming the setting and th
   try {
     const withLlamaServer = builtLlamaServer() !== undefined;
     const arms: SamplingArm[] = [
-      arm(ours, { label: "clean", settings: [PARTING, MIN_P, NARROWEST] }),
-      ...FAULTS.map(({ fault, settings }) => arm(ours, { label: fault, settings, command: ["env", `BENCH_SERVER_FAULT=${fault}`, ...ours.command] })),
+      arm(ours, { label: "clean", settings: [PARTING, NUCLEUS, MIN_P, NARROWEST] }),
+      ...FAULTS.map(({ fault, settings, parameters }) => arm(ours, { label: fault, settings, command: ["env", `BENCH_SERVER_FAULT=${fault}`, ...ours.command], ...(parameters === undefined ? {} : { parameters }) })),
       arm(ours, { label: "ours declared llama.cpp", convention: "llama.cpp", settings: [PARTING] }),
       ...(withLlamaServer ? [arm(theirs, { label: "llama-server declared openai", convention: "openai", settings: [PARTING] })] : []),
     ];
@@ -61,7 +62,8 @@ test("every planted sampler fault makes the run exit 1 naming the setting and th
       const failed = verdict(fault, check);
       assert.is(failed?.status, "fail", `${fault}: ${JSON.stringify(failed)}`);
       if (check === "sampling_fit") assert.match(failed!.summary!, /temperature [\d.]+, top_k \d+, top_p [\d.]+, min_p [\d.]+.*(G = [\d.]+ on \d+ df.*p = |G = ∞, p = 0)/, fault);
-      else assert.match(failed!.summary!, /alone/, fault);
+      else if (check === "seeds") assert.match(failed!.summary!, /alone/, fault);
+      else assert.match(failed!.summary!, /^FAIL: logit_bias, frequency_penalty, min_p accepted without their effect/, fault);
     }
     const declared = ["ours declared llama.cpp", ...(withLlamaServer ? ["llama-server declared openai"] : [])];
     for (const label of declared) assert.match(verdict(label, "sampling_fit")?.summary ?? "", /^FAIL: .*temperature 1.5, top_k 0, top_p 0.85/, label);
