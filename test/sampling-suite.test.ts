@@ -74,4 +74,18 @@ test("every planted sampler fault makes the run exit 1 naming the setting and th
   }
 });
 
+test("a setting index that names no setting is refused before any server starts: exit 2, one line naming the file, the field and the fix", () => {
+  const directory = temporaryDirectory("sampling-bad");
+  try {
+    const { path: _path, ...suite } = { ...shipped, name: "sampling-bad", arms: [{ ...ours, settings: [0, 99] }] };
+    const path = join(directory.path, "sampling-bad.json");
+    writeFileSync(path, JSON.stringify(suite));
+    const result = bench(["run", "--suite", path, "--runs-dir", directory.path]);
+    assert.is(result.status, 2, result.stdout + result.stderr);
+    assert.ok(result.stderr.includes(`${path}: arms.0.settings: setting index 99 names no setting (there are 9) (fix: use indices from 0 to 8)`), result.stderr);
+  } finally {
+    directory.remove();
+  }
+});
+
 test.run();
