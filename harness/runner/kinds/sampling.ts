@@ -7,7 +7,7 @@ import { stopManagedServer } from "../../sut/managed-server.js";
 import { openHttpSut } from "../../sut/http.js";
 import { startServerCommand } from "../../sut/server-command.js";
 import { caseTimeoutOf } from "../../sut/with-timeout.js";
-import { armsByLabel } from "../arm-selection.js";
+import { armsByLabel, selectIndices } from "../arm-selection.js";
 import type { TokenizedPrompt } from "../checks/sampling/sampling-arm-state.js";
 import { runSamplingArm } from "../sampling-runner.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
@@ -37,6 +37,8 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
   async run(suite, arms, battery) {
     const { emit, options } = battery;
     const timeout = caseTimeoutOf(suite, options.caseTimeoutS);
+    // --prompt narrows the prompts (a cell's reproduce line names its own).
+    const promptIndices = selectIndices(suite.prompts.length, options.prompts, "prompt index", "--prompt", suite.path);
     const distributions = new FullDistributions();
     const open = async (arm: SamplingArm, context: SutContext) => {
       const model = await resolveModel(arm.model);
@@ -51,10 +53,10 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
     };
     try {
       await battery.legs(suite, arms, open, async (arm, sut, opened, signal) => {
-        const texts = suite.prompts.map((prompt) => prompt.text.repeat(prompt.repeat ?? 1));
+        const texts = promptIndices.map((p) => suite.prompts[p].text.repeat(suite.prompts[p].repeat ?? 1));
         // A server that cannot tokenize leaves no prompt to draw at: every check is SKIPPED on its missing capability.
         const ids = sut.tokenize === undefined ? [] : await sut.tokenize(texts);
-        const prompts: TokenizedPrompt[] = ids.map((promptIds, index) => ({ index, label: suite.prompts[index].label, ids: promptIds }));
+        const prompts: TokenizedPrompt[] = ids.map((promptIds, i) => ({ index: promptIndices[i], label: suite.prompts[promptIndices[i]].label, ids: promptIds }));
         const vocabSize = prompts.length === 0 ? 0 : (await distributions.at(arm.model, prompts[0].ids)).vocabSize;
         return runSamplingArm({
           suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
