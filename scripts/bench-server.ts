@@ -81,7 +81,7 @@ function verdictLine(): { line: string; code: number } {
 
 async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
   const model = await resolveModel("tiny-random:F32");
-  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${servers.ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${servers.ours.baseUrl}/tokenize`, { body: { content: text, add_special: true } })).text) as { tokens: number[] }).tokens;
   // Warm-up opens one connection per client (runLoadPoint): enough prompts that no measured request repeats one.
   const prompts = await randomPrompts(REQUESTS + Math.max(...CONCURRENCY), INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } });

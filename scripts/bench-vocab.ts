@@ -123,7 +123,7 @@ async function serverRow(model: ModelRef, llamaServer: string): Promise<Record<"
   try {
     theirs = await startServerCommand([llamaServer, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
       "-t", String(SERVER_THREADS), "-tb", String(SERVER_THREADS), "-fa", "off", "-b", "512", "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 300 });
-    const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+    const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text, add_special: true } })).text) as { tokens: number[] }).tokens;
     const prompts = await randomPrompts(REQUESTS + SLOTS, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
     const rounds = { ours: [] as ServerFigures[], "llama-server": [] as ServerFigures[] };
     for (let round = 0; round < ROUNDS; round++) {

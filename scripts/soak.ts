@@ -8,9 +8,12 @@
  * exactly one class on the client side (done, cancelled, rejected, errored), and the server's
  * /metrics must close the same way: submitted = done + cancelled + errored, nothing left in a slot
  * or the queue. The server's resident memory is sampled; its growth after warm-up must stay under
- * --rss-bound-mib. Exit 0: every check held; 1: one failed; 2: the soak could not run.
+ * --rss-bound-mib, and it must level off: its growth over the second half of the soak stays under
+ * --second-half-bound-mib. The prompt cache is live throughout (greedy prompts share a prefix, and
+ * a host cache of --cache-ram MiB, small by default so that it fills and evicts within the soak).
+ * Exit 0: every check held; 1: one failed; 2: the soak could not run.
  *
- * Usage: npm run soak -- [--duration S] [--max-requests N] [--slots N] [--seed N] [--rss-bound-mib M] [--json FILE]
+ * Usage: npm run soak -- [--duration S] [--max-requests N] [--slots N] [--seed N] [--rss-bound-mib M] [--second-half-bound-mib M] [--cache-ram MiB] [--json FILE]
  */
 import { connect } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -31,6 +34,8 @@ interface SoakOptions {
   readonly slots: number;
   readonly seed: number;
   readonly rssBoundMib: number;
+  readonly secondHalfBoundMib: number;
+  readonly cacheRamMib: number;
   readonly json: string | undefined;
 }
 
@@ -45,7 +50,8 @@ function parseOptions(argv: readonly string[]): SoakOptions {
   const jsonAt = argv.indexOf("--json");
   return {
     durationS: value("--duration", 600), maxRequests: value("--max-requests", 1_000_000), slots: Math.round(value("--slots", 2)),
-    seed: Math.round(value("--seed", 1)), rssBoundMib: value("--rss-bound-mib", 64), json: jsonAt < 0 ? undefined : argv[jsonAt + 1],
+    seed: Math.round(value("--seed", 1)), rssBoundMib: value("--rss-bound-mib", 64),
+    secondHalfBoundMib: value("--second-half-bound-mib", 8), cacheRamMib: Math.round(value("--cache-ram", 4)), json: jsonAt < 0 ? undefined : argv[jsonAt + 1],
   };
 }
 
@@ -162,16 +168,25 @@ async function serverBooks(baseUrl: string): Promise<Record<string, number>> {
   };
 }
 
+/** The shortest soak whose second half says whether memory levelled off. */
+const MIN_LEVEL_SECONDS = 120;
+
+/** The host prompt cache's books on /metrics. */
+async function hostCacheBooks(baseUrl: string): Promise<{ stores: number; hits: number; evictions: number; bytes: number }> {
+  const samples = parsePrometheusText((await httpCall(`${baseUrl}/metrics`)).text);
+  const read = (name: string) => samples.get(name) ?? NaN;
+  return { stores: read("bench_prompt_cache_host_stores_total"), hits: read("bench_prompt_cache_host_hits_total"), evictions: read("bench_prompt_cache_host_evictions_total"), bytes: read("bench_prompt_cache_host_bytes") };
+}
+
 async function soak(options: SoakOptions): Promise<number> {
   const model = await resolveModel("tiny-random:F32");
-  const server: ManagedServer = await startManagedServer({ modelPath: model.path, slots: options.slots, queue: 1, contextSize: 256, threads: 1, flashAttention: false, bootTimeoutS: 120 });
+  const server: ManagedServer = await startManagedServer({ modelPath: model.path, slots: options.slots, queue: 1, contextSize: 256, threads: 1, flashAttention: false, hostCacheMiB: options.cacheRamMib, bootTimeoutS: 120 });
   const pid = server.child.pid!;
   const concurrency = 2 * options.slots;
   const tally: Tally = { submitted: 0, outcomes: { done: 0, cancelled: 0, rejected: 0, errored: 0 }, rejectedBy: {}, byKind: {}, errors: [] };
   const random = new SeededRandom(options.seed);
   const startedMs = Date.now();
   const deadlineMs = startedMs + options.durationS * 1000;
-  const warmUpMs = Math.min(60_000, options.durationS * 1000 * 0.2);
   const rss: { tMs: number; mib: number }[] = [{ tMs: 0, mib: residentMib(pid) }];
   const sampler = setInterval(() => rss.push({ tMs: Date.now() - startedMs, mib: residentMib(pid) }), 1000);
   console.log(`soak: ${concurrency} clients (2 × ${options.slots} slots, queue 1) against bench serve ${model.id} for ${options.durationS} s, seed ${options.seed}`);
@@ -201,9 +216,16 @@ async function soak(options: SoakOptions): Promise<number> {
     }
     rss.push({ tMs: Date.now() - startedMs, mib: residentMib(pid) });
     const elapsedS = (Date.now() - startedMs) / 1000;
+    // The warm-up is a share of the soak as it ran (a soak cut short by --max-requests included), so samples always follow it.
+    const warmUpMs = Math.min(60_000, elapsedS * 1000 * 0.2);
     const afterWarmUp = rss.filter((s) => s.tMs >= warmUpMs);
     const baseMib = afterWarmUp[0]?.mib ?? rss[0].mib;
     const growthMib = Math.max(...afterWarmUp.map((s) => s.mib)) - baseMib;
+    const secondHalf = rss.filter((s) => s.tMs >= (elapsedS * 1000) / 2);
+    const secondHalfGrowthMib = Math.max(...secondHalf.map((s) => s.mib)) - secondHalf[0].mib;
+    const hostCache = await hostCacheBooks(server.baseUrl);
+    // A soak shorter than its warm-up's cap is still warming up in its second half: no level to reach.
+    const levelDecided = elapsedS >= MIN_LEVEL_SECONDS;
     const o = tally.outcomes;
     const checks: [string, boolean][] = [
       [`client: submitted ${tally.submitted} = done ${o.done} + cancelled ${o.cancelled} + rejected ${o.rejected} + errored ${o.errored}`, tally.submitted === o.done + o.cancelled + o.rejected + o.errored],
@@ -214,13 +236,17 @@ async function soak(options: SoakOptions): Promise<number> {
       [`both: client 429s ${tally.rejectedBy["429"] ?? 0} ≤ server rejected ${books.rejected}; client done ${o.done} ≤ server done ${books.done}`, (tally.rejectedBy["429"] ?? 0) <= books.rejected && o.done <= books.done],
       [`both: server admitted + rejected ${books.submitted + books.rejected} ≤ client requests that could reach the engine ${tally.submitted - (tally.rejectedBy["400"] ?? 0)}`, books.submitted + books.rejected <= tally.submitted - (tally.rejectedBy["400"] ?? 0)],
       [`memory: RSS growth after ${(warmUpMs / 1000).toFixed(0)} s warm-up ${growthMib.toFixed(1)} MiB ≤ ${options.rssBoundMib} MiB (from ${baseMib.toFixed(1)} MiB)`, growthMib <= options.rssBoundMib],
+      ...(levelDecided ? [[`memory: RSS growth over the second half ${secondHalfGrowthMib.toFixed(1)} MiB ≤ ${options.secondHalfBoundMib} MiB (levelled off)`, secondHalfGrowthMib <= options.secondHalfBoundMib] as [string, boolean]] : []),
+      [`cache: the host prompt cache was used (${hostCache.stores} stores, ${hostCache.hits} hits, ${hostCache.evictions} evictions; ${(hostCache.bytes / 2 ** 20).toFixed(1)} of ${options.cacheRamMib} MiB)`, hostCache.stores > 0 && hostCache.bytes <= options.cacheRamMib * 2 ** 20],
       [`server: /health answers 200 after the soak`, (await httpCall(`${server.baseUrl}/health`)).status === 200],
     ];
     for (const error of tally.errors) console.log(`soak: error: ${error}`);
     for (const [line, ok] of checks) console.log(`soak: ${ok ? "PASS" : "FAIL"} ${line}`);
+    if (!levelDecided) console.log(`soak: SKIP memory: whether RSS levels off (a soak under ${MIN_LEVEL_SECONDS} s is still warming up; second half +${secondHalfGrowthMib.toFixed(1)} MiB)`);
     const figures = {
       duration_s: Number(elapsedS.toFixed(1)), requests: tally.submitted, requests_per_second: Number((tally.submitted / elapsedS).toFixed(1)), by_kind: tally.byKind,
-      client: { ...o, rejected_by_status: tally.rejectedBy }, server: books, rss_mib: { start: rss[0].mib, after_warm_up: baseMib, max: Math.max(...rss.map((s) => s.mib)), end: rss[rss.length - 1].mib, growth_after_warm_up: growthMib, bound: options.rssBoundMib },
+      client: { ...o, rejected_by_status: tally.rejectedBy }, server: books, rss_mib: { start: rss[0].mib, after_warm_up: baseMib, max: Math.max(...rss.map((s) => s.mib)), end: rss[rss.length - 1].mib, growth_after_warm_up: growthMib, bound: options.rssBoundMib, growth_over_second_half: secondHalfGrowthMib, second_half_bound: options.secondHalfBoundMib, curve: rss },
+      host_cache: hostCache,
       machine: describeMachine(machineInfo()), seed: options.seed, passed: checks.every(([, ok]) => ok),
     };
     console.log(`soak: ${tally.submitted} requests in ${elapsedS.toFixed(0)} s (${figures.requests_per_second}/s) on ${figures.machine}: ${figures.passed ? "PASS" : "FAIL"}`);

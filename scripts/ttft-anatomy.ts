@@ -80,7 +80,7 @@ function describeGc(trace: StepTrace, requests: readonly RequestAnatomy[]): stri
 }
 
 async function anatomy(server: ManagedServer, traceFile: string, clients: number, requests: number): Promise<void> {
-  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text } })).text) as { tokens: number[] }).tokens;
+  const tokenize = async (text: string) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text, add_special: true } })).text) as { tokens: number[] }).tokens;
   const plan = { mode: { kind: "closed", concurrency: clients }, requests, warmup: WARMUP, maxErrorRate: 1, seed: 0 } as const;
   const warmup = warmupRequests(plan).count;
   const prompts = (await randomPrompts(requests + warmup, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize)).map((p) => p.prompt as number[]);

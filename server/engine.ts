@@ -7,7 +7,8 @@ import type { ServerFault } from "./faults.js";
 import { EngineDrainingError, EngineFullError, type EngineObserver, type GenerationRequest, type GenerationResult } from "./generation.js";
 import { greedyTopK, isNativeGreedy, stepGreedily } from "./greedy-step.js";
 import { decodeThroughNode, prefillThroughNode, scorePromptNatively } from "./node-evaluation.js";
-import { cachesRequest, chooseSlot, SlotCache, stateKind, type PromptCacheSettings } from "./prompt-cache.js";
+import { HostPromptCache, type HostCacheStats } from "./host-prompt-cache.js";
+import { cachesRequest, chooseSlot, prefillPlan, SlotCache, stateKind, type PromptCacheSettings } from "./prompt-cache.js";
 import { orderSampling } from "./sampling-order.js";
 import { CANCELLED_IN_QUEUE, clearSlot, failSlot, newJob, reuseSlot, type EngineShared, type Job, type Slot } from "./slot.js";
 import { speculateSlots, type DraftSpeculator } from "./speculation.js";
@@ -69,7 +70,9 @@ export class BatchEngine {
     private readonly trace?: StepTracer,
   ) {
     orderSampling(context, native);
-    this.shared = { model, native, observer, cacheSettings, stateKind: native.reached ? stateKind(native.memoryKind) : undefined, contextSize, fault, trace };
+    const kind = native.reached ? stateKind(native.memoryKind) : undefined;
+    const hostCache = kind !== undefined && cacheSettings.promptCache && cacheSettings.hostCacheMiB > 0 ? new HostPromptCache(cacheSettings.hostCacheMiB * 2 ** 20, kind) : undefined;
+    this.shared = { model, native, observer, cacheSettings, stateKind: kind, prefillPlan: prefillPlan(cacheSettings, kind), hostCache, contextSize, fault, trace };
     this.slots = Array.from({ length: slotCount }, () => {
       const sequence = context.getSequence();
       return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, cache: new SlotCache(), job: undefined };
@@ -79,6 +82,11 @@ export class BatchEngine {
 
   get activeSlots(): number {
     return this.slots.filter((slot) => slot.job !== undefined).length;
+  }
+
+  /** The host cache's size and counts for /metrics (undefined: no host cache). */
+  get hostCache(): HostCacheStats | undefined {
+    return this.shared.hostCache?.stats;
   }
 
   get queueDepth(): number {
@@ -145,7 +153,9 @@ export class BatchEngine {
     const admissions = admissionsThisStep(idle.length, this.queue.length);
     for (; admitted.length < admissions; idle = this.idleSlots()) {
       const job = this.queue.shift()!;
-      const slot = chooseSlot(idle, job.request.promptIds, cachesRequest(this.cacheSettings, job.request));
+      // A request that will not reuse a slot's state (cache bypassed, or decoded through node-llama-cpp) takes the least valuable slot.
+      const reuses = this.decodesNatively(job.request) && cachesRequest(this.cacheSettings, job.request);
+      const slot = chooseSlot(idle, job.request.promptIds, reuses ? this.shared.stateKind : undefined);
       slot.job = job;
       slot.cache.lastUsed = ++this.admissions;
       admitted.push(slot);

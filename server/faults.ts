@@ -23,6 +23,8 @@ import { BenchError } from "../harness/errors.js";
  * offers no way to zero the conv state alone (it drops the SSM state and earlier cells too).
  * `report-hits-no-reuse`: usage reports the prefix the cache held, but the prompt is prefilled in full.
  * `reuse-not-reported`: the prefix is reused, and usage reports 0 cached tokens.
+ * `host-restore-other`: a hit in the host cache (host-prompt-cache.ts) restores another entry's
+ * state under the chosen entry's tokens, as a host cache whose keys and states fell out of step.
  *
  * Speculation's (speculation.ts; they act with --draft-model on plain greedy requests):
  * `spec-accept-near-tie`: a draft is kept where its target log-prob trails the argmax's by no
@@ -42,6 +44,10 @@ import { BenchError } from "../harness/errors.js";
  * The chat path's (chat-prompt.ts): `chat-template-own`: chat is rendered with the server's plain
  * built-in template although the model file carries its own, while /props still names the file's.
  *
+ * The text's (token-text.ts, routes/tokens.ts): `text-by-detokenize`: every piece of text (streamed,
+ * returned, echoed, /detokenize) is made by llama_detokenize one id at a time, whose clean-up of
+ * spaces changes pieces such as Llama 3's " !==" into "!==".
+ *
  * The sampler's (sampling-faults.ts; they act on sampled requests, temperature > 0):
  * `sample-temperature-twice`: the logits are divided by the temperature twice.
  * `sample-top-p-one-short`: the nucleus leaves out the token that carries its mass to top_p.
@@ -60,8 +66,9 @@ import { BenchError } from "../harness/errors.js";
  * The process's (harness/cli/commands/serve.ts): `crash-at-shutdown`: once drained after its last
  * answer, the server dies of SIGSEGV, as one whose memory is corrupt crashes in its teardown.
  */
-export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported",
+export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "host-restore-other",
   "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown",
+  "text-by-detokenize",
   "sample-temperature-twice", "sample-top-p-one-short", "sample-top-p-one-extra", "sample-top-k-unstable-ties", "sample-min-p-wrong-max", "sample-llama-order", "sample-unseeded", "sample-params-ignored"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 

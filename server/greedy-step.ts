@@ -3,7 +3,7 @@ import { greedyStepDistributions } from "../harness/sut/llamacpp-native-context.
 import { readNextRankedRow } from "./faults.js";
 import type { GenerationRequest } from "./generation.js";
 import { acceptToken, type TokenDistribution } from "./next-token.js";
-import { keepCheckpointAt, prefillStops, takesCheckpoints, type PrefillStop, type ReachedNative } from "./prompt-cache.js";
+import { keepCheckpointAt, prefillStops, type PrefillStop, type ReachedNative } from "./prompt-cache.js";
 import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
 import { PieceRenderer } from "./token-text.js";
 
@@ -62,8 +62,8 @@ export async function stepGreedily(shared: EngineShared, slots: readonly Slot[],
   for (const slot of live.filter((s) => admitted.includes(s))) {
     const job = slot.job!;
     // The uncached rest of an admitted prompt, split at its prefill stops (chunk edges, checkpoints).
-    job.prefill = prefillStops(slot.cache.tokens.length, job.request.promptIds.length, shared.cacheSettings.prefillChunk, takesCheckpoints(shared.cacheSettings, shared.stateKind), shared.fault);
-    job.renderer = new PieceRenderer(shared.model, job.request.promptIds.slice(-8));
+    job.prefill = prefillStops(slot.cache.tokens.length, job.request.promptIds.length, shared.prefillPlan, shared.fault);
+    job.renderer = new PieceRenderer(shared.model);
   }
   const stretches = live.map(stretchOf);
   let answer: StepAnswer;

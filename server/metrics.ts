@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { EngineObserver, FinishReason } from "./generation.js";
+import type { HostCacheStats } from "./host-prompt-cache.js";
 
 /** The production server's /metrics (the series the field's production servers expose; docs/servers.md, `GET /metrics`), as Prometheus text through prom-client. */
 export class ServerMetrics {
@@ -23,6 +24,13 @@ export class ServerMetrics {
   private readonly slotsActive = new Gauge({ name: "bench_slots_active", help: "Slots holding a request", registers: [this.registry] });
   private readonly queueDepth = new Gauge({ name: "bench_queue_depth", help: "Requests waiting for a slot", registers: [this.registry] });
   readonly inFlight = new Gauge({ name: "bench_in_flight", help: "Requests queued or in a slot", registers: [this.registry] });
+  private readonly hostBytes = new Gauge({ name: "bench_prompt_cache_host_bytes", help: "Bytes of slot states kept in the host prompt cache (--cache-ram)", registers: [this.registry] });
+  private readonly hostEntries = new Gauge({ name: "bench_prompt_cache_host_entries", help: "Slot states kept in the host prompt cache", registers: [this.registry] });
+  private readonly hostStores = new Counter({ name: "bench_prompt_cache_host_stores_total", help: "Slot states stored in the host prompt cache", registers: [this.registry] });
+  private readonly hostHits = new Counter({ name: "bench_prompt_cache_host_hits_total", help: "Slot states restored from the host prompt cache into a slot", registers: [this.registry] });
+  private readonly hostEvictions = new Counter({ name: "bench_prompt_cache_host_evictions_total", help: "Host prompt cache entries dropped to stay within its size", registers: [this.registry] });
+  /** The host cache's counts at the last refresh: its counters move by the difference. */
+  private hostCounted: HostCacheStats = { bytes: 0, entries: 0, stores: 0, hits: 0, evictions: 0 };
 
   readonly observer: EngineObserver = {
     submitted: () => this.submitted.inc(),
@@ -50,9 +58,17 @@ export class ServerMetrics {
   };
 
   /** Gauges that must be exact at scrape time, refreshed from the engine. */
-  refresh(state: { activeSlots: number; queueDepth: number; inFlight: number }): void {
+  refresh(state: { activeSlots: number; queueDepth: number; inFlight: number; hostCache: HostCacheStats | undefined }): void {
     this.slotsActive.set(state.activeSlots);
     this.queueDepth.set(state.queueDepth);
     this.inFlight.set(state.inFlight);
+    const host = state.hostCache;
+    if (host === undefined) return;
+    this.hostBytes.set(host.bytes);
+    this.hostEntries.set(host.entries);
+    this.hostStores.inc(host.stores - this.hostCounted.stores);
+    this.hostHits.inc(host.hits - this.hostCounted.hits);
+    this.hostEvictions.inc(host.evictions - this.hostCounted.evictions);
+    this.hostCounted = host;
   }
 }

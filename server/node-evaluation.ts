@@ -79,7 +79,7 @@ export async function prefillThroughNode(shared: EngineShared, slot: Slot): Prom
       return { logprob: Math.log(probabilities.get(id) ?? 0), top: topKFromProbabilities(probabilities, request.promptLogprobs) };
     });
   }
-  job.renderer = new PieceRenderer(shared.model, request.promptIds.slice(-8));
+  job.renderer = new PieceRenderer(shared.model);
   if (request.maxTokens === 0) return finishSlot(shared, slot, "length");
   acceptToken(shared, slot, output[last]!);
 }

@@ -9,6 +9,8 @@ export interface PromptCacheSettings {
   readonly promptCache: boolean;
   /** Tokens of a prompt per llama_decode (the batch size caps it). */
   readonly prefillChunk: number;
+  /** Host memory for slots' states beyond the slots (`--cache-ram`, MiB; 0: none). */
+  readonly hostCacheMiB: number;
 }
 
 /** The state a slot's sequence held after `tokens` tokens, for the part llama.cpp cannot truncate. */
@@ -64,21 +66,49 @@ export class SlotCache {
 const MIN_MATCH_FRACTION = 0.1;
 
 /**
- * Slot choice as llama-server makes it: the idle slot whose cached tokens share the longest
- * prefix with the prompt; ties (and every choice with the cache off) go to the least recently used.
+ * How many of the prompt's first tokens a cache holding `held` can really continue from: the
+ * shared prefix where attention cells can be cut back (or the prompt extends exactly what is held),
+ * else only up to the latest checkpoint within it. At least the prompt's last token is left to
+ * evaluate (its logits give the first token). What cutBack reaches, without its planted faults.
  */
-export function chooseSlot<S extends { readonly cache: SlotCache }>(idle: readonly S[], prompt: readonly TokenId[], promptCache: boolean): S {
+export function reusableTokens(held: { readonly tokens: readonly TokenId[]; readonly checkpoints: readonly Checkpoint[] }, prompt: readonly TokenId[], kind: StateKind): number {
+  const wanted = Math.min(commonPrefixLength(held.tokens, prompt), prompt.length - 1);
+  if (wanted <= 0) return 0;
+  if (wanted === held.tokens.length || kind === "attention") return wanted;
+  return latestCheckpoint(held.checkpoints, wanted)?.tokens ?? 0;
+}
+
+/** The checkpoint holding the most tokens, at most `wanted`. */
+function latestCheckpoint(checkpoints: readonly Checkpoint[], wanted: number): Checkpoint | undefined {
+  return checkpoints.filter((c) => c.tokens > 0 && c.tokens <= wanted).reduce<Checkpoint | undefined>((best, c) => (best === undefined || c.tokens > best.tokens ? c : best), undefined);
+}
+
+/**
+ * Slot choice by what can really be reused: the idle slot from which the prompt can continue
+ * furthest (reusableTokens: a hybrid's slot sharing a long prefix but no checkpoint inside it
+ * offers nothing). A request that can reuse nothing (or may not: `kind` undefined) takes the least
+ * valuable slot, an empty one before one holding a conversation, then the least recently used:
+ * it never takes a slot whose conversation another slot could have spared.
+ */
+export function chooseSlot<S extends { readonly cache: SlotCache }>(idle: readonly S[], prompt: readonly TokenId[], kind: StateKind | undefined): S {
   let best = idle[0];
   let bestMatch = -1;
   for (const slot of idle) {
-    const shared = promptCache ? commonPrefixLength(slot.cache.tokens, prompt) : 0;
-    const match = shared >= MIN_MATCH_FRACTION * prompt.length ? shared : 0;
-    if (match > bestMatch || (match === bestMatch && slot.cache.lastUsed < best.cache.lastUsed)) {
+    const reusable = kind === undefined ? 0 : reusableTokens(slot.cache, prompt, kind);
+    const match = reusable >= MIN_MATCH_FRACTION * prompt.length ? reusable : 0;
+    if (match > bestMatch || (match === bestMatch && lessValuable(slot.cache, best.cache))) {
       best = slot;
       bestMatch = match;
     }
   }
   return best;
+}
+
+/** An empty slot is worth less than one holding tokens; among either, the least recently used. */
+function lessValuable(a: SlotCache, b: SlotCache): boolean {
+  const aEmpty = a.tokens.length === 0;
+  if (aEmpty !== (b.tokens.length === 0)) return aEmpty;
+  return a.lastUsed < b.lastUsed;
 }
 
 /** Where a prefill of positions [from, to) stops between llama_decodes, and which stops keep a checkpoint. */
@@ -90,20 +120,41 @@ export interface PrefillStop {
   readonly chunkEdge: boolean;
 }
 
+/** How a prompt's prefill is cut into llama_decodes: one plan for a server, whether a request uses the cache or not. */
+export interface PrefillPlan {
+  readonly chunk: number;
+  /** A stop one token before the prompt's end, where the state cannot be truncated (so that a repeat of the prompt can restore it). */
+  readonly stopBeforeLast: boolean;
+  /** Checkpoints are kept at the stops (only where the cache will use them). */
+  readonly checkpointed: boolean;
+}
+
+/**
+ * The plan for a server's settings and model. The stop before the last token is made with the
+ * cache off too: llama.cpp's results depend on how a prompt is cut into batches (measured on
+ * gemma4: log-probs 1e-3 apart and another token at position 107 of a 300-token reply), so the
+ * cache on, off or bypassed per request must cut a prompt the same way to answer the same.
+ */
+export function prefillPlan(settings: PromptCacheSettings, kind: StateKind | undefined): PrefillPlan {
+  const truncatable = kind === undefined || kind === "attention";
+  return { chunk: settings.prefillChunk, stopBeforeLast: !truncatable, checkpointed: settings.promptCache && !truncatable };
+}
+
 /**
  * A prefill split at every chunk edge (counted from where it starts, as llama-server chunks what
- * it has to process) and, where the state cannot be truncated, also one token before the end:
- * checkpoints at every stop then let a later prompt that shares a prefix (or repeats this one)
- * restore instead of re-prefilling. FAULT restore-one-early takes each checkpoint one token
- * before the stop it is filed under.
+ * it has to process) and, where the plan says, also one token before the end: checkpoints at
+ * every stop then let a later prompt that shares a prefix (or repeats this one) restore instead of
+ * re-prefilling. FAULT restore-one-early takes each checkpoint one token before the stop it is
+ * filed under.
  */
-export function prefillStops(from: number, to: number, chunk: number, checkpointed: boolean, fault: ServerFault | undefined): PrefillStop[] {
+export function prefillStops(from: number, to: number, plan: PrefillPlan, fault: ServerFault | undefined): PrefillStop[] {
   const chunkEdges = new Set<number>();
-  for (let end = from + chunk; end < to; end += chunk) chunkEdges.add(end);
-  const filed = checkpointed ? [...chunkEdges, to - 1, to].filter((end) => end > from) : [];
+  for (let end = from + plan.chunk; end < to; end += plan.chunk) chunkEdges.add(end);
+  const beforeLast = plan.stopBeforeLast && to - 1 > from ? [to - 1] : [];
+  const filed = plan.checkpointed ? [...chunkEdges, ...beforeLast, to] : [];
   const early = fault === "restore-one-early";
   const taken = new Map(filed.map((end) => [early ? end - 1 : end, end]));
-  const ends = [...new Set([...chunkEdges, to, ...[...taken.keys()].filter((end) => end > from)])].sort((a, b) => a - b);
+  const ends = [...new Set([...chunkEdges, ...beforeLast, to, ...[...taken.keys()].filter((end) => end > from)])].sort((a, b) => a - b);
   return ends.map((end) => ({ end, checkpointAs: taken.get(end), chunkEdge: chunkEdges.has(end) }));
 }
 
@@ -184,7 +235,7 @@ function cutBack(native: ReachedNative, slot: CachedSequence, others: readonly C
     // FAULT: the window is trusted when its first position is early enough, as if it had no holes.
     if (windowStartsInTime(native.firstPosition(sequenceId), wanted, native.memoryKind.slidingWindow)) return wanted;
   }
-  let checkpoint = cache.checkpoints.filter((c) => c.tokens > 0 && c.tokens <= wanted).reduce<Checkpoint | undefined>((best, c) => (best === undefined || c.tokens > best.tokens ? c : best), undefined);
+  let checkpoint = latestCheckpoint(cache.checkpoints, wanted);
   if (checkpoint === undefined) return 0;
   if (fault === "restore-other-slot") {
     // FAULT: the checkpoint restored is another slot's, filed under the same length.
@@ -229,11 +280,6 @@ export function admitToCache(
     native.clearSequence(slot.sequenceId);
   }
   return fault === "reuse-not-reported" ? 0 : reused;
-}
-
-/** Checkpoints only where the state cannot be cut back, and only for a cache that will use them. */
-export function takesCheckpoints(settings: PromptCacheSettings, kind: StateKind | undefined): boolean {
-  return settings.promptCache && kind !== "attention";
 }
 
 /** After a prefill stop's decode: the slot's state kept as a checkpoint where the stop takes one (prefillStops). */

@@ -4,7 +4,8 @@ import type { TokenId } from "../harness/sut/types.js";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { ServerFault } from "./faults.js";
 import type { EngineObserver, FinishReason, GeneratedToken, GenerationRequest, GenerationResult, PromptLogprob } from "./generation.js";
-import { admitToCache, type PrefillStop, type PromptCacheSettings, type SlotCache, type StateKind } from "./prompt-cache.js";
+import { exchangeWithHost, type HostPromptCache } from "./host-prompt-cache.js";
+import { admitToCache, cachesRequest, type PrefillPlan, type PrefillStop, type PromptCacheSettings, type SlotCache, type StateKind } from "./prompt-cache.js";
 import { SamplingRandom } from "./sampling.js";
 import type { StepTracer } from "./step-trace.js";
 import type { PieceRenderer } from "./token-text.js";
@@ -23,6 +24,10 @@ export interface EngineShared {
   readonly cacheSettings: PromptCacheSettings;
   /** How the model's state can be cut back (undefined without the addon: no prompt cache then). */
   readonly stateKind: StateKind | undefined;
+  /** How every prompt is cut into llama_decodes, cache or not (prompt-cache.ts, prefillPlan). */
+  readonly prefillPlan: PrefillPlan;
+  /** Slots' states beyond the slots (`--cache-ram`); undefined with the cache off or no room given. */
+  readonly hostCache: HostPromptCache | undefined;
   /** Cells per slot: a sequence may not grow past it (llama.cpp would shift its context and go on silently). */
   readonly contextSize: number;
   /** A planted FAULT (tests only); see faults.ts. */
@@ -94,7 +99,7 @@ export function liveSlots(shared: EngineShared, slots: readonly Slot[]): Slot[] 
 export function finishSlot(shared: EngineShared, slot: Slot, reason: FinishReason): void {
   const job = slot.job!;
   slot.job = undefined;
-  const rendered = job.renderer?.rendered ?? "";
+  const rendered = job.renderer?.finish() ?? "";
   const text = job.stopAt === undefined ? rendered : rendered.slice(0, job.stopAt);
   const ttftSeconds = job.firstTokenAt === undefined ? undefined : (job.firstTokenAt - job.started) / 1000;
   shared.observer.finished(reason, ttftSeconds, job.tokens.length);
@@ -120,6 +125,8 @@ export async function clearSlot(shared: EngineShared, slot: Slot): Promise<void>
   const { native, fault } = shared;
   shared.observer.prompt(slot.job!.request.promptIds.length, 0, slot.job!.request.promptIds.length);
   if (fault === "skip-slot-clear") return;
+  // The conversation the slot held outlives this request in the host cache.
+  if (native.reached && shared.hostCache !== undefined && shared.stateKind !== undefined) exchangeWithHost(native, slot, undefined, shared.stateKind, shared.hostCache, fault);
   // node-llama-cpp erases only the tokens it evaluated itself; stepGreedily's are ours to erase.
   if (slot.throughNode || !native.reached) await slot.sequence.clearHistory();
   slot.throughNode = false;
@@ -140,6 +147,7 @@ export async function reuseSlot(shared: EngineShared, slot: Slot, others: readon
     slot.throughNode = false;
   }
   if (!native.reached || stateKind === undefined) throw new Error("the prompt cache needs the llama-context addon");
+  if (shared.hostCache !== undefined) exchangeWithHost(native, slot, cachesRequest(shared.cacheSettings, job.request) ? job.request.promptIds : undefined, stateKind, shared.hostCache, shared.fault);
   job.cachedTokens = admitToCache(native, slot, others, job.request, shared.cacheSettings, stateKind, shared.fault);
   // stepGreedily prefills the prompt from where the slot's cache ends.
   shared.observer.prompt(job.request.promptIds.length, job.cachedTokens, job.request.promptIds.length - slot.cache.tokens.length);

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
 import { llamaRuntime } from "../harness/sut/llamacpp.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { TokenPieces } from "../harness/sut/token-pieces.js";
 import type { Token } from "node-llama-cpp";
 import { readGguf } from "../harness/gguf/read.js";
 import { tokenizerFingerprint } from "../harness/gguf/tokenizer-fingerprint.js";
@@ -68,7 +69,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     flash_attention: options.flashAttention, kv_cache_type: options.kvCacheType, threads: options.threads,
     batch_size: options.batchSize, context_size: options.contextSize, slots: options.slots,
   };
-  const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize) };
+  const cache: PromptCacheSettings = { promptCache: options.promptCache, prefillChunk: Math.min(options.prefillChunk, options.batchSize), hostCacheMiB: options.hostCacheMiB };
   const speculation = options.speculation === undefined ? undefined : { draft_model: basename(options.speculation.draftModelPath), draft_max: options.speculation.draftMax };
   const trace = options.traceSteps === undefined ? undefined : new StepTracer(options.traceSteps.path, { ...numerics, ...cache, ...speculation }, options.traceSteps.onWarning);
   const server = new CompletionServer({ ...options, numerics, cache, speculation }, metrics, trace);
@@ -102,6 +103,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       server.setStage("loading the draft model");
       draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
     }
+    if (options.fault === "text-by-detokenize") TokenPieces.plantByDetokenize(model);
+    const pieces = TokenPieces.of(model).source;
+    if (!pieces.exact) process.stderr.write(`warning: text is made by llama_detokenize one token at a time (${pieces.reason}): its clean-up of spaces can change pieces such as " !==", and a character split over tokens comes out as U+FFFD\n  hint: npm run build:native\n`);
     const engine = new BatchEngine(model, context, native, options.slots, options.contextSize, options.maxQueue, metrics.observer, cache, options.fault, draft?.speculator, trace);
     // The special tokens' texts as llama-server gives them to a template (control tokens rendered).
     const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));

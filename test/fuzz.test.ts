@@ -312,7 +312,7 @@ test("server over HTTP: arbitrary bodies to every POST route are answered 200 or
   const server = await startServer({
     host: "127.0.0.1", port: 0, modelId: "tiny-random:F32", maxPromptTokens: 64, maxTokensCap: 4,
     validation: { validated: false, note: "fuzz" }, modelPath: model.path, slots: 2, maxQueue: 2, contextSize: 128,
-    threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 64, promptCache: true, prefillChunk: 64, simulateBootSeconds: 0,
+    threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 64, promptCache: true, prefillChunk: 64, hostCacheMiB: 64, simulateBootSeconds: 0,
   });
   try {
     await server.ready;

@@ -42,7 +42,7 @@ async function stream(path: string, body: Record<string, unknown>): Promise<(any
 }
 
 async function tokenize(text: string): Promise<number[]> {
-  return (await post("/tokenize", { content: text })).json.tokens as number[];
+  return (await post("/tokenize", { content: text, add_special: true })).json.tokens as number[];
 }
 
 /** lm-eval's parse_logprobs: the continuation's summed log-prob and whether it is the greedy one. */

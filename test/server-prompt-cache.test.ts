@@ -6,50 +6,13 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { resolveModel } from "../harness/fixtures/registry.js";
-import { httpCall } from "../harness/sut/http-call.js";
-import { startManagedServer, stopManagedServer, type ManagedServer, type ManagedServerOptions } from "../harness/sut/managed-server.js";
-import { SERVER_FAULT_ENV, type ServerFault } from "../server/faults.js";
-import { chooseSlot, prefillStops, SlotCache } from "../server/prompt-cache.js";
+import { stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
+import type { ServerFault } from "../server/faults.js";
+import { complete, idRun, MAX_TOKENS, promptCounters, serve, tokenize } from "./helpers/cache-server.js";
+import { chooseSlot, prefillPlan, prefillStops, reusableTokens, SlotCache } from "../server/prompt-cache.js";
 
-const MAX_TOKENS = 16;
 /** Small chunks: checkpoints at every 8 tokens, and chunk edges inside every prompt. */
 const CHUNK = 8;
-
-interface Answer { ids: number[]; cached: number }
-
-async function complete(server: ManagedServer, prompt: readonly number[]): Promise<Answer> {
-  const response = await httpCall(`${server.baseUrl}/v1/completions`, { body: { prompt, temperature: 0, max_tokens: MAX_TOKENS, ignore_eos: true } });
-  assert.is(response.status, 200, response.text);
-  const body = JSON.parse(response.text) as { choices: { token_ids: number[] }[]; usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } } };
-  assert.is(body.choices[0].token_ids.length, MAX_TOKENS);
-  assert.is(body.usage.prompt_tokens, prompt.length);
-  return { ids: body.choices[0].token_ids, cached: body.usage.prompt_tokens_details.cached_tokens };
-}
-
-async function tokenize(server: ManagedServer, text: string, bos: boolean): Promise<number[]> {
-  const response = await httpCall(`${server.baseUrl}/tokenize`, { body: { content: text, add_special: bos } });
-  return (JSON.parse(response.text) as { tokens: number[] }).tokens;
-}
-
-/** The prompt-token counters of /metrics. */
-async function promptCounters(server: ManagedServer): Promise<{ total: number; cached: number; evaluated: number }> {
-  const text = (await httpCall(`${server.baseUrl}/metrics`)).text;
-  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
-  return { total: read("bench_prompt_tokens_total"), cached: read("bench_prompt_tokens_cached_total"), evaluated: read("bench_prompt_tokens_evaluated_total") };
-}
-
-async function serve(model: string, options: Partial<ManagedServerOptions>, fault?: ServerFault): Promise<ManagedServer> {
-  const path = (await resolveModel(model)).path;
-  // A FAKE fault reaches the server through its environment, which it inherits when it starts.
-  if (fault !== undefined) process.env[SERVER_FAULT_ENV] = fault;
-  try {
-    // Batch 64: gemma4's sliding-window cache is then 256 cells for two slots, so long prompts in both overwrite cells that left the window.
-    return await startManagedServer({ modelPath: path, slots: 2, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F32", batchSize: 64, bootTimeoutS: 120, ...options });
-  } finally {
-    delete process.env[SERVER_FAULT_ENV];
-  }
-}
 
 const TEXT = "The quick brown fox jumps over the lazy dog near the river bank.";
 const MORE = " Then it ran away into the woods, quietly.";
@@ -59,20 +22,51 @@ const LONG_OTHER = "Another long letter, about ships and harbours and the price 
 
 const plan = suite("prompt-cache.ts: prefill stops and slot choice");
 
-plan("a prefill stops at every chunk edge from where it starts; checkpointed state also one token before the end and at the end", () => {
-  assert.equal(prefillStops(0, 20, 8, false, undefined).map((s) => s.end), [8, 16, 20]);
-  assert.equal(prefillStops(5, 20, 8, true, undefined).map((s) => [s.end, s.checkpointAs, s.chunkEdge]), [[13, 13, true], [19, 19, false], [20, 20, false]]);
+plan("a prefill stops at every chunk edge from where it starts; untruncatable state also one token before the end (cache on or off), checkpointed at the stops with the cache on", () => {
+  const plain = { chunk: 8, stopBeforeLast: false, checkpointed: false };
+  assert.equal(prefillStops(0, 20, plain, undefined).map((s) => s.end), [8, 16, 20]);
+  // The cache off cuts an untruncatable prompt as the cache on does, without the checkpoints.
+  assert.equal(prefillStops(5, 20, { ...plain, stopBeforeLast: true }, undefined).map((s) => [s.end, s.checkpointAs]), [[13, undefined], [19, undefined], [20, undefined]]);
+  const checkpointed = { chunk: 8, stopBeforeLast: true, checkpointed: true };
+  assert.equal(prefillStops(5, 20, checkpointed, undefined).map((s) => [s.end, s.checkpointAs, s.chunkEdge]), [[13, 13, true], [19, 19, false], [20, 20, false]]);
+  // One token left: no stop before it.
+  assert.equal(prefillStops(19, 20, checkpointed, undefined).map((s) => s.end), [20]);
   // FAULT restore-one-early: every checkpoint taken one token before the stop it is filed under.
-  assert.equal(prefillStops(0, 20, 8, true, "restore-one-early").filter((s) => s.checkpointAs !== undefined).map((s) => [s.end, s.checkpointAs]), [[7, 8], [15, 16], [18, 19], [19, 20]]);
+  assert.equal(prefillStops(0, 20, checkpointed, "restore-one-early").filter((s) => s.checkpointAs !== undefined).map((s) => [s.end, s.checkpointAs]), [[7, 8], [15, 16], [18, 19], [19, 20]]);
 });
 
-plan("a request goes to the idle slot with the longest shared prefix, ties and short matches to the least recently used", () => {
-  const slot = (tokens: number[], lastUsed: number) => Object.assign(new SlotCache(), { tokens, lastUsed });
-  const slots = [{ cache: slot([1, 2, 3, 4], 1) }, { cache: slot([1, 2, 9], 2) }, { cache: slot([], 0) }];
-  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], true), slots[0]);
-  // A lone shared first token is under a tenth of the prompt: no match, so the least recently used.
-  assert.is(chooseSlot(slots, [1, ...Array.from({ length: 20 }, () => 7)], true), slots[2]);
-  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], false), slots[2]);
+plan("the plan cuts a prompt the same way with the cache on and off; only the cache on checkpoints", () => {
+  for (const kind of ["recurrent", "sliding-window"] as const) {
+    assert.equal(prefillPlan({ promptCache: true, prefillChunk: 8, hostCacheMiB: 0 }, kind), { chunk: 8, stopBeforeLast: true, checkpointed: true });
+    assert.equal(prefillPlan({ promptCache: false, prefillChunk: 8, hostCacheMiB: 0 }, kind), { chunk: 8, stopBeforeLast: true, checkpointed: false });
+  }
+  assert.equal(prefillPlan({ promptCache: true, prefillChunk: 8, hostCacheMiB: 0 }, "attention"), { chunk: 8, stopBeforeLast: false, checkpointed: false });
+});
+
+const held = (tokens: number[], lastUsed: number, checkpoints: number[] = []) => Object.assign(new SlotCache(), { tokens, lastUsed, checkpoints: checkpoints.map((n) => ({ tokens: n, data: new Uint8Array() })) });
+
+plan("reusable tokens: the shared prefix for attention; up to the latest checkpoint inside it where the state cannot be cut; the whole of what is held when the prompt extends it", () => {
+  const cache = held([1, 2, 3, 4, 5, 6], 0, [2, 4]);
+  assert.is(reusableTokens(cache, [1, 2, 3, 4, 5, 9, 9], "attention"), 5);
+  assert.is(reusableTokens(cache, [1, 2, 3, 4, 5, 9, 9], "recurrent"), 4);
+  assert.is(reusableTokens(cache, [1, 2, 3, 9], "sliding-window"), 2);
+  assert.is(reusableTokens(cache, [1, 9], "recurrent"), 0);
+  assert.is(reusableTokens(cache, [1, 2, 3, 4, 5, 6, 7], "recurrent"), 6);
+  // The prompt's last token is always evaluated.
+  assert.is(reusableTokens(cache, [1, 2, 3, 4, 5, 6], "attention"), 5);
+});
+
+plan("a request goes to the idle slot it can continue furthest from; nothing reusable takes an empty slot, then the least recently used", () => {
+  const slots = [{ cache: held([1, 2, 3, 4], 1) }, { cache: held([1, 2, 9], 2) }, { cache: held([], 3) }];
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], "attention"), slots[0]);
+  // A lone shared first token is under a tenth of the prompt: no match, so the empty slot.
+  assert.is(chooseSlot(slots, [1, ...Array.from({ length: 20 }, () => 7)], "attention"), slots[2]);
+  assert.is(chooseSlot(slots, [1, 2, 3, 4, 5], undefined), slots[2]);
+  assert.is(chooseSlot(slots.slice(0, 2), [9, 9, 9], "attention"), slots[0]);
+  // A hybrid's slot sharing a long prefix but no checkpoint inside it offers nothing: the one with a checkpoint wins.
+  const hybrid = [{ cache: held([1, 2, 3, 4, 5, 6, 7, 8], 2) }, { cache: held([1, 2, 3, 4, 8, 8], 1, [3]) }, { cache: held([], 0) }];
+  assert.is(chooseSlot(hybrid, [1, 2, 3, 4, 5, 6, 0, 0], "recurrent"), hybrid[1]);
+  assert.is(chooseSlot(hybrid, [1, 2, 3, 4, 5, 6, 0, 0], "attention"), hybrid[0]);
 });
 
 plan.run();
@@ -93,16 +87,14 @@ const FAMILIES: readonly Family[] = [
   { model: "nemotron-h-moe-tiny:F32", checkpointed: true, faults: ["restore-one-early", "restore-other-slot"] },
 ];
 
-/** Ids of no text in particular (every fixture's vocabulary holds them): prompts whose answers depend on every part of the state. */
-const idRun = (length: number, first: number, step: number): number[] => Array.from({ length }, (_, i) => first + ((i * step) % 97));
 
 /**
  * Each fault's scenario on a server with it planted: the assertion that it changed the answer
  * against the cold server, or the report against what was really done, or (swa-past-window) the
  * reuse against what the clean server reuses.
  */
-// The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts; echo-one-late by parity16's teacher forcing: test/broken-builds.test.ts; logprobs-other-row by the greedy log-prob conformance checks: test/conformance-neutral.test.ts; crash-at-shutdown by the run's exit code: test/exit-paths.test.ts; the sampler's (sample-*) by the sampling suite: test/sampling-suite.test.ts.
-const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | `sample-${string}` | "chat-template-own" | "echo-one-late" | "logprobs-other-row" | "crash-at-shutdown">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
+// The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts; echo-one-late by parity16's teacher forcing: test/broken-builds.test.ts; logprobs-other-row by the greedy log-prob conformance checks: test/conformance-neutral.test.ts; crash-at-shutdown by the run's exit code: test/exit-paths.test.ts; host-restore-other by test/server-host-cache.test.ts; text-by-detokenize by the text conformance checks: test/server-text.test.ts; the sampler's (sample-*) by the sampling suite: test/sampling-suite.test.ts.
+const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | `sample-${string}` | "chat-template-own" | "echo-one-late" | "logprobs-other-row" | "crash-at-shutdown" | "host-restore-other" | "text-by-detokenize">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
   "restore-one-early": async (faulty, cold) => {
     // The same prompt again restores the checkpoint filed one token before its end.
     const prompt = idRun(20, 40, 1);
@@ -230,7 +222,8 @@ for (const family of FAMILIES) {
       const divergent = await overwriteWindowThenDiverge(cached);
       const hit = await complete(cached, divergent);
       assert.is(hit.cached, WINDOW_SPLIT - (WINDOW_SPLIT % CHUNK));
-      assert.equal(hit.ids, (await complete(cold, divergent)).ids);
+      // Cold on the same server: the same chunks (gemma4's tiny fixture turns a prompt cut into other batches into another reply).
+      assert.equal(hit.ids, (await complete(cached, divergent, { cachePrompt: false })).ids);
     });
   }
 

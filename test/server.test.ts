@@ -94,7 +94,7 @@ test("--unvalidated serves anyway and /v1/models says so, with the numerics it r
     const models = JSON.parse((await httpCall(`${server.url}/v1/models`, { apiKey: "sesame" })).text);
     assert.is(models.data[0].validated, false);
     assert.match(models.data[0].validation_note, /^UNVALIDATED: /);
-    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3, promptCache: true, prefillChunk: 512 });
+    assert.equal(models.data[0].settings, { flash_attention: false, kv_cache_type: "F32", threads: 1, batch_size: 512, context_size: 512, slots: 3, promptCache: true, prefillChunk: 512, hostCacheMiB: 8192 });
     assert.match(server.output(), /warning: serving an UNVALIDATED build/);
   } finally {
     server.child.kill("SIGTERM");
@@ -106,7 +106,7 @@ test("a slot's context is a hard limit: a longer prompt is 400, generation stops
   const server = await serve(["--model", "tiny-random", "--unvalidated", "--threads", "2", "--slots", "2", "--context-size", "64"]);
   try {
     await waitHealthy(server.url);
-    const tokens = JSON.parse((await httpCall(`${server.url}/tokenize`, { body: { content: "the quick brown fox jumps over the lazy dog" } })).text).tokens as number[];
+    const tokens = JSON.parse((await httpCall(`${server.url}/tokenize`, { body: { content: "the quick brown fox jumps over the lazy dog", add_special: true } })).text).tokens as number[];
     const prompt = (length: number) => Array.from({ length }, (_, i) => tokens[i % tokens.length]);
     const tooLong = await httpCall(`${server.url}/v1/completions`, { body: { prompt: prompt(65), max_tokens: 1 } });
     assert.is(tooLong.status, 400, tooLong.text);

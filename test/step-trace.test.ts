@@ -142,7 +142,7 @@ test("a real server's trace: three streamed requests line up, each first token i
   const server = await startManagedServer({ modelPath: model.path, slots: 2, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F16", batchSize: 512, bootTimeoutS: 120, traceSteps: file });
   let stopped = false;
   try {
-    const [batchedA, batchedB, ...prompts] = await Promise.all(["two prompts", "in one request", "the first prompt", "a second, longer prompt to prefill", "and a third"].map(async (content) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content } })).text) as { tokens: number[] }).tokens));
+    const [batchedA, batchedB, ...prompts] = await Promise.all(["two prompts", "in one request", "the first prompt", "a second, longer prompt to prefill", "and a third"].map(async (content) => (JSON.parse((await httpCall(`${server.baseUrl}/tokenize`, { body: { content, add_special: true } })).text) as { tokens: number[] }).tokens));
     const clock = epochClock();
     // Three clients and two slots: one request waits in the queue, and is admitted beside the slot whose request is longer.
     const load = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body: (i) => ({ prompt: prompts[i], max_tokens: 6 + 4 * i, temperature: 0, ignore_eos: true, stream: true }) },

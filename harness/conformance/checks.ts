@@ -4,6 +4,7 @@ import { GREEDY_LOGPROB_CHECKS } from "./groups/greedy-logprobs.js";
 import { METRICS_CHECKS } from "./groups/metrics.js";
 import { OPENAI_SEMANTICS_CHECKS } from "./groups/openai-semantics.js";
 import { SAMPLING_CHECKS } from "./groups/sampling.js";
+import { TEXT_CHECKS } from "./groups/text.js";
 import type { ConformanceCheck, ConformanceGroup } from "./target.js";
 
 /** Every group of conformance checks (one file under ./groups/ each); adding a group is its file and one line here. */
@@ -14,6 +15,7 @@ const GROUPS: readonly ConformanceGroup[] = [
   METRICS_CHECKS,
   OPENAI_SEMANTICS_CHECKS,
   GREEDY_LOGPROB_CHECKS,
+  TEXT_CHECKS,
 ];
 
 /** The conformance checks any OpenAI-compatible server can be held to, by name (suites list them); a name two groups share is an error at load, never a silent override. */

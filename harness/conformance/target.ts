@@ -2,6 +2,7 @@ import { request } from "undici";
 import { httpCall } from "../sut/http-call.js";
 import type { ManagedServer } from "../sut/managed-server.js";
 import type { LogprobTolerance } from "./greedy-logprobs.js";
+import type { TextReference } from "./text-reference.js";
 import { parsePrometheusText } from "./prometheus.js";
 
 /*
@@ -20,6 +21,8 @@ export interface ConformanceTarget {
   /** Prometheus series the server promises; none: any valid exposition with samples passes. */
   readonly expectMetrics: readonly string[];
   readonly managed?: ManagedServer;
+  /** The served file's own vocabulary, which the text checks hold the server's text to (text-reference.ts), or why there is none; absent where the suite asks no text check. */
+  readonly textReference?: TextReference | string;
   /** How far two reports of one log-prob may differ on this server (the arm's `logprob_tolerance`); absent: float32's default. */
   readonly logprobTolerance?: LogprobTolerance;
   /** Aborts every request a check has in flight: the check was given up on (per-case timeout) or its arm stopped. */

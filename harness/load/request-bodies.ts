@@ -19,7 +19,7 @@ export async function loadRequests(plan: LoadPlan, baseUrl: string, served: Serv
   const { dataset, sharedPrefix, inputTokens, outputTokens } = plan.prompts;
   const total = plan.requests + Math.max(...plan.modes.map((mode) => warmupRequests({ mode, warmup: plan.warmup }).count));
   const tokenize = served?.capabilities?.tokenize === true
-    ? async (text: string) => JSON.parse((await httpCall(`${baseUrl}/tokenize`, { body: { content: text }, apiKey: plan.apiKey })).text).tokens as number[]
+    ? async (text: string) => JSON.parse((await httpCall(`${baseUrl}/tokenize`, { body: { content: text, add_special: true }, apiKey: plan.apiKey })).text).tokens as number[]
     : undefined;
   const prompts: LoadPrompt[] = dataset !== undefined ? jsonlPrompts(dataset, outputTokens)
     : sharedPrefix !== undefined ? sharedPrefixPrompts(total, sharedPrefix, outputTokens)

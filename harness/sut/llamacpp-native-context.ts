@@ -28,7 +28,11 @@ interface ContextAccessAddon {
   memoryKind(handle: number): MemoryKind;
   saveCheckpoint(handle: number, sequence: number): Uint8Array;
   restoreCheckpoint(handle: number, sequence: number, data: Uint8Array): boolean;
+  saveSequence(handle: number, sequence: number): Uint8Array;
+  restoreSequence(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
+  /** Absent in a build from before it was added (token-pieces.ts then falls back). */
+  tokenPieces?(nativeModel: object, ids: Int32Array, special: boolean): { readonly bytes: Uint8Array; readonly ends: Int32Array };
 }
 
 /**
@@ -176,6 +180,10 @@ export type NativeContext =
     readonly saveCheckpoint: (sequence: number) => Uint8Array;
     /** Puts a saved checkpoint back into a sequence; false where llama.cpp refused it. */
     readonly restoreCheckpoint: (sequence: number, data: Uint8Array) => boolean;
+    /** Everything a sequence holds, attention cells included (llama.cpp's whole sequence state): what a host-memory prompt cache keeps. */
+    readonly saveSequence: (sequence: number) => Uint8Array;
+    /** A saveSequence's state replaces what the sequence holds; false where llama.cpp refused it. */
+    readonly restoreSequence: (sequence: number, data: Uint8Array) => boolean;
     /** Frees the pool: call after the context is disposed. */
     readonly close: () => void;
   }
@@ -192,11 +200,17 @@ function loadAddon(): ContextAccessAddon | string {
   try {
     const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
     // A build from before a function was added: this checkout's code would call what is not there.
-    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true || typeof loaded.logitsRow !== "function") return "the llama-context addon is older than this checkout (no top-k in its greedy step, or no logitsRow): rebuild it with npm run build:native";
+    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true || typeof loaded.logitsRow !== "function" || typeof loaded.saveSequence !== "function") return "the llama-context addon is older than this checkout (no top-k in its greedy step, no logitsRow or no saveSequence): rebuild it with npm run build:native";
     return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
   }
+}
+
+/** The addon, or why it is not there (loaded once per process). */
+export function contextAccessAddon(): ContextAccessAddon | string {
+  addon ??= loadAddon();
+  return addon;
 }
 
 let warned = false;
@@ -246,6 +260,8 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         memoryKind: loaded.memoryKind(handle),
         saveCheckpoint: (sequence) => loaded.saveCheckpoint(handle, sequence),
         restoreCheckpoint: (sequence, data) => loaded.restoreCheckpoint(handle, sequence, data),
+        saveSequence: (sequence) => loaded.saveSequence(handle, sequence),
+        restoreSequence: (sequence, data) => loaded.restoreSequence(handle, sequence, data),
         close: () => loaded.close(handle),
       };
     } catch (error) {

@@ -36,6 +36,8 @@ export interface ManagedServerOptions {
   readonly promptCache?: boolean;
   /** Prompt tokens per llama_decode; the batch size when absent. */
   readonly prefillChunk?: number;
+  /** `--cache-ram`: MiB of host memory for the prompt cache beyond the slots; `bench serve`'s default when absent. */
+  readonly hostCacheMiB?: number;
   /** Speculate greedy requests with this draft model (a path), drafting up to draftMax tokens a step. */
   readonly draftModel?: string;
   readonly draftMax?: number;
@@ -58,6 +60,7 @@ export async function startManagedServer(options: ManagedServerOptions): Promise
     "--kv-cache-type", options.kvCacheType ?? "F16", "--batch-size", String(options.batchSize ?? 512),
     "--simulate-boot", String(options.simulateBootSeconds ?? 0), ...(options.flashAttention ? ["--flash-attention"] : []),
     ...(options.promptCache === false ? ["--no-prompt-cache"] : []), ...(options.prefillChunk === undefined ? [] : ["--prefill-chunk", String(options.prefillChunk)]),
+    ...(options.hostCacheMiB === undefined ? [] : ["--cache-ram", String(options.hostCacheMiB)]),
     ...(options.draftModel === undefined ? [] : ["--draft-model", options.draftModel, ...(options.draftMax === undefined ? [] : ["--draft-max", String(options.draftMax)])]),
     ...(options.traceSteps === undefined ? [] : ["--trace-steps", options.traceSteps]), "--exit-with-stdin"];
   // stdin is the server's lifeline: we never write to it, and when we die, however, it closes and the server drains and exits.

@@ -18,7 +18,8 @@
 // 4. What a prompt cache needs that node-llama-cpp does not expose: removing a sequence's cells
 //    from a position on, the window's first position, copying a sequence, and saving/restoring a
 //    sequence's state (the recurrent and sliding-window part alone: a context checkpoint, as
-//    llama-server's tools/server makes them with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY).
+//    llama-server's tools/server makes them with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY; or all of it,
+//    for a prompt cache in host memory as llama-server's --cache-ram keeps one).
 //
 // The llama_context is private to node-llama-cpp's AddonContext; its class definition is read from
 // the exact node-llama-cpp and llama.cpp sources installed (build-native.js extracts the headers),
@@ -39,6 +40,7 @@
 #include <napi.h>
 
 #include "AddonContext.h"
+#include "AddonModel.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
@@ -55,6 +57,7 @@ struct LlamaSymbols {
   decltype(&llama_get_model) getModel = nullptr;
   decltype(&llama_model_get_vocab) modelVocab = nullptr;
   decltype(&llama_vocab_n_tokens) vocabSize = nullptr;
+  decltype(&llama_token_to_piece) tokenToPiece = nullptr;
   decltype(&llama_batch_init) batchInit = nullptr;
   decltype(&llama_batch_free) batchFree = nullptr;
   decltype(&llama_decode) decode = nullptr;
@@ -120,7 +123,9 @@ std::string resolve(LlamaSymbols& out) {
   if (!take(out.memorySeqCp, "llama_memory_seq_cp") || !take(out.memorySeqPosMin, "llama_memory_seq_pos_min")) return "llama.cpp's memory functions not found";
   if (!take(out.modelIsRecurrent, "llama_model_is_recurrent") || !take(out.modelIsHybrid, "llama_model_is_hybrid") || !take(out.modelSwa, "llama_model_n_swa")) return "llama.cpp's model kind functions not found";
   if (!take(out.stateSize, "llama_state_seq_get_size_ext") || !take(out.stateGet, "llama_state_seq_get_data_ext") || !take(out.stateSet, "llama_state_seq_set_data_ext")) return "llama.cpp's sequence state functions not found";
-  if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens")) return "llama.cpp's vocabulary functions not found";
+  if (!take(out.getModel, "llama_get_model") || !take(out.modelVocab, "llama_model_get_vocab") || !take(out.vocabSize, "llama_vocab_n_tokens") || !take(out.tokenToPiece, "llama_token_to_piece")) {
+    return "llama.cpp's vocabulary functions not found";
+  }
   if (!take(out.paramsDefault, "ggml_threadpool_params_default")) return "ggml_threadpool_params_default not found";
   decltype(&ggml_backend_dev_by_type) devByType = nullptr;
   decltype(&ggml_backend_dev_backend_reg) devReg = nullptr;
@@ -139,6 +144,14 @@ std::string resolve(LlamaSymbols& out) {
 }
 
 LlamaSymbols symbols;
+
+/** Resolves the symbols once; false (with a JavaScript error thrown) where one is missing. */
+bool symbolsResolved(Napi::Env env) {
+  static const std::string unresolved = resolve(symbols);
+  if (unresolved.empty()) return true;
+  Napi::Error::New(env, unresolved).ThrowAsJavaScriptException();
+  return false;
+}
 
 /** A node-llama-cpp context we reached, and the pool we gave it (if any). */
 struct Handle {
@@ -217,11 +230,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "open(nativeContext, expected)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  static const std::string unresolved = resolve(symbols);
-  if (!unresolved.empty()) {
-    Napi::Error::New(env, unresolved).ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
+  if (!symbolsResolved(env)) return env.Undefined();
   void* wrapped = nullptr;
   if (napi_unwrap(env, info[0], &wrapped) != napi_ok || wrapped == nullptr) {
     Napi::Error::New(env, "the object is not a wrapped node-llama-cpp context").ThrowAsJavaScriptException();
@@ -709,15 +718,15 @@ Napi::Value MemoryKind(const Napi::CallbackInfo& info) {
   return out;
 }
 
-/** saveCheckpoint(handle, sequence) -> Uint8Array: the part of the sequence's state that cannot be truncated (recurrent, sliding window). */
-Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
+/** A sequence's state as llama_state_seq_get_data_ext writes it under `flags`. */
+Napi::Value SaveState(const Napi::CallbackInfo& info, llama_state_seq_flags flags) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
   const int32_t sequence = info[1].As<Napi::Number>().Int32Value();
-  const size_t size = symbols.stateSize(handle->ctx, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t size = symbols.stateSize(handle->ctx, sequence, flags);
   auto data = Napi::Uint8Array::New(env, size);
-  const size_t written = symbols.stateGet(handle->ctx, data.Data(), size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t written = symbols.stateGet(handle->ctx, data.Data(), size, sequence, flags);
   if (written != size) {
     Napi::Error::New(env, "llama_state_seq_get_data_ext wrote " + std::to_string(written) + " of " + std::to_string(size) + " bytes").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -725,18 +734,94 @@ Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
   return data;
 }
 
-/** restoreCheckpoint(handle, sequence, data) -> bool: puts a saveCheckpoint's state back into a sequence; false where llama.cpp refused it. */
-Napi::Value RestoreCheckpoint(const Napi::CallbackInfo& info) {
+/** Puts a SaveState of the same flags back into a sequence; false where llama.cpp refused it. */
+Napi::Value RestoreState(const Napi::CallbackInfo& info, llama_state_seq_flags flags, const char* usage) {
   Napi::Env env = info.Env();
   Handle* handle = handleAt(info);
   if (handle == nullptr) return env.Undefined();
   if (info.Length() < 3 || !info[2].IsTypedArray()) {
-    Napi::TypeError::New(env, "restoreCheckpoint(handle, sequence, data)").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const auto data = info[2].As<Napi::Uint8Array>();
-  const size_t read = symbols.stateSet(handle->ctx, data.Data(), data.ByteLength(), info[1].As<Napi::Number>().Int32Value(), LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  const size_t read = symbols.stateSet(handle->ctx, data.Data(), data.ByteLength(), info[1].As<Napi::Number>().Int32Value(), flags);
   return Napi::Boolean::New(env, read == data.ByteLength());
+}
+
+/** saveCheckpoint(handle, sequence) -> Uint8Array: the part of the sequence's state that cannot be truncated (recurrent, sliding window). */
+Napi::Value SaveCheckpoint(const Napi::CallbackInfo& info) {
+  return SaveState(info, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+}
+
+/** restoreCheckpoint(handle, sequence, data) -> bool: puts a saveCheckpoint's state back into a sequence. */
+Napi::Value RestoreCheckpoint(const Napi::CallbackInfo& info) {
+  return RestoreState(info, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY, "restoreCheckpoint(handle, sequence, data)");
+}
+
+/** saveSequence(handle, sequence) -> Uint8Array: everything the sequence holds (attention cells included), for a prompt cache in host memory. */
+Napi::Value SaveSequence(const Napi::CallbackInfo& info) {
+  return SaveState(info, 0);
+}
+
+/** restoreSequence(handle, sequence, data) -> bool: a saveSequence's state replaces what the sequence holds. */
+Napi::Value RestoreSequence(const Napi::CallbackInfo& info) {
+  return RestoreState(info, 0, "restoreSequence(handle, sequence, data)");
+}
+
+/**
+ * tokenPieces(nativeModel, ids, special) -> {bytes, ends}: each id's piece as llama.cpp's
+ * llama_token_to_piece gives it (no leading space stripped), the bytes back to back and ends[i]
+ * where piece i ends. node-llama-cpp offers only llama_detokenize, which runs the vocabulary's
+ * clean-up over the whole text (Llama 3's removes the space in " !==") and returns a JavaScript
+ * string, so a piece that is part of a UTF-8 character comes back as U+FFFD; llama-server builds
+ * its completions and /detokenize from these pieces. `nativeModel` is LlamaModel's `_model`.
+ */
+Napi::Value TokenPieces(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsTypedArray() || !info[2].IsBoolean() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    Napi::TypeError::New(env, "tokenPieces(nativeModel, ids: Int32Array, special)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (!symbolsResolved(env)) return env.Undefined();
+  void* wrapped = nullptr;
+  if (napi_unwrap(env, info[0], &wrapped) != napi_ok || wrapped == nullptr) {
+    Napi::Error::New(env, "the object is not a wrapped node-llama-cpp model").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* addonModel = static_cast<AddonModel*>(wrapped);
+  // The layout check: the model pointer must give back the vocabulary pointer stored beside it.
+  if (!addonModel->modelLoaded || addonModel->disposed || addonModel->model == nullptr || addonModel->vocab == nullptr ||
+      symbols.modelVocab(addonModel->model) != addonModel->vocab) {
+    Napi::Error::New(env, "node-llama-cpp's model does not look as expected (loaded, its vocabulary); its layout may have changed").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t vocabSize = symbols.vocabSize(addonModel->vocab);
+  const auto ids = info[1].As<Napi::Int32Array>();
+  const bool special = info[2].As<Napi::Boolean>().Value();
+  std::string bytes;
+  auto ends = Napi::Int32Array::New(env, ids.ElementLength());
+  char buffer[256];
+  for (size_t i = 0; i < ids.ElementLength(); i++) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= vocabSize) {
+      Napi::RangeError::New(env, "tokenPieces: id " + std::to_string(id) + " is outside the vocabulary").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    int32_t n = symbols.tokenToPiece(addonModel->vocab, id, buffer, sizeof(buffer), 0, special);
+    if (n < 0) {
+      std::string large(static_cast<size_t>(-n), '\0');
+      n = symbols.tokenToPiece(addonModel->vocab, id, large.data(), -n, 0, special);
+      bytes.append(large.data(), static_cast<size_t>(std::max(n, 0)));
+    } else {
+      bytes.append(buffer, static_cast<size_t>(n));
+    }
+    ends[i] = static_cast<int32_t>(bytes.size());
+  }
+  auto result = Napi::Object::New(env);
+  result.Set("bytes", Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size()));
+  result.Set("ends", ends);
+  return result;
 }
 
 /** close(handle): frees the pool. Only after the context was disposed: llama.cpp never detaches it. */
@@ -769,6 +854,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("memoryKind", Napi::Function::New(env, MemoryKind));
   exports.Set("saveCheckpoint", Napi::Function::New(env, SaveCheckpoint));
   exports.Set("restoreCheckpoint", Napi::Function::New(env, RestoreCheckpoint));
+  exports.Set("saveSequence", Napi::Function::New(env, SaveSequence));
+  exports.Set("restoreSequence", Napi::Function::New(env, RestoreSequence));
+  exports.Set("tokenPieces", Napi::Function::New(env, TokenPieces));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }

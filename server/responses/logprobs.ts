@@ -1,7 +1,7 @@
 import type { LlamaModel } from "node-llama-cpp";
 import type { TopK } from "../../harness/sut/types.js";
 import type { GeneratedToken } from "../generation.js";
-import { tokenTextInContext } from "../token-text.js";
+import { tokenText } from "../token-text.js";
 
 /** Log-probs in the two OpenAI response shapes: the legacy completions one and the chat one. */
 
@@ -25,7 +25,7 @@ export function generatedEntry(token: GeneratedToken): LogprobEntry {
  */
 export function completionLogprobs(model: LlamaModel, entries: readonly LogprobEntry[], startOffset: number) {
   let offset = startOffset;
-  const text = (id: number) => tokenTextInContext(model, id);
+  const text = (id: number) => tokenText(model, id);
   return {
     tokens: entries.map((e) => e.piece),
     token_logprobs: entries.map((e) => e.logprob),
@@ -37,13 +37,13 @@ export function completionLogprobs(model: LlamaModel, entries: readonly LogprobE
   };
 }
 
-/** The chat API's logprobs: one entry per generated token, each with its top alternatives. */
+/** The chat API's logprobs: one entry per generated token, each with its top alternatives and, as llama-server gives them, the ids. */
 export function chatLogprobs(model: LlamaModel, tokens: readonly GeneratedToken[], pieces: readonly string[]) {
   const bytes = (text: string) => [...Buffer.from(text, "utf8")];
   return {
     content: tokens.map((t, i) => ({
-      token: pieces[i], logprob: t.logprob ?? null, bytes: bytes(pieces[i]),
-      top_logprobs: (t.top?.ids ?? []).map((id, j) => { const text = tokenTextInContext(model, id); return { token: text, logprob: t.top!.logprobs[j], bytes: bytes(text) }; }),
+      id: t.id, token: pieces[i], logprob: t.logprob ?? null, bytes: bytes(pieces[i]),
+      top_logprobs: (t.top?.ids ?? []).map((id, j) => { const text = tokenText(model, id); return { id, token: text, logprob: t.top!.logprobs[j], bytes: bytes(text) }; }),
     })),
     refusal: null,
   };

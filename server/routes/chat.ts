@@ -21,7 +21,7 @@ function chatPrompt(model: LlamaModel, vocabSize: number, chat: ChatPrompter, pa
     if (error instanceof ChatPromptError) throw new HttpError(error.status, error.message, error.status === 400 ? "invalid_request_error" : "server_error", error.status === 400 ? "messages" : null);
     throw error;
   }
-  return { text, ids: promptIds(model, vocabSize, { text }, true) };
+  return { text, ids: promptIds(model, vocabSize, { text }) };
 }
 
 /** llama-server's /apply-template: the chat prompt without generating, plus the ids the chat path feeds (our extension). */

@@ -32,6 +32,13 @@ export async function completions(ctx: RouteContext, req: IncomingMessage, res: 
   const head = { id: `cmpl-${randomUUID()}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: ctx.options.modelId };
   const echoPieces = parsed.echo ? prompts.map((ids) => tokenPieces(model, ids)) : [];
   const echoText = (index: number) => (parsed.echo ? echoPieces[index].join("") : "");
+  // Streamed, the echoed prompt leads the choice's first chunk (a token's, or the final one when none came).
+  const echoed = new Set<number>();
+  const streamedEcho = (index: number) => {
+    if (echoed.has(index)) return "";
+    echoed.add(index);
+    return echoText(index);
+  };
   const choiceLogprobs = (index: number, result: GenerationResult) => {
     if (parsed.logprobs === 0) return null;
     const generated = result.tokens.map(generatedEntry);
@@ -46,11 +53,11 @@ export async function completions(ctx: RouteContext, req: IncomingMessage, res: 
   await respondWithGenerations(ctx.ready().engine, ctx.options, res, parsed, prompts, { tokenLogprobs: logprobs > 0, logprobs, promptLogprobs: parsed.echo && logprobs > 0 ? logprobs : 0, traceRequest }, {
     head,
     chunk: (index, token) => ({ ...head, choices: [{
-      index, text: token.text, finish_reason: null, token_ids: [token.id],
+      index, text: streamedEcho(index) + token.text, finish_reason: null, token_ids: [token.id],
       logprobs: logprobs > 0 ? completionLogprobs(model, [generatedEntry(token)], 0) : null,
     }] }),
     // The final chunk carries what was held back as a possible stop string that never completed.
-    finalChunk: (index, result) => ({ ...head, choices: [{ index, text: result.unstreamedText, finish_reason: result.finishReason, token_ids: [], logprobs: null }] }),
+    finalChunk: (index, result) => ({ ...head, choices: [{ index, text: streamedEcho(index) + result.unstreamedText, finish_reason: result.finishReason, token_ids: [], logprobs: null }] }),
     body: (results) => ({ ...head, choices: results.map((result, index) => ({
       index, text: echoText(index) + result.text, finish_reason: result.finishReason,
       token_ids: result.tokens.map((t) => t.id), ...(parsed.echo ? { prompt_token_ids: prompts[index] } : {}),

@@ -10,7 +10,7 @@ export function registerCpuVariants(program: Command): void {
   program
     .command("cpu-variants")
     .description("list the ggml CPU libraries llama.cpp ships, which load on this CPU, and the one ggml picks here (force one with --cpu-variant NAME on any bench command, or BENCH_CPU_VARIANT)")
-    .option("--contrast", "print only the name of a variant on another instruction set than ggml's pick here (haswell on an AVX-512 CPU, else x64): what CI forces for its second pass")
+    .option("--contrast", "print only the name of a variant on another instruction set than ggml's pick here (haswell on an AVX-512 CPU, sandybridge on an AVX2 one, else x64): what CI forces for its second pass")
     .action((options: { contrast?: boolean }) => {
       const shipped = shippedCpuVariants();
       if (shipped.length === 0) throw new BenchError("this install has no registered llama.cpp build to list CPU libraries from", { fix: "run node scripts/trust-llama-binary.js (linux-x64 only)" });

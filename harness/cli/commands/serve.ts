@@ -27,6 +27,7 @@ interface ServeOptions {
   batchSize: number;
   promptCache: boolean;
   prefillChunk?: number;
+  cacheRam: number;
   draftModel?: string;
   draftMax: number;
   apiKey?: string;
@@ -56,6 +57,9 @@ function exitWhenStdinCloses(): void {
   process.stdin.resume();
 }
 
+/** llama-server's default --cache-ram (common/common.h: cache_ram_mib). */
+const DEFAULT_CACHE_RAM_MIB = 8192;
+
 /** llama-server's default --draft-max (common/common.h: common_params_speculative_draft.n_max). */
 const DEFAULT_DRAFT_MAX = 3;
 
@@ -75,6 +79,7 @@ export function registerServe(program: Command): void {
     .option("--batch-size <tokens>", "llama.cpp batch size", wholeNumber, 512)
     .option("--no-prompt-cache", "start every request from a cleared slot (the prompt cache is on by default: docs/server-cache.md)")
     .option("--prefill-chunk <tokens>", "prompt tokens per llama_decode (default: the batch size)", wholeNumber)
+    .option("--cache-ram <MiB>", "host memory for the prompt cache beyond the slots: conversations that lose their slot keep their state there (0: none; llama-server's default)", wholeNumber, DEFAULT_CACHE_RAM_MIB)
     .option("--draft-model <model>", "speculate greedy requests with this draft model (fixture[:QUANT] or .gguf, the target's vocabulary): docs/speculative.md")
     .option("--draft-max <tokens>", "tokens the draft proposes per step, at most (with --draft-model)", wholeNumber, DEFAULT_DRAFT_MAX)
     .option("--api-key <key>", "require Authorization: Bearer <key>")
@@ -109,7 +114,7 @@ export function registerServe(program: Command): void {
         modelPath: model.path, modelId: model.id, host: options.host, port: options.port, apiKey: options.apiKey,
         slots: Math.max(1, options.slots), maxQueue: options.queue, contextSize: options.contextSize, threads: Math.max(1, options.threads),
         flashAttention: options.flashAttention === true, kvCacheType: options.kvCacheType, batchSize: Math.max(1, options.batchSize),
-        promptCache: options.promptCache, prefillChunk: Math.max(1, options.prefillChunk ?? options.batchSize), maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
+        promptCache: options.promptCache, prefillChunk: Math.max(1, options.prefillChunk ?? options.batchSize), hostCacheMiB: options.cacheRam, maxPromptTokens: options.maxPromptTokens, maxTokensCap: options.maxTokens,
         simulateBootSeconds: options.simulateBoot,
         ...(options.traceSteps === undefined ? {} : { traceSteps: { path: resolve(options.traceSteps), onWarning: (message: string) => warn(message) } }),
         ...(draft === undefined ? {} : { speculation: { draftModelPath: draft.path, draftMax: options.draftMax } }),

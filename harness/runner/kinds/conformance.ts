@@ -1,4 +1,7 @@
 import type { ConformanceArm, ConformanceSuite } from "../../suites/conformance-suite.js";
+import { TEXT_CHECKS } from "../../conformance/groups/text.js";
+import { openTextReference } from "../../conformance/text-reference.js";
+import { resolveModel } from "../../fixtures/registry.js";
 import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { modelArms } from "../arm-selection.js";
 import { runConformanceArm } from "../conformance-runner.js";
@@ -14,14 +17,24 @@ export const conformanceKind: SuiteKind<ConformanceSuite, ConformanceArm> = {
   sharesMachine: () => true,
   async run(suite, arms, battery) {
     const { emit } = battery;
-    await battery.legs(suite, arms, (arm, context) => openServerArm(suite, arm, context, emit), (arm, sut, server, signal) => runConformanceArm({
-      suiteName: suite.name, arm, sut, emit, signal,
-      reproduce: battery.reproduce(suite, arm), checks: suite.checks, caseTimeout: caseTimeoutOf(suite, battery.options.caseTimeoutS),
-      target: {
-        baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: apiKeyOf(arm), managed: server.managed,
-        ...(arm.server === undefined ? {} : { slots: arm.server.slots ?? 2, queue: arm.server.queue ?? 1 }), expectMetrics: arm.expect_metrics ?? [],
-        ...(arm.logprob_tolerance === undefined ? {} : { logprobTolerance: arm.logprob_tolerance }),
-      },
-    }));
+    // The text checks' reference is the arm's own file, loaded once per arm and only where the suite asks a text check.
+    const asksText = suite.checks.some((name) => name in TEXT_CHECKS);
+    await battery.legs(suite, arms, (arm, context) => openServerArm(suite, arm, context, emit), async (arm, sut, server, signal) => {
+      const text = asksText && arm.model !== undefined ? await openTextReference((await resolveModel(arm.model)).path) : undefined;
+      try {
+        return await runConformanceArm({
+          suiteName: suite.name, arm, sut, emit, signal,
+          reproduce: battery.reproduce(suite, arm), checks: suite.checks, caseTimeout: caseTimeoutOf(suite, battery.options.caseTimeoutS),
+          target: {
+            baseUrl: server.baseUrl, model: arm.model_id ?? String(server.provenance.settings.model), apiKey: apiKeyOf(arm), managed: server.managed,
+            ...(text === undefined ? {} : { textReference: text.reference }),
+            ...(arm.server === undefined ? {} : { slots: arm.server.slots ?? 2, queue: arm.server.queue ?? 1 }), expectMetrics: arm.expect_metrics ?? [],
+            ...(arm.logprob_tolerance === undefined ? {} : { logprobTolerance: arm.logprob_tolerance }),
+          },
+        });
+      } finally {
+        await text?.close();
+      }
+    });
   },
 };

@@ -50,8 +50,8 @@ export const LLAMA_CPP_DIALECT: Dialect = {
     const complete = (body: Record<string, unknown>) => client.json<CompletionAnswer>("/completion", { temperature: 0, cache_prompt: true, return_tokens: true, ...body });
     const greedy = async (r: GreedyRequest) => idList((await greedyCompletion(client.json, r)).tokens, "tokens");
     return {
-      // add_special: BOS included, as the SUT interface promises (llama-server leaves it out by default).
-      tokenize: async (text) => idList((await client.json<{ tokens?: unknown }>("/tokenize", { content: text, add_special: true })).tokens, "tokens"),
+      // add_special: BOS included, and parse_special off: special-token text plain, as the SUT interface promises (llama.cpp servers default to the opposite of both).
+      tokenize: async (text) => idList((await client.json<{ tokens?: unknown }>("/tokenize", { content: text, add_special: true, parse_special: false })).tokens, "tokens"),
       detokenize: async (ids) => {
         const { content } = await client.json<{ content?: unknown }>("/detokenize", { tokens: ids });
         if (typeof content !== "string") throw new Error("/detokenize answered without content");
