@@ -13,6 +13,7 @@
  */
 import { expectedDistribution } from "../harness/sampling/convention.js";
 import { FullDistributions } from "../harness/sampling/full-distributions.js";
+import { BenchError } from "../harness/errors.js";
 import { drawnCases, resolveSetting } from "../harness/runner/checks/sampling/sampling-fit.js";
 import { goodnessOfFit } from "../harness/stats/goodness-of-fit.js";
 import { loadSuite } from "../harness/suites/load.js";
@@ -26,9 +27,19 @@ function option(name: string): string | undefined {
 
 const batteries = Number(option("--batteries") ?? 5000);
 const ourSampler = process.argv.includes("--our-sampler");
-const suite = loadSuite(option("--suite") ?? "sampling") as SamplingSuite;
+function suiteOrExit(name: string): SamplingSuite {
+  try {
+    return loadSuite(name) as SamplingSuite;
+  } catch (error) {
+    if (!(error instanceof BenchError)) throw error;
+    console.error(`sampling-false-alarms: ${error.oneLine()}`);
+    process.exit(2);
+  }
+}
+
+const suite = suiteOrExit(option("--suite") ?? "sampling");
 if (suite.kind !== "sampling" || !Number.isInteger(batteries) || batteries < 1) {
-  console.error("usage: npm run sampling-false-alarms -- [--batteries N] [--our-sampler] [--suite NAME] (a sampling suite)");
+  console.error("usage: npm run sampling-false-alarms -- [--batteries N] [--our-sampler] [--suite NAME] (a sampling suite, N a positive integer)");
   process.exit(2);
 }
 
