@@ -106,7 +106,8 @@ export class BatchEngine {
     this.observer.submitted();
     return new Promise<GenerationResult>((resolve, reject) => {
       // An unseeded request's seed: randomInt's widest range (max below 2^48), within what a client may send.
-      const seed = request.seed ?? randomInt(2 ** 48 - 1);
+      // FAULT sample-unseeded: the request's own seed is dropped.
+      const seed = this.fault === "sample-unseeded" ? randomInt(2 ** 48 - 1) : request.seed ?? randomInt(2 ** 48 - 1);
       this.queue.push(newJob(request, seed, this.trace?.submitted(request.promptIds, request.traceRequest) ?? 0, resolve, reject));
       this.wake?.();
     });

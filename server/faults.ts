@@ -48,12 +48,28 @@ import { BenchError } from "../harness/errors.js";
  * returned, echoed, /detokenize) is made by llama_detokenize one id at a time, whose clean-up of
  * spaces changes pieces such as Llama 3's " !==" into "!==".
  *
+ * The sampler's (sampling-faults.ts; they act on sampled requests, temperature > 0):
+ * `sample-temperature-twice`: the logits are divided by the temperature twice.
+ * `sample-top-p-one-short`: the nucleus leaves out the token that carries its mass to top_p.
+ * `sample-top-p-one-extra`: the nucleus keeps one token past the one that reaches top_p.
+ * `sample-top-k-unstable-ties`: top_k ranks logits rounded to bfloat16 (as a device that keeps
+ * them in bf16 does) and orders the ties it makes at random, so which of them k keeps changes
+ * from draw to draw.
+ * `sample-min-p-wrong-max`: min_p keeps probabilities of at least min_p, not min_p times the most
+ * likely token's.
+ * `sample-llama-order`: top_k, top_p and min_p cut the raw distribution and the temperature acts
+ * last (llama.cpp's chain), while the server declares the OpenAI order.
+ * `sample-unseeded`: a request's seed is ignored; every request draws from a fresh random seed.
+ * `sample-params-ignored` (requests.ts): logit_bias, the penalties and n are accepted and ignored,
+ * and so is min_p, as the server once answered them: 200 with the tokens of a request without them.
+ *
  * The process's (harness/cli/commands/serve.ts): `crash-at-shutdown`: once drained after its last
  * answer, the server dies of SIGSEGV, as one whose memory is corrupt crashes in its teardown.
  */
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "host-restore-other",
   "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown",
-  "text-by-detokenize"] as const;
+  "text-by-detokenize",
+  "sample-temperature-twice", "sample-top-p-one-short", "sample-top-p-one-extra", "sample-top-k-unstable-ties", "sample-min-p-wrong-max", "sample-llama-order", "sample-unseeded", "sample-params-ignored"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

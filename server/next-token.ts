@@ -4,6 +4,7 @@ import type { TokenId, TopK } from "../harness/sut/types.js";
 import type { GeneratedToken } from "./generation.js";
 import { rowFromProbabilities, rowLogSumExp, rowTopK, type LogitsRow } from "./logits-row.js";
 import { sampleToken } from "./sampling.js";
+import { isSamplerFault, sampleWithFault } from "./sampling-faults.js";
 import { finishSlot, type EngineShared, type Slot } from "./slot.js";
 import { scanStops } from "./stop-strings.js";
 
@@ -38,7 +39,9 @@ export function acceptToken(shared: EngineShared, slot: Slot, output: NextTokenO
   if (request.signal.aborted) return finishSlot(shared, slot, "cancelled");
   const { probabilities, confidence } = output.next;
   const row = confidence ?? (probabilities === undefined ? undefined : rowFromProbabilities(probabilities));
-  const id = row === undefined ? output.next.token : sampleToken(row, request.sampling, job.random);
+  const fault = shared.fault;
+  const id = row === undefined ? output.next.token
+    : isSamplerFault(fault) && request.sampling.temperature > 0 ? sampleWithFault(row, request.sampling, job.random, fault) : sampleToken(row, request.sampling, job.random);
   if (id === undefined || id === null) throw new Error("llama.cpp sampled no token");
   job.ids.push(id);
   const piece = job.renderer!.push(id);

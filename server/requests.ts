@@ -1,4 +1,5 @@
 import type { ChatToolCall, ChatTurn } from "../harness/chat/chat-template.js";
+import { serverFaultFromEnvironment } from "./faults.js";
 import { MAX_SEED } from "./sampling.js";
 
 /**
@@ -16,6 +17,7 @@ export interface CommonParams {
   readonly temperature: number;
   readonly topP: number;
   readonly topK: number;
+  readonly minP: number;
   readonly seed: number | undefined;
   readonly stop: string[];
   readonly stream: boolean;
@@ -61,8 +63,30 @@ function optionalNumber(body: Body, key: string, fallback: number, check: (n: nu
   return value;
 }
 
+/**
+ * Sampling parameters this server does not implement, each with the value that asks for nothing:
+ * a request that sends another value is refused naming the parameter, never answered as if it had
+ * not asked (a client relying on a penalty or a bias would get no error and no effect).
+ */
+const UNIMPLEMENTED: readonly (readonly [string, (value: unknown) => boolean])[] = [
+  ["logit_bias", (value) => typeof value === "object" && value !== null && Object.keys(value).length === 0],
+  ["frequency_penalty", (value) => value === 0],
+  ["presence_penalty", (value) => value === 0],
+  ["repeat_penalty", (value) => value === 1],
+];
+
+function refuseUnimplemented(body: Body): void {
+  // FAULT sample-params-ignored: accepted, and nothing done with them.
+  if (serverFaultFromEnvironment() === "sample-params-ignored") return;
+  if (body.n !== undefined && body.n !== null && body.n !== 1) throw new BadRequest("only n = 1 is supported (send n requests, each with its own seed)", "n");
+  for (const [key, neutral] of UNIMPLEMENTED) {
+    const value = body[key];
+    if (value !== undefined && value !== null && !neutral(value)) throw new BadRequest(`${key} is not supported by this server (omit it)`, key);
+  }
+}
+
 function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: number, maxTokensKey = "max_tokens"): CommonParams {
-  if (body.n !== undefined && body.n !== 1) throw new BadRequest("only n = 1 is supported", "n");
+  refuseUnimplemented(body);
   const stop = body.stop === undefined || body.stop === null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
   // No count limit, as llama-server has none: OpenAI's 4 turns lm-eval's generate_until away (it sends
   // every `until` string plus the EOS text). The request body's size bounds the work per token.
@@ -76,6 +100,7 @@ function common(body: Body, limits: { maxTokensCap: number }, defaultMaxTokens: 
     temperature: optionalNumber(body, "temperature", 1, (n) => n >= 0 && n <= 2, "a number from 0 to 2"),
     topP: optionalNumber(body, "top_p", 1, (n) => n > 0 && n <= 1, "a number in (0, 1]"),
     topK: optionalNumber(body, "top_k", 0, (n) => Number.isInteger(n) && n >= 0, "a non-negative integer"),
+    minP: serverFaultFromEnvironment() === "sample-params-ignored" ? 0 : optionalNumber(body, "min_p", 0, (n) => n >= 0 && n <= 1, "a number from 0 to 1"),
     seed: body.seed === undefined || body.seed === null ? undefined : optionalNumber(body, "seed", 0, (n) => Number.isSafeInteger(n) && n >= 0, `an integer from 0 to ${MAX_SEED} (2^53 - 1)`),
     stop: stop as string[],
     stream: body.stream === true,

@@ -48,13 +48,16 @@ export interface SamplingParams {
   readonly topP: number;
   /** 0 keeps every token. */
   readonly topK: number;
+  /** Keeps the tokens whose tempered probability is at least this fraction of the most likely one's (0 keeps every token). */
+  readonly minP: number;
 }
 
 /**
  * Draws the next token from the model's distribution (a row of logits or log-probabilities):
- * greedy at temperature 0, else p^(1/T) restricted to top-k and the top-p nucleus, renormalised,
- * and drawn with the request's own seeded generator (same seed, same tokens). The OpenAI/vLLM
- * order: the temperature first, then top-k and top-p on the tempered probabilities.
+ * greedy at temperature 0, else p^(1/T) restricted to top-k, to min-p and to the top-p nucleus,
+ * renormalised, and drawn with the request's own seeded generator (same seed, same tokens). The
+ * OpenAI/vLLM order (harness/sampling/convention.ts, "openai"): the temperature first, then top-k,
+ * min-p (relative to the most likely token) and top-p on the tempered probabilities.
  *
  * The weights are computed in log space relative to the most likely token, exp((l - l_max)/T):
  * p^(1/T) itself underflows to 0 for every token at a small T (0.0001 raises p to the 10,000th),
@@ -85,7 +88,8 @@ export function sampleToken(row: LogitsRow, params: SamplingParams, random: Samp
     // exp underflows to 0 below -745: no token, and no exp to compute (a NaN fails the test too).
     if (!(exponent > -746)) continue;
     const weight = Math.exp(exponent);
-    if (weight === 0) continue;
+    // The top token weighs 1, so min-p's cut is on the weight itself.
+    if (weight === 0 || weight < params.minP) continue;
     ids[count] = id;
     weights[count++] = weight;
     total += weight;

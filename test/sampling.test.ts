@@ -9,11 +9,12 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { MAX_SEED, sampleToken, SamplingRandom, type SamplingParams } from "../server/sampling.js";
+import { BadRequest, parseCompletion } from "../server/requests.js";
 import { rankedIds, rowFromProbabilities, rowLogSumExp, rowTopK, type LogitsRow } from "../server/logits-row.js";
 
 /** id 0 has probability 0 (outside the support), and so have the ids the Map leaves out; the rest are a peaked softmax. */
 const peaked = rowFromProbabilities(new Map<number, number>([[0, 0], [3, 0.05], [5, 0.6], [7, 0.3], [9, 0.05]]));
-const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, ...extra });
+const params = (temperature: number, extra: Partial<SamplingParams> = {}): SamplingParams => ({ temperature, topP: 1, topK: 0, minP: 0, ...extra });
 
 /** How often each id is drawn in `n` draws from one seeded generator. */
 function frequencies(row: LogitsRow, sampling: SamplingParams, n: number): Map<number, number> {
@@ -92,6 +93,24 @@ test("every seed the API accepts starts its own stream: seeds 2^32 apart differ 
   assert.not.equal(draws(5), draws(6));
   assert.ok(draws(MAX_SEED).every((u) => u >= 0 && u < 1));
   assert.throws(() => new SamplingRandom(MAX_SEED + 1), /a sampling seed is an integer from 0 to 9007199254740991/);
+});
+
+test("min_p is parsed and honoured; logit_bias, the penalties and n > 1 are refused naming the parameter, their neutral values accepted", () => {
+  const limits = { maxTokensCap: 64 };
+  assert.is(parseCompletion({ prompt: "a", min_p: 0.2 }, limits).minP, 0.2);
+  assert.is(parseCompletion({ prompt: "a" }, limits).minP, 0);
+  const refusals: [Record<string, unknown>, string][] = [
+    [{ min_p: 1.5 }, "min_p"], [{ logit_bias: { 5: 100 } }, "logit_bias"], [{ frequency_penalty: 0.5 }, "frequency_penalty"],
+    [{ presence_penalty: -1 }, "presence_penalty"], [{ repeat_penalty: 1.1 }, "repeat_penalty"], [{ n: 2 }, "n"],
+  ];
+  for (const [extra, param] of refusals) {
+    assert.throws(() => parseCompletion({ prompt: "a", ...extra }, limits), (error: unknown) => error instanceof BadRequest && error.param === param && error.message.includes(param), param);
+  }
+  // A client that sends the neutral value asks for nothing, and is answered.
+  parseCompletion({ prompt: "a", logit_bias: {}, frequency_penalty: 0, presence_penalty: 0, repeat_penalty: 1, n: 1 }, limits);
+  // min_p cuts relative to the most likely token: 0.4 keeps ids 5 (0.6) and 7 (0.3 ≥ 0.4 × 0.6), never 3 or 9 (0.05).
+  const drawn = frequencies(peaked, params(1, { minP: 0.4 }), 400);
+  assert.equal([...drawn.keys()].sort(), [5, 7]);
 });
 
 test.run();

@@ -13,11 +13,12 @@ import type { SpeculativeSuite } from "./speculative-suite.js";
 import type { TokenizerSuite } from "./tokenizer-suite.js";
 import type { ChatTemplateSuite } from "./chat-template-suite.js";
 import type { PerplexitySuite } from "./perplexity-suite.js";
+import type { SamplingSuite } from "./sampling-suite.js";
 import { edgeCases } from "../../kernels/edge-cases.js";
 import { validateKernelCase } from "../../kernels/ops/registry.js";
 import { assertLogprobToleranceWithinLimit } from "../conformance/greedy-logprobs.js";
 
-export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite | TokenizerSuite | ChatTemplateSuite | PerplexitySuite;
+export type Suite = ParitySuite | NiahSuite | ConformanceSuite | KernelSuite | ReuseSuite | SpeculativeSuite | TokenizerSuite | ChatTemplateSuite | PerplexitySuite | SamplingSuite;
 
 /** Where each suite kind's schema is: suites/schema/<kind>.schema.json (the runner's kind registry holds its plug-in; test/suite-kinds-complete.test.ts keeps the two in step). */
 export const SCHEMA_DIR = join(SUITES_DIR, "schema");

@@ -52,7 +52,7 @@ async function submitAll(engine: BatchEngine, res: ServerResponse, params: Commo
   try {
     for (const [index, promptIds] of prompts.entries()) {
       pending.push(engine.submit({
-        promptIds, maxTokens: params.maxTokens, sampling: { temperature: params.temperature, topP: params.topP, topK: params.topK }, seed: params.seed,
+        promptIds, maxTokens: params.maxTokens, sampling: { temperature: params.temperature, topP: params.topP, topK: params.topK, minP: params.minP }, seed: params.seed,
         stop: params.stop, ignoreEos: params.ignoreEos, cachePrompt: params.cachePrompt, ...extra, signal: abort.signal,
         onToken: params.stream ? (token) => { const chunk = out.chunk(index, token); if (chunk !== undefined) sse(res, chunk); } : undefined,
       }));

@@ -15,6 +15,9 @@ import { perplexityCheck } from "./perplexity/perplexity.js";
 import { reuseEfficacyCheck } from "./reuse/efficacy.js";
 import { reusePrefillCheck } from "./reuse/prefill.js";
 import { reuseCheck } from "./reuse/reuse.js";
+import { parametersCheck } from "./sampling/parameters.js";
+import { samplingFitCheck } from "./sampling/sampling-fit.js";
+import { seedsCheck } from "./sampling/seeds.js";
 import { speculativeGreedyCheck } from "./speculative/speculative-greedy.js";
 import { detokenizeRoundtripCheck } from "./tokenizer/detokenize-roundtrip.js";
 import { tokenizerParityCheck } from "./tokenizer/tokenizer-parity.js";
@@ -39,6 +42,8 @@ const CHECKS = [
   perplexityCheck,
   // our server first, then llama-server.
   chatTemplateServerCheck, chatTemplateLlamaServerCheck,
+  // the fit first: its summary is the arm's line.
+  samplingFitCheck, seedsCheck, parametersCheck,
 ] as const;
 
 type RegisteredCheck = (typeof CHECKS)[number];

@@ -7,6 +7,7 @@ import { niahKind } from "./niah.js";
 import { parityKind } from "./parity.js";
 import { perplexityKind } from "./perplexity.js";
 import { reuseKind } from "./reuse.js";
+import { samplingKind } from "./sampling.js";
 import { speculativeKind } from "./speculative.js";
 import { tokenizerKind } from "./tokenizer.js";
 
@@ -23,6 +24,7 @@ const SUITE_KINDS: { readonly [K in Suite["kind"]]: SuiteKind<KindOf<K>, KindOf<
   tokenizer: tokenizerKind,
   "chat-template": chatTemplateKind,
   perplexity: perplexityKind,
+  sampling: samplingKind,
 };
 
 /** The plug-in that runs suites of this suite's kind. */
