@@ -7,8 +7,10 @@
  * (`--cache-ram`, each at its default). Per family's F32 fixture it prints, per side: prompt tokens
  * evaluated and cached, the share of requests that reused something, TTFT p50/p99 on hits and on
  * misses, the server's peak RSS; and checks every answer of ours against our server with the cache
- * off (the same greedy ids). Targets per family: ours evaluates no more prompt tokens than
- * llama-server, TTFT p99 ≤ 1.0 × llama-server's, every answer equal to the cold server's, none lost.
+ * off (the same greedy ids, or a first difference where the cold server's top two tokens lie within
+ * the parity suites' near-tie band). Targets per family: ours evaluates no more prompt tokens than
+ * llama-server, TTFT p99 ≤ 1.0 × llama-server's, no answer past a near-tie from the cold server's,
+ * none lost.
  * Ends with one verdict line; exit 0 met, 1 missed, 2 could not run.
  *
  * BENCH_MODELS=a,b picks fixtures (default the five families); BENCH_USERS, BENCH_TURNS,
@@ -83,15 +85,31 @@ async function send(endpoint: ReturnType<typeof openStreamEndpoint>, request: Co
   return { request, ok: sample.status === "ok" && sample.usage?.completionTokens === OUTPUT_TOKENS, ids, cached, ttftMs: metrics?.ttftMs };
 }
 
-/** Requests of ours whose greedy ids differ from our server's with the cache off. */
-async function coldMismatches(cold: ManagedServer, answered: readonly Answered[]): Promise<number> {
-  let mismatches = 0;
+/**
+ * The parity suites' near-tie band: where the cold server's top two tokens at the first differing
+ * position lie within it, the hit took the other side of a near-tie (its state came from other
+ * batches, and llama.cpp's numbers depend on the batch), not a wrong state.
+ */
+const NEAR_TIE_BAND_NATS = 0.5;
+
+/** Our answers against our server with the cache off: how many differ, and how many of those only at a near-tie. */
+async function againstCold(cold: ManagedServer, answered: readonly Answered[]): Promise<{ differing: number; nearTies: number; gaps: number[] }> {
+  const outcome = { differing: 0, nearTies: 0, gaps: [] as number[] };
   for (const a of answered) {
-    const response = await httpCall(`${cold.baseUrl}/v1/completions`, { body: body(a.request.prompt, false) });
-    const reference = (JSON.parse(response.text) as { choices: { token_ids: number[] }[] }).choices[0].token_ids;
-    if (response.status !== 200 || JSON.stringify(reference) !== JSON.stringify(a.ids)) mismatches++;
+    const response = await httpCall(`${cold.baseUrl}/v1/completions`, { body: { ...body(a.request.prompt, false), logprobs: 2 } });
+    if (response.status !== 200) throw new Error(`our cache-off server answered ${response.status}: ${response.text.slice(0, 200)}`);
+    const choice = (JSON.parse(response.text) as { choices: { token_ids: number[]; logprobs: { top_logprobs: Record<string, number>[] } }[] }).choices[0];
+    const at = choice.token_ids.findIndex((id, i) => id !== a.ids[i]);
+    if (at < 0 && choice.token_ids.length === a.ids.length) continue;
+    outcome.differing++;
+    const [first, second] = Object.values(choice.logprobs.top_logprobs[at] ?? {}).sort((x, y) => y - x);
+    const gap = first - second;
+    if (Number.isFinite(gap) && gap <= NEAR_TIE_BAND_NATS) {
+      outcome.nearTies++;
+      outcome.gaps.push(gap);
+    }
   }
-  return mismatches;
+  return outcome;
 }
 
 interface Summary { prompt: number; cached: number; evaluated: number; hitShare: number; lost: number; unreported: number; ttftHits: ReturnType<typeof distribution>; ttftMisses: ReturnType<typeof distribution>; ttftAll: ReturnType<typeof distribution> }
@@ -132,7 +150,8 @@ async function benchFamily(modelId: string, llamaServerBin: string, servers: Man
   const llamaResult = await drive(llama, rounds);
   for (const server of [ours, llama]) await stopManagedServer(server);
   const cold = await start(startManagedServer({ ...common, promptCache: false }));
-  const mismatches = await coldMismatches(cold, oursResult.answered.filter((a) => a.ok));
+  const cold_ = await againstCold(cold, oursResult.answered.filter((a) => a.ok));
+  const mismatches = cold_.differing - cold_.nearTies;
   await stopManagedServer(cold);
   const o = summarize(oursResult);
   const l = summarize(llamaResult);
@@ -141,8 +160,8 @@ async function benchFamily(modelId: string, llamaServerBin: string, servers: Man
   const met = evaluatedRatio <= 1 && ttftRatio <= 1 && mismatches === 0 && o.lost === 0 && l.lost === 0 && o.unreported === 0 && l.unreported === 0;
   console.log(`${modelId}:\n${describe("ours", o, oursResult.peakRssBytes)}\n${describe("llama-server", l, llamaResult.peakRssBytes)}\n`
     + `  prompt tokens evaluated ours/llama-server ${evaluatedRatio.toFixed(2)} (target ≤ 1.00); TTFT p99 ratio ${ttftRatio.toFixed(2)} (target ≤ 1.00); `
-    + `answers differing from our cache-off server: ${mismatches} of ${o.prompt > 0 ? oursResult.answered.length - o.lost : 0} ${met ? "OK" : "BELOW TARGET"}`);
-  return { met, line: `${modelId} ${met ? "met" : "missed"} (evaluated ×${evaluatedRatio.toFixed(2)}, TTFT p99 ×${ttftRatio.toFixed(2)}, ${mismatches} cold mismatches)` };
+    + `answers differing from our cache-off server: ${cold_.differing} of ${oursResult.answered.length - o.lost}, ${cold_.nearTies} of them at a near-tie (top-2 gap ${cold_.gaps.map((g) => g.toFixed(3)).join(", ") || "-"} nats ≤ ${NEAR_TIE_BAND_NATS}) ${met ? "OK" : "BELOW TARGET"}`);
+  return { met, line: `${modelId} ${met ? "met" : "missed"} (evaluated ×${evaluatedRatio.toFixed(2)}, TTFT p99 ×${ttftRatio.toFixed(2)}, ${mismatches} cold mismatches past a near-tie)` };
 }
 
 const servers: ManagedServer[] = [];
