@@ -16,10 +16,7 @@
  * BENCH_MODELS=a,b picks fixtures (default the five families); BENCH_USERS, BENCH_TURNS,
  * BENCH_THREADS override.
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { PACKAGE_ROOT } from "../harness/paths.js";
 import { peakResidentBytes } from "../harness/io/procfs.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { EXIT } from "../harness/results/exit-code.js";
@@ -29,6 +26,7 @@ import { openStreamEndpoint, streamRequest } from "../harness/load/sse-request.j
 import { requestMetrics } from "../harness/load/request-metrics.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
+import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 
 const MODELS = (process.env.BENCH_MODELS ?? "tiny-random:F32,qwen35-tiny:F32,qwen35moe-tiny:F32,gemma4-tiny:F32,nemotron-h-moe-tiny:F32").split(",");
@@ -150,8 +148,8 @@ async function benchFamily(modelId: string, llamaServerBin: string, servers: Man
   const llamaResult = await drive(llama, rounds);
   for (const server of [ours, llama]) await stopManagedServer(server);
   const cold = await start(startManagedServer({ ...common, promptCache: false }));
-  const cold_ = await againstCold(cold, oursResult.answered.filter((a) => a.ok));
-  const mismatches = cold_.differing - cold_.nearTies;
+  const comparison = await againstCold(cold, oursResult.answered.filter((a) => a.ok));
+  const mismatches = comparison.differing - comparison.nearTies;
   await stopManagedServer(cold);
   const o = summarize(oursResult);
   const l = summarize(llamaResult);
@@ -160,16 +158,14 @@ async function benchFamily(modelId: string, llamaServerBin: string, servers: Man
   const met = evaluatedRatio <= 1 && ttftRatio <= 1 && mismatches === 0 && o.lost === 0 && l.lost === 0 && o.unreported === 0 && l.unreported === 0;
   console.log(`${modelId}:\n${describe("ours", o, oursResult.peakRssBytes)}\n${describe("llama-server", l, llamaResult.peakRssBytes)}\n`
     + `  prompt tokens evaluated ours/llama-server ${evaluatedRatio.toFixed(2)} (target ≤ 1.00); TTFT p99 ratio ${ttftRatio.toFixed(2)} (target ≤ 1.00); `
-    + `answers differing from our cache-off server: ${cold_.differing} of ${oursResult.answered.length - o.lost}, ${cold_.nearTies} of them at a near-tie (top-2 gap ${cold_.gaps.map((g) => g.toFixed(3)).join(", ") || "-"} nats ≤ ${NEAR_TIE_BAND_NATS}) ${met ? "OK" : "BELOW TARGET"}`);
+    + `answers differing from our cache-off server: ${comparison.differing} of ${oursResult.answered.length - o.lost}, ${comparison.nearTies} of them at a near-tie (top-2 gap ${comparison.gaps.map((g) => g.toFixed(3)).join(", ") || "-"} nats ≤ ${NEAR_TIE_BAND_NATS}) ${met ? "OK" : "BELOW TARGET"}`);
   return { met, line: `${modelId} ${met ? "met" : "missed"} (evaluated ×${evaluatedRatio.toFixed(2)}, TTFT p99 ×${ttftRatio.toFixed(2)}, ${mismatches} cold mismatches past a near-tie)` };
 }
 
 const servers: ManagedServer[] = [];
 let verdict: { line: string; code: number };
 try {
-  const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-  if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
-  const llamaServerBin = build.stdout.trim().split("\n").at(-1)!;
+  const llamaServerBin = buildLlamaServer();
   console.log(`machine: ${describeMachine(machineInfo())}; ${USERS} users × ${TURNS} turns on ${SLOTS} slots, ${CLIENTS} clients, ${OUTPUT_TOKENS} tokens out, ${THREADS} threads, F16 KV, ${CONTEXT_PER_SLOT} tokens per slot; both servers with their host prompt cache at its default`);
   const families = [];
   for (const model of MODELS) families.push(await benchFamily(model, llamaServerBin, servers));

@@ -24,11 +24,8 @@
  * BENCH_REQUESTS and BENCH_THREADS override the request count and threads (on an oversubscribed
  * machine llama.cpp's spinning thread barriers make 2-thread steps take up to seconds, on both sides).
  */
-import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
-import { join } from "node:path";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { PACKAGE_ROOT } from "../harness/paths.js";
 import { cpuSeconds } from "../harness/io/procfs.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { EXIT } from "../harness/results/exit-code.js";
@@ -39,6 +36,7 @@ import { requestMetrics } from "../harness/load/request-metrics.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
+import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { decodeFloors, describeFloors } from "./decode-floor.js";
 import { describeSpread, quietRound } from "./quiet-rounds.js";
@@ -138,9 +136,7 @@ async function benchmark(servers: Record<Side, ManagedServer>): Promise<void> {
 const servers: Partial<Record<Side, ManagedServer>> = {};
 let verdict: { line: string; code: number };
 try {
-  const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-  if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
-  const llamaServerBin = build.stdout.trim().split("\n").at(-1)!;
+  const llamaServerBin = buildLlamaServer();
   const model = await resolveModel("tiny-random:F32");
   servers.ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, promptCache: PROMPT_CACHE, bootTimeoutS: 120 });
   // llama-server with our server's settings; its context is shared by the slots, ours is per slot.

@@ -19,7 +19,6 @@
  * (llama-server's chain adds its default top_k 40 and min_p 0.05); BENCH_PARTS=server measures the
  * server rows only.
  */
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,13 +27,13 @@ import { makeGoldens } from "../harness/goldens/make.js";
 import { peakResidentBytes } from "../harness/io/procfs.js";
 import { randomPrompts, type LoadPrompt } from "../harness/load/prompts.js";
 import { runLoadPoint } from "../harness/load/run-load.js";
-import { PACKAGE_ROOT } from "../harness/paths.js";
 import { describeMachine, machineInfo } from "../harness/results/machine.js";
 import { distribution } from "../harness/stats/distribution.js";
 import { loadParitySuite } from "../harness/suites/load.js";
 import type { ParitySuite } from "../harness/suites/parity-suite.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
+import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
 import { openRaw, type RawSession } from "./raw-llamacpp.js";
 import { batteryTask, describeRatios, sideBySide, type SideBySide } from "./side-by-side.js";
@@ -148,9 +147,7 @@ async function serverRow(model: ModelRef, llamaServer: string): Promise<Record<"
 const mib = (bytes: number | undefined) => (bytes === undefined ? "n/a" : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
-const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare our server against`);
-const llamaServer = build.stdout.trim().split("\n").at(-1)!;
+const llamaServer = buildLlamaServer();
 const scratch = mkdtempSync(join(tmpdir(), "bench-vocab-"));
 const goldens = new Map<FixtureName, SideBySide>();
 const battery = new Map<FixtureName, SideBySide>();

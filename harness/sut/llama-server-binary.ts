@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../paths.js";
@@ -23,6 +23,16 @@ export function llamaServerPath(): string {
     pathsByInputs.set(inputs, path);
   }
   return path;
+}
+
+/**
+ * llama-server built (once per machine: the script's cache) and its path, for the scripts that
+ * measure our server against it; the build's progress goes to this process's stderr.
+ */
+export function buildLlamaServer(): string {
+  const build = spawnSync(join(PACKAGE_ROOT, "scripts", "build-llama-server.sh"), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  if (build.status !== 0) throw new Error(`scripts/build-llama-server.sh exited ${build.status}: no llama-server to compare against`);
+  return build.stdout.trim().split("\n").at(-1)!;
 }
 
 /** The built binary, or undefined when this machine has not built it. */
