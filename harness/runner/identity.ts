@@ -1,3 +1,6 @@
+import { basename } from "node:path";
+import { resolveModel } from "../fixtures/registry.js";
+import { sha256File } from "../io/sha256.js";
 import type { GateLevel } from "../suites/parity-suite.js";
 import { makeCell, type ArmScope, type CheckOutcome } from "./check.js";
 
@@ -6,6 +9,12 @@ export interface ExpectedModel {
   readonly file: string;
   readonly sha256: string;
   readonly what: string;
+}
+
+/** The model file an arm names, as its identity check expects it (for arms held to no goldens: needles, sampling). */
+export async function modelTheArmNames(arm: { readonly model: string }): Promise<ExpectedModel> {
+  const model = await resolveModel(arm.model);
+  return { file: basename(model.path), sha256: await sha256File(model.path), what: `the model the arm names (${arm.model})` };
 }
 
 /**

@@ -15,6 +15,7 @@ import { perplexityCheck } from "./perplexity/perplexity.js";
 import { reuseEfficacyCheck } from "./reuse/efficacy.js";
 import { reusePrefillCheck } from "./reuse/prefill.js";
 import { reuseCheck } from "./reuse/reuse.js";
+import { samplingIdentityCheck } from "./sampling/identity.js";
 import { parametersCheck } from "./sampling/parameters.js";
 import { samplingFitCheck } from "./sampling/sampling-fit.js";
 import { seedsCheck } from "./sampling/seeds.js";
@@ -43,7 +44,7 @@ const CHECKS = [
   // our server first, then llama-server.
   chatTemplateServerCheck, chatTemplateLlamaServerCheck,
   // the fit first: its summary is the arm's line.
-  samplingFitCheck, seedsCheck, parametersCheck,
+  samplingIdentityCheck, samplingFitCheck, seedsCheck, parametersCheck,
 ] as const;
 
 type RegisteredCheck = (typeof CHECKS)[number];

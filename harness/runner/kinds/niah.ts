@@ -1,20 +1,11 @@
-import { basename } from "node:path";
 import { BenchError } from "../../errors.js";
-import { resolveModel } from "../../fixtures/registry.js";
-import { sha256File } from "../../io/sha256.js";
 import { resolveNiahSuite, type NiahSuite } from "../../suites/niah-suite.js";
 import type { SuiteArm } from "../../suites/parity-suite.js";
 import { modelArms } from "../arm-selection.js";
-import type { ExpectedModel } from "../identity.js";
+import { modelTheArmNames } from "../identity.js";
 import { needleCases, runNiahArm } from "../niah-runner.js";
 import { armSettings, type SutContext } from "../open-sut.js";
 import type { SuiteKind } from "./kind.js";
-
-/** The model file an arm names, as its identity check expects it (a needle arm has no goldens). */
-async function armModel(arm: SuiteArm): Promise<ExpectedModel> {
-  const model = await resolveModel(arm.model);
-  return { file: basename(model.path), sha256: await sha256File(model.path), what: `the model the arm names (${arm.model})` };
-}
 
 /** Needle in a haystack: each case's long prompt, the needle's recall scored. */
 export const niahKind: SuiteKind<NiahSuite, SuiteArm> = {
@@ -28,7 +19,7 @@ export const niahKind: SuiteKind<NiahSuite, SuiteArm> = {
     if (cases.length === 0) throw new BenchError(`no needle case matches ${options.niahCases?.join(", ")}`, { file: suite.path, field: "--niah-case", fix: "use L:depth:trial with values from the suite, e.g. 4000:0.5:0" });
     const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, 1), context);
     await battery.legs(suite, arms, open, async (arm, sut, _opened, signal) => runNiahArm({
-      suiteName: suite.name, spec, cases, arm, sut, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm), expectedModel: await armModel(arm),
+      suiteName: suite.name, spec, cases, arm, sut, emit: battery.emit, signal, reproduce: battery.reproduce(suite, arm), expectedModel: await modelTheArmNames(arm),
     }));
   },
 };

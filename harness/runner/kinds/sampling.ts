@@ -9,6 +9,7 @@ import { startServerCommand } from "../../sut/server-command.js";
 import { caseTimeoutOf } from "../../sut/with-timeout.js";
 import { armsByLabel, selectIndices } from "../arm-selection.js";
 import type { TokenizedPrompt } from "../checks/sampling/sampling-arm-state.js";
+import { modelTheArmNames } from "../identity.js";
 import { runSamplingArm } from "../sampling-runner.js";
 import { fillPlaceholders, type SutContext } from "../open-sut.js";
 import type { SuiteKind } from "./kind.js";
@@ -59,7 +60,7 @@ export const samplingKind: SuiteKind<SamplingSuite, SamplingArm> = {
         const prompts: TokenizedPrompt[] = ids.map((promptIds, i) => ({ index: promptIndices[i], label: suite.prompts[promptIndices[i]].label, ids: promptIds }));
         const vocabSize = prompts.length === 0 ? 0 : (await distributions.at(arm.model, prompts[0].ids)).vocabSize;
         return runSamplingArm({
-          suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm),
+          suiteName: suite.name, arm, sut, emit, signal, reproduce: battery.reproduce(suite, arm), expectedModel: await modelTheArmNames(arm),
           suite, samplingArm: arm, server: { baseUrl: opened.baseUrl, wire: arm.wire, signal, timeout }, prompts, vocabSize,
           oracle: async (promptIds) => (await distributions.at(arm.model, promptIds)).logprobs,
         });

@@ -2,6 +2,7 @@ import type { SamplingServer } from "../../../sampling/sampling-wire.js";
 import type { TokenId } from "../../../sut/types.js";
 import type { SamplingArm, SamplingSuite } from "../../../suites/sampling-suite.js";
 import type { ArmScope } from "../../check.js";
+import type { ExpectedModel } from "../../identity.js";
 import type { CheckModule } from "../check-module.js";
 
 /** A suite prompt as the arm's server tokenized it. */
@@ -18,6 +19,8 @@ export interface SamplingArmContext extends ArmScope {
   readonly server: SamplingServer;
   readonly prompts: readonly TokenizedPrompt[];
   readonly vocabSize: number;
+  /** The file the oracle's distributions come from: the server must run it (identity). */
+  readonly expectedModel: ExpectedModel;
   /** The oracle's full next-token log-probs after `ids` (one per vocabulary id; -Infinity where it gives none). */
   oracle(ids: readonly TokenId[]): Promise<Float64Array>;
 }
