@@ -2,10 +2,10 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { BenchError } from "../errors.js";
 import { resolveModel } from "../fixtures/registry.js";
-import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
+import { openLlamaCppOracle, ORACLE_NAME, oracleSettings } from "../oracle/llamacpp-oracle.js";
 import { GOLDENS_DIR, SUITES_DIR } from "../paths.js";
 import { loadParitySuite } from "../suites/load.js";
-import { ORACLE_SETTINGS, llamaCppEngineVersion, sameLlamaCppEngine } from "../sut/llamacpp.js";
+import { llamaCppEngineVersion, sameLlamaCppEngine } from "../sut/llamacpp.js";
 import { promptIdsSha256, promptTextsSha256, readGoldens } from "./goldens.js";
 import { assertGoldensMatchModel } from "./model-check.js";
 import { recomputeTolerance, topKDifference } from "./logprob-tolerance.js";
@@ -53,8 +53,9 @@ export async function verifyGoldens(directory: string, options: { recompute?: bo
     if (promptIdsSha256(goldens.promptIds) !== manifest.prompts.ids_sha256) {
       throw new BenchError("prompt_ids.npy does not hash to the manifest's ids_sha256", { file: manifestPath, field: "prompts.ids_sha256", fix: "re-make the goldens" });
     }
+    const longest = Math.max(...goldens.promptIds.map((ids) => ids.length)) + manifest.T;
     if (manifest.oracle.name === ORACLE_NAME) {
-      for (const [key, value] of Object.entries(ORACLE_SETTINGS)) {
+      for (const [key, value] of Object.entries(oracleSettings(longest))) {
         if (manifest.oracle.settings[key] !== value) {
           throw new BenchError(`oracle setting ${key} is ${String(manifest.oracle.settings[key])}, the oracle recipe says ${String(value)}`, {
             file: manifestPath, field: `oracle.settings.${key}`, fix: "re-make the goldens with `bench goldens make`",
@@ -65,7 +66,7 @@ export async function verifyGoldens(directory: string, options: { recompute?: bo
       if (!sameLlamaCppEngine(manifest.oracle.engine, engine)) warnings.push(`made with ${manifest.oracle.engine}, this machine runs ${engine}: numbers may shift; re-make if parity drifts`);
     }
     if (manifest.prompts.texts_sha256 !== null || options.recompute === true) {
-      const oracle = await openLlamaCppOracle(model);
+      const oracle = await openLlamaCppOracle(model, longest);
       try {
         const suite = existsSync(suitePath) ? loadParitySuite(suitePath) : undefined;
         if (suite !== undefined && manifest.prompts.texts_sha256 !== null) {

@@ -1,14 +1,24 @@
 import type { ModelRef } from "../fixtures/registry.js";
-import { embeddedProvenance, LlamaCppSut, ORACLE_SETTINGS } from "../sut/llamacpp.js";
+import { embeddedProvenance, LlamaCppSut, ORACLE_SETTINGS, type LlamaCppSettings } from "../sut/llamacpp.js";
 import type { SutProvenance, SystemUnderTest, TeacherForcedRequest, TopK } from "../sut/types.js";
 
 /**
  * An oracle is a system whose outputs are taken as the reference. The llama.cpp oracle is the
  * embedded SUT opened with the deterministic recipe (flash attention off, F32 KV cache, one
- * explicit thread), which is recorded in every goldens manifest.
+ * explicit thread), which is recorded in every goldens manifest. `contextTokens` is the most tokens
+ * one request holds (prompt and continuation): the recipe's context grows to hold it.
  */
-export function openLlamaCppOracle(model: ModelRef): Promise<LlamaCppSut> {
-  return LlamaCppSut.open(model.path, ORACLE_SETTINGS, `oracle llama.cpp ${model.id}`);
+export function openLlamaCppOracle(model: ModelRef, contextTokens = 0): Promise<LlamaCppSut> {
+  return LlamaCppSut.open(model.path, oracleSettings(contextTokens), `oracle llama.cpp ${model.id}`);
+}
+
+/**
+ * The recipe for requests of up to `contextTokens` tokens: 1,024 cells, or the next multiple of 64
+ * that holds them. The cells past a sequence are masked out, so the size moves no log-prob; it is
+ * recorded, and checked against the goldens' own longest request.
+ */
+export function oracleSettings(contextTokens: number): LlamaCppSettings {
+  return { ...ORACLE_SETTINGS, contextSize: Math.max(ORACLE_SETTINGS.contextSize, Math.ceil((contextTokens + 1) / 64) * 64) };
 }
 
 export const ORACLE_NAME = "llama.cpp";
@@ -22,14 +32,14 @@ export const ORACLE_NAME = "llama.cpp";
 export class OnDemandOracle implements SystemUnderTest {
   private opened: Promise<LlamaCppSut> | undefined;
 
-  private constructor(readonly label: string, readonly provenance: SutProvenance, private readonly model: ModelRef) {}
+  private constructor(readonly label: string, readonly provenance: SutProvenance, private readonly model: ModelRef, private readonly contextTokens: number) {}
 
-  static async open(model: ModelRef): Promise<OnDemandOracle> {
-    return new OnDemandOracle(`oracle llama.cpp ${model.id}`, await embeddedProvenance(model.path, { ...ORACLE_SETTINGS }), model);
+  static async open(model: ModelRef, contextTokens = 0): Promise<OnDemandOracle> {
+    return new OnDemandOracle(`oracle llama.cpp ${model.id}`, await embeddedProvenance(model.path, { ...oracleSettings(contextTokens) }), model, contextTokens);
   }
 
   async teacherForcedTopK(requests: readonly TeacherForcedRequest[]): Promise<TopK[][]> {
-    this.opened ??= openLlamaCppOracle(this.model);
+    this.opened ??= openLlamaCppOracle(this.model, this.contextTokens);
     return (await this.opened).teacherForcedTopK(requests);
   }
 

@@ -6,6 +6,7 @@ import { KERNELS_DIR, SUITES_DIR } from "../paths.js";
 import { didYouMean } from "../registry/did-you-mean.js";
 import type { NiahSuite } from "./niah-suite.js";
 import type { ParitySuite } from "./parity-suite.js";
+import { promptTexts, type PromptEntry } from "./prompt-text.js";
 import type { ConformanceSuite } from "./conformance-suite.js";
 import type { KernelSuite } from "./kernel-suite.js";
 import type { ReuseSuite } from "./reuse-suite.js";
@@ -73,6 +74,10 @@ export function loadSuite(nameOrPath: string): Suite {
     // Generated edge cases follow the written ones, so a written case keeps its index.
     const cases = [...kernels.cases, ...(kernels.edges === undefined ? [] : edgeCases(kernels.edges))];
     return { ...kernels, cases: cases.map((c, i) => validateKernelCase(c, path, i)), path };
+  }
+  if (suite.kind === "parity") {
+    const parity = suite as Omit<ParitySuite, "path" | "prompts"> & { prompts: readonly PromptEntry[] };
+    return { ...parity, prompts: promptTexts(parity.prompts, path), path };
   }
   return { ...suite, path } as Suite;
 }

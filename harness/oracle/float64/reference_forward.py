@@ -47,7 +47,7 @@ def main(argv):
             raise GgufError(f"--fault {unknown[0]}: does not apply to {arch} (it takes: {', '.join(sorted(allowed)) or 'none'})")
         family = family_module.Family(gguf, set(args.fault), {"gelu": args.gelu})
         if sized:
-            gguf.check_touched()
+            gguf.check_touched(family.new_state(None))
     except (GgufError, OSError) as error:
         refuse(str(error))
         return
@@ -59,7 +59,7 @@ def main(argv):
     settings = {"precision": "float64", "architecture": arch, "faults": args.fault + [f"{name}:{size:g}" for name, size in sized.items()]}
     if arch == "gemma4":
         settings["gelu"] = args.gelu
-    serve(ReferenceRunner(gguf, family, args.fault), engine, settings, model_path=args.model)
+    serve(ReferenceRunner(gguf, family, args.fault, sized), engine, settings, model_path=args.model)
 
 
 if __name__ == "__main__":

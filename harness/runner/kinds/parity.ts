@@ -26,14 +26,14 @@ export const parityKind: SuiteKind<ParitySuite, SuiteArm> = {
     for (const oracleReference of [...new Set(arms.map((arm) => armOracle(suite, arm)))]) {
       const group = arms.filter((arm) => armOracle(suite, arm) === oracleReference);
       const { goldens, oracleModel } = await loadVerifiedGoldens(suite, oracleReference);
-      const oracle = await OnDemandOracle.open(oracleModel);
+      // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
+      // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
+      const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
+      const oracle = await OnDemandOracle.open(oracleModel, longest);
       recorder.provenance.oracles.push({ suite: suite.name, goldens: goldens.directory, model: { ...goldens.manifest.model }, oracle: { ...goldens.manifest.oracle } });
       try {
         const cache = new TeacherForcedCache(oracle);
         const vocabSize = validateLlamaMetadata(readGguf(oracleModel.path), oracleModel.path).vocabSize;
-        // A context sized to the prompts: one KV cell per token in flight is all greedy decoding needs,
-        // and a 16-sequence context of 1,024 cells each costs more to set up than the checks themselves.
-        const longest = Math.max(...prompts.map((p) => goldens.promptIds[p].length)) + goldens.manifest.T;
         const fitted = { contextSize: Math.ceil((longest + 1) / 64) * 64 };
         const open = (arm: SuiteArm, context: SutContext) => options.openSut(arm, armSettings(arm, options.settings, prompts.length, fitted), context);
         await battery.legs(suite, group, open, (arm, sut, _opened, signal) => runParityArm({

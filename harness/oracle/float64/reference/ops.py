@@ -88,28 +88,44 @@ def attend(q, keys, values, scale):
     q (n_head, d); keys (T, n_kv, d); values (T, n_kv, dv). Query head h reads kv head h // (n_head / n_kv),
     as ggml_mul_mat broadcasts."""
     n_head, n_kv = q.shape[0], keys.shape[1]
-    kv_of_head = np.arange(n_head) // (n_head // n_kv)
-    k = keys[:, kv_of_head, :]  # (T, n_head, d)
-    v = values[:, kv_of_head, :]
-    scores = np.einsum("hd,thd->ht", q, k) * scale
-    scores -= scores.max(axis=1, keepdims=True)
+    grouped = q.reshape(n_kv, n_head // n_kv, q.shape[1])  # query heads h = j·group + g read kv head j
+    scores = np.einsum("jgd,tjd->jgt", grouped, keys) * scale
+    scores -= scores.max(axis=2, keepdims=True)
     weights = np.exp(scores)
-    weights /= weights.sum(axis=1, keepdims=True)
-    return np.einsum("ht,thd->hd", weights, v)
+    weights /= weights.sum(axis=2, keepdims=True)
+    return np.einsum("jgt,tjd->jgd", weights, values).reshape(n_head, values.shape[2])
 
 
 class KvCache:
-    """One attention layer's keys and values, one row per position."""
+    """One attention layer's keys and values, one row per position, in arrays that double as they fill:
+    a step reads its visible rows as a view, not a copy of the whole cache (at 4,000 positions the
+    copy cost more than the attention)."""
 
     def __init__(self):
-        self.keys, self.values = [], []
+        self.keys = self.values = None
+        self.rows = 0
+        # Positions before the first row held: only the FAULT kv_wrap (sized_faults.py) drops rows.
+        self.dropped = 0
 
     def append(self, k, v):
-        self.keys.append(k)
-        self.values.append(v)
+        if self.keys is None:
+            self.keys, self.values = np.empty((16, *k.shape)), np.empty((16, *v.shape))
+        elif self.rows == len(self.keys):
+            self.keys = np.concatenate([self.keys, np.empty_like(self.keys)])
+            self.values = np.concatenate([self.values, np.empty_like(self.values)])
+        self.keys[self.rows], self.values[self.rows] = k, v
+        self.rows += 1
 
     def visible(self, first):
-        return np.stack(self.keys[first:]), np.stack(self.values[first:])
+        """The rows of positions `first` onwards that the cache still holds."""
+        start = max(0, first - self.dropped)
+        return self.keys[start:self.rows], self.values[start:self.rows]
+
+    def drop_oldest(self, count):
+        self.keys[:self.rows - count] = self.keys[count:self.rows]
+        self.values[:self.rows - count] = self.values[count:self.rows]
+        self.rows -= count
+        self.dropped += count
 
 
 class AttentionState:

@@ -6,6 +6,7 @@ whole prompt at once (the transformers oracle does)."""
 import numpy as np
 
 from .ops import log_softmax
+from .sized_faults import STATE_FAULTS, apply_state_faults
 from .trace import Capture, StepInputs
 
 SPACE_MARK = "\u2581"
@@ -38,9 +39,11 @@ def modes_of(family):
 
 
 class ReferenceRunner:
-    def __init__(self, gguf, family, faults):
+    def __init__(self, gguf, family, faults, state_faults=None):
         self.family = family
         self.faults = set(faults)
+        # Sized faults of the request's state (sized_faults.STATE_FAULTS), applied after every token fed.
+        self.state_faults = {name: size for name, size in (state_faults or {}).items() if name in STATE_FAULTS}
         meta = gguf.metadata
         self.vocab = meta["tokenizer.ggml.tokens"]
         self.types = meta["tokenizer.ggml.token_type"]
@@ -65,11 +68,14 @@ class ReferenceRunner:
             return state, log_softmax(whole_prompt(ids, state))
         logprobs = None
         for token in ids:
-            logprobs = log_softmax(self.family.step(token, state))
+            logprobs = self.feed(token, state)
         return state, logprobs
 
     def feed(self, token, state):
-        return log_softmax(self.family.step(token, state))
+        logits = self.family.step(token, state)
+        if self.state_faults:
+            apply_state_faults(self.state_faults, state)
+        return log_softmax(logits)
 
     def finish(self, state):
         self.previous_state = state

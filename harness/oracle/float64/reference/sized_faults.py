@@ -24,7 +24,12 @@ SIZED_FAULTS = {
     "conv_taps": "every causal-conv tap but the newest × SIZE (the window's history weighted wrong)",
     "router_temp": "router logits ÷ SIZE (ffn_gate_inp.weight / SIZE: a temperature on the expert choice and weights)",
     "window": "the sliding window + SIZE positions",
+    "state_reset": "the recurrent state (GatedDeltaNet or Mamba2, and its conv window) zeroed after every SIZE tokens fed: a prefill that loses it at each chunk boundary",
+    "kv_wrap": "every attention layer's KV cache holds SIZE cells and a position past them overwrites the oldest (a cache index that wraps)",
 }
+
+# Faults of a request's state, applied by the runner as it feeds tokens, not by a view of the file.
+STATE_FAULTS = {"state_reset", "kv_wrap"}
 
 
 def parse(text, source=ENV):
@@ -86,8 +91,33 @@ class FaultedGgufFile(GgufFile):
             values = values + rng.standard_normal(values.shape) * (self.faults["weights_noise"] * rms)
         return values
 
-    def check_touched(self):
-        """Fail closed: a fault the family never read would pass for a caught-nothing clean run."""
+    def check_touched(self, state):
+        """Fail closed: a fault the family never read would pass for a caught-nothing clean run. `state`
+        is a fresh request state of the family: what the state faults would change."""
+        if "state_reset" in self.faults and getattr(state, "ssm", None):
+            self.touched.add("state_reset")
+        if "kv_wrap" in self.faults and kv_caches(state):
+            self.touched.add("kv_wrap")
         untouched = [name for name in self.faults if name not in self.touched]
         if untouched:
             raise GgufError(f"{ENV}: {untouched[0]} does not apply to {self.architecture} ({self.path} has nothing it changes); remove it for this model")
+
+
+def kv_caches(state):
+    """Every attention layer's cache of a request state (a list for all-attention families, a dict by layer for the hybrids)."""
+    kv = getattr(state, "kv", None)
+    return list(kv.values()) if isinstance(kv, dict) else list(kv or [])
+
+
+def apply_state_faults(faults, state):
+    """What the state faults do to a request's state once a token was fed (`state.pos` tokens so far)."""
+    every = int(faults.get("state_reset", 0))
+    if every > 0 and state.pos % every == 0:
+        for memory in (state.conv, state.ssm):
+            for il in memory:
+                memory[il] = np.zeros_like(memory[il])
+    cells = int(faults.get("kv_wrap", 0))
+    if cells > 0:
+        for cache in kv_caches(state):
+            if cache.rows > cells:
+                cache.drop_oldest(cache.rows - cells)
