@@ -204,7 +204,7 @@ for (const family of families) {
   const shown = family.graded ? caught.slice(0, 1) : caught;
   const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
   const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
-  const margins = shown.length === 0 ? "—" : shown.map((c) => c.margin).join("; ");
+  const margins = shown.length === 0 ? "—" : [...new Set(shown.map((c) => c.margin))].join("; ");
   rows.push(`| ${family.name} | ${identityStatuses.size === 0 ? "— (no identity check)" : [...identityStatuses].join(" / ")} | ${threshold} | ${gates} | ${margins} | ${tried.join("; ")} |`);
 }
 
