@@ -6,7 +6,7 @@ llama.cpp goldens. One token at a time: meant for a few short prompts, not long 
 
 Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table] [--trace-region BYTES]
   --fault NAME   plant a FAULT (tests show the harness catches it); see reference/runner.py FAULTS
-  Families whose decode step is written as operations (llama) also run traced: greedy with
+  Every family's decode step is written as operations, so each also runs traced: greedy with
   "mode": "traced" captures the step and replays it (reference/trace.py), and trace_demand reports its buffers.
   --trace-region BYTES  the fixed trace region the captured decode must fit, as a device states one
                  (trace_demand reports it as fixed-total; without it the region is dynamic)
