@@ -1,5 +1,6 @@
 """The runner-protocol face of a reference forward: tokenizer, greedy, teacher forcing, and the planted
-FAULTs. A family module supplies `new_state(carried)` and `step(token, state) -> logits`; requests run
+FAULTs. A family module supplies `new_state(carried)`, `step(token, state) -> logits` and, for the
+traced mode, the same step as operations, `forward(tape, inputs)` (trace.py); requests run
 one at a time, each token fed alone (prefill included), which is mathematically what llama.cpp's
 batched and chunked paths compute. A family may also offer `prefill(ids, state) -> logits` for a
 whole prompt at once (the transformers oracle does)."""
