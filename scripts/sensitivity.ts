@@ -30,6 +30,7 @@ import type { GateVerdict } from "../harness/results/types.js";
 import { catalogue, type TrialRun } from "./sensitivity/catalogue.js";
 import { KERNEL_FAULTS, kernelFaultTable, runKernelFault } from "./sensitivity/kernel-faults.js";
 import { distributionMargin, formatMargin } from "./sensitivity/margin.js";
+import { captureEvidence } from "./sensitivity/trace-faults.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -134,8 +135,9 @@ function kldNote(trial: Trial): string {
   return typeof kld === "number" ? `, KLD ${kld.toExponential(1)}` : "";
 }
 
+/** What one fault run said, with the figures that show it: the KLD, and a failed capture check's figure. */
 function outcome(trial: Trial, behindIdentity: boolean): string {
-  return verdictOf(trial, behindIdentity) + kldNote(trial);
+  return verdictOf(trial, behindIdentity) + kldNote(trial) + captureEvidence(trial.verdicts);
 }
 
 /** Behind identity, a run whose identity check did not PASS measured nothing: why, or undefined when it passed. */
@@ -202,7 +204,7 @@ for (const family of families) {
   const shown = family.graded ? caught.slice(0, 1) : caught;
   const threshold = shown.length === 0 ? `not caught at any ${family.graded ? "size" : "variant"} tried` : shown.map((c) => c.label).join("; ");
   const gates = shown.length === 0 ? "—" : [...new Set(shown.flatMap((c) => c.gates))].join(", ");
-  const margins = shown.length === 0 ? "—" : shown.map((c) => c.margin).join("; ");
+  const margins = shown.length === 0 ? "—" : [...new Set(shown.map((c) => c.margin))].join("; ");
   rows.push(`| ${family.name} | ${identityStatuses.size === 0 ? "— (no identity check)" : [...identityStatuses].join(" / ")} | ${threshold} | ${gates} | ${margins} | ${tried.join("; ")} |`);
 }
 

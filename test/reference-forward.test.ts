@@ -41,7 +41,7 @@ test("a suite may borrow another suite's goldens (goldens_of): the reference for
 test("the reference refuses, in its hello, a FAULT its family cannot carry and a quantized model: exit 2, one line", async () => {
   const fault = await runWith(`${REFERENCE} --fault swa-off-by-one`, "wrong-fault");
   assert.is(fault.code, 2, describeRun(fault));
-  assert.match(errorLine(fault), /--fault swa-off-by-one: does not apply to llama \(it takes: final-norm-skipped, output-head-x0.5, output-head-x1.01, trace-buffers-leak, trace-position-frozen\)/);
+  assert.match(errorLine(fault), /--fault swa-off-by-one: does not apply to llama \(it takes: final-norm-skipped, output-head-x0.5, output-head-x1.01, trace-buffers-leak, trace-position-frozen, trace-weights-decoded\)/);
   const quantized = await runWith(REFERENCE, "quantized", "tiny-random:Q8_0");
   assert.is(quantized.code, 2, describeRun(quantized));
   assert.match(errorLine(quantized), /tensor \S+ is ggml type 8; the reference reads F32\/F16 models \(use the :F32 fixture\)/);

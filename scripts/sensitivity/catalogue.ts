@@ -1,7 +1,7 @@
 /**
  * The sensitivity catalogue: each fault family, its sizes in increasing order, and the `bench run`
  * that puts one size in front of the gates. Every fault is FAKE: planted on purpose behind identity
- * (the reference runner's sized faults, behind-identity.ts; an arm setting; our own server's FAULT
+ * (the reference runner's sized faults, behind-identity.ts, and its capture faults, trace-faults.ts; an arm setting; our own server's FAULT
  * switch; a FAKE kernel plugin) or in a scratch copy of a fixture, which identity fails on its own.
  */
 import { SERVER_FAULT_ENV } from "../../server/faults.js";
@@ -12,6 +12,7 @@ import {
 } from "./faulted-models.js";
 import { buildCharVocab, printableAscii } from "../../harness/fixtures/char-vocab.js";
 import { behindIdentityCatalogue } from "./behind-identity.js";
+import { traceFaultCatalogue } from "./trace-faults.js";
 
 /** One `bench run` (arguments after `run`, plus environment) that shows the gates one fault size. */
 export interface TrialRun {
@@ -69,6 +70,7 @@ export function catalogue(noiseSizes: readonly number[]): FaultFamily[] {
   const base = TINY_RANDOM_SHAPE.ropeFreqBase;
   return [
     ...behindIdentityCatalogue(),
+    ...traceFaultCatalogue(),
     ...["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"].map((c) => noiseFamily(c, everyLayer(c), noiseSizes)),
     noiseFamily("output", ["output.weight"], noiseSizes),
     noiseFamily("token_embd", ["token_embd.weight"], noiseSizes),

@@ -4,10 +4,12 @@ bring-up's own forward looks like to the harness.
 `bench run --runner "python3 {bench}/harness/oracle/float64/reference_forward.py {model}"` holds it to the
 llama.cpp goldens. One token at a time: meant for a few short prompts, not long context.
 
-Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table]
+Usage: python3 reference_forward.py MODEL.gguf [--fault NAME]... [--gelu exact|ggml-fp16-table] [--trace-region BYTES]
   --fault NAME   plant a FAULT (tests show the harness catches it); see reference/runner.py FAULTS
-  Families whose decode step is written as operations (llama) also run traced: greedy with
+  Every family's decode step is written as operations, so each also runs traced: greedy with
   "mode": "traced" captures the step and replays it (reference/trace.py), and trace_demand reports its buffers.
+  --trace-region BYTES  the fixed trace region the captured decode must fit, as a device states one
+                 (trace_demand reports it as fixed-total; without it the region is dynamic)
   BENCH_REFERENCE_FAULT=NAME:SIZE,...  plant sized FAULTs behind identity (reference/sized_faults.py)
   --gelu         ggml-fp16-table reproduces llama.cpp's CPU GELU lookup table instead of the exact tanh GELU
 """
@@ -33,6 +35,7 @@ def main(argv):
     parser.add_argument("model")
     parser.add_argument("--fault", action="append", default=[], choices=sorted(FAULTS))
     parser.add_argument("--gelu", choices=["exact", "ggml-fp16-table"], default="exact")
+    parser.add_argument("--trace-region", type=region_bytes, metavar="BYTES")
     args = parser.parse_args(argv)
     try:
         sized = parse(os.environ.get(ENV, ""))
@@ -59,7 +62,15 @@ def main(argv):
     settings = {"precision": "float64", "architecture": arch, "faults": args.fault + [f"{name}:{size:g}" for name, size in sized.items()]}
     if arch == "gemma4":
         settings["gelu"] = args.gelu
-    serve(ReferenceRunner(gguf, family, args.fault, sized), engine, settings, model_path=args.model)
+    if args.trace_region is not None:
+        settings["trace_region_bytes"] = args.trace_region
+    serve(ReferenceRunner(gguf, family, args.fault, sized, args.trace_region), engine, settings, model_path=args.model)
+
+
+def region_bytes(text):
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes; give a whole number above 0, e.g. 262144")
+    return int(text)
 
 
 if __name__ == "__main__":

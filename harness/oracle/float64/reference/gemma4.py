@@ -22,8 +22,9 @@ from .gguf import GgufError
 from .head_faults import HEAD_SCALE, scaled_head
 from .ops import (AttentionState, attend, gelu_ggml_table, gelu_tanh, rms_norm, rope_angles, rope_neox,
                   route_experts, softmax)
+from .trace import Eager, StepInputs, host_read
 
-FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm"} | set(HEAD_SCALE)
+FAULTS = {"swa-off-by-one", "moe-topk-minus-one", "moe-no-renorm", "trace-position-frozen"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
@@ -103,20 +104,63 @@ class Gemma4:
         wider = 1 if "swa-off-by-one" in self.faults else 0
         return max(0, pos - self.window + 1 - wider)
 
-    def geglu(self, gate, up, down, h):
+    def geglu(self, h, gate, up, down):
         return down @ (self.gelu(gate @ h) * (up @ h))
 
-    def ffn(self, layer, x):
-        dense = self.geglu(layer["ffn_gate"], layer["ffn_up"], layer["ffn_down"], rms_norm(x, layer["ffn_norm"], self.eps))
+    # --- the decode step as operations (trace.py): position, window and KV cache read through `inputs` ---
+    def step(self, token, state):
+        return self.forward(Eager(), StepInputs(token, state))
+
+    def forward(self, tape, inputs):
+        """One decode step on `tape`: run at once (eager) or captured for replay."""
+        x = tape.op("embed", lambda i: self.embedding[i.token] * math.sqrt(self.n_embd), inputs)
+        per_layer = tape.op("per_layer_inputs", lambda i, x: self.per_layer_inputs(i.token, x), inputs, x) if self.n_embd_per_layer else None
+        # One set of angles per (rotated dims, base, factors): sliding and global layers differ.
+        angles = {}
+        for il, layer in enumerate(self.layers):
+            if self.swa[il] not in angles:
+                factors = None if self.swa[il] else self.rope_factors
+                angles[self.swa[il]] = tape.op("rope_angles", lambda i, il=il, f=factors: rope_angles(i.state.pos, self.n_rot[il], self.base[il], f), inputs)
+            attn = self.attention(tape, inputs, layer, x, angles[self.swa[il]], il)
+            x = tape.op("attn_residual", lambda x, a, n: x + rms_norm(a, n, self.eps), x, attn, layer["post_attention_norm"])
+            x = tape.op("ffn_residual", lambda x, f, n: x + rms_norm(f, n, self.eps), x, self.ffn(tape, layer, x), layer["post_ffw_norm"])
+            if per_layer is not None:
+                x = tape.op("per_layer_residual", lambda x, p, g, w, n, il=il: x + rms_norm(w @ (self.gelu(g @ x) * p[il]), n, self.eps),
+                            x, per_layer, layer["per_layer_inp_gate"], layer["per_layer_proj"], layer["per_layer_post_norm"])
+            if layer["out_scale"] is not None:
+                x = tape.op("out_scale", lambda x, s: x * s[0], x, layer["out_scale"])
+        tape.op("advance", lambda i: setattr(i.state, "pos", i.state.pos + 1), inputs)
+        return tape.op("logits", self.logits, x, self.output, self.output_norm)
+
+    def attention(self, tape, inputs, layer, x, angles, il):
+        hd = self.head_dim[il]
+        h = tape.op("attn_norm", rms_norm, x, layer["attn_norm"], self.eps)
+        q = tape.op("q", lambda w, h, n, a: rope_neox(rms_norm((w @ h).reshape(self.n_head[il], hd), n, self.eps), a), layer["attn_q"], h, layer["attn_q_norm"], angles)
+        if il < self.n_kv_from_start:
+            k_raw = tape.op("k_raw", lambda w, h: (w @ h).reshape(self.n_head_kv[il], hd), layer["attn_k"], h)
+            v_raw = k_raw if layer["attn_v"] is None else tape.op("v_raw", lambda w, h: (w @ h).reshape(self.n_head_kv[il], hd), layer["attn_v"], h)
+            k = tape.op("k", lambda k, n, a: rope_neox(rms_norm(k, n, self.eps), a), k_raw, layer["attn_k_norm"], angles)
+            v = tape.op("v", lambda v: rms_norm(v, None, self.eps), v_raw)
+            # The cache keeps copies: a replay rewrites k and v in place.
+            tape.op("kv_append", lambda i, k, v: i.state.kv[il].append(k.copy(), v.copy()), inputs, k, v)
+        # The window's first visible position is computed from the position the step reads, never captured.
+        attended = tape.op("attend", lambda i, q: attend(q, *i.state.kv[self.kv_layer(il)].visible(self.first_visible(il, i.state.pos)), 1.0), inputs, q)
+        return tape.op("attn_out", lambda w, a: w @ a.reshape(-1), layer["attn_output"], attended)
+
+    def ffn(self, tape, layer, x):
+        h = tape.op("ffn_norm", rms_norm, x, layer["ffn_norm"], self.eps)
+        dense = tape.op("ffn", self.geglu, h, layer["ffn_gate"], layer["ffn_up"], layer["ffn_down"])
         if layer["ffn_gate_inp"] is None:
             return dense
-        shared = rms_norm(dense, layer["post_ffw_norm_1"], self.eps)
-        router_in = rms_norm(x, None, self.eps) / math.sqrt(self.n_embd) * layer["ffn_gate_inp_scale"]
-        probs = softmax(layer["ffn_gate_inp"] @ router_in)
-        chosen, weights = route_experts(probs, probs, self.n_expert_used, "moe-no-renorm" not in self.faults, 1.0)
-        h = rms_norm(x, layer["pre_ffw_norm_2"], self.eps)
-        routed = sum(w * self.geglu(layer["ffn_gate_exps"][e], layer["ffn_up_exps"][e], layer["ffn_down_exps"][e], h) for e, w in zip(chosen, weights))
-        return shared + rms_norm(routed, layer["post_ffw_norm_2"], self.eps)
+        shared = tape.op("shared_norm", rms_norm, dense, layer["post_ffw_norm_1"], self.eps)
+        probs = tape.op("router", lambda x, w, s: softmax(w @ (rms_norm(x, None, self.eps) / math.sqrt(self.n_embd) * s)), x, layer["ffn_gate_inp"], layer["ffn_gate_inp_scale"])
+        renorm = "moe-no-renorm" not in self.faults
+        chosen = tape.op("route_ids", lambda p: route_experts(p, p, self.n_expert_used, renorm, 1.0)[0], probs)
+        weights = tape.op("route_weights", lambda p: route_experts(p, p, self.n_expert_used, renorm, 1.0)[1], probs)
+        h = tape.op("expert_norm", rms_norm, x, layer["pre_ffw_norm_2"], self.eps)
+        routed = tape.op("experts", lambda c, w, h, g, u, d: sum(we * self.geglu(h, g[e], u[e], d[e]) for e, we in zip(c, w)),
+                         host_read(chosen, self.faults), weights, h, layer["ffn_gate_exps"], layer["ffn_up_exps"], layer["ffn_down_exps"])
+        return tape.op("moe_sum", lambda s, r, n: s + rms_norm(r, n, self.eps), shared, routed, layer["post_ffw_norm_2"])
 
     def per_layer_inputs(self, token, x):
         """project_per_layer_inputs: (n_layer, n_embd_per_layer) added to each layer's output gate."""
@@ -126,32 +170,8 @@ class Gemma4:
         looked_up = self.per_layer_embedding[token].reshape(n, d) * math.sqrt(d)
         return (projected + looked_up) / math.sqrt(2.0)
 
-    def step(self, token, state):
-        pos = state.pos
-        x = self.embedding[token] * math.sqrt(self.n_embd)
-        per_layer = self.per_layer_inputs(token, x) if self.n_embd_per_layer else None
-        for il, layer in enumerate(self.layers):
-            hd = self.head_dim[il]
-            factors = None if self.swa[il] else self.rope_factors
-            angles = rope_angles(pos, self.n_rot[il], self.base[il], factors)
-            h = rms_norm(x, layer["attn_norm"], self.eps)
-            q = rope_neox(rms_norm((layer["attn_q"] @ h).reshape(self.n_head[il], hd), layer["attn_q_norm"], self.eps), angles)
-            if il < self.n_kv_from_start:
-                k_raw = (layer["attn_k"] @ h).reshape(self.n_head_kv[il], hd)
-                v_raw = k_raw if layer["attn_v"] is None else (layer["attn_v"] @ h).reshape(self.n_head_kv[il], hd)
-                k = rope_neox(rms_norm(k_raw, layer["attn_k_norm"], self.eps), angles)
-                state.kv[il].append(k, rms_norm(v_raw, None, self.eps))
-            keys, values = state.kv[self.kv_layer(il)].visible(self.first_visible(il, pos))
-            attn = layer["attn_output"] @ attend(q, keys, values, 1.0).reshape(-1)
-            x = x + rms_norm(attn, layer["post_attention_norm"], self.eps)
-            x = x + rms_norm(self.ffn(layer, x), layer["post_ffw_norm"], self.eps)
-            if per_layer is not None:
-                gate = self.gelu(layer["per_layer_inp_gate"] @ x) * per_layer[il]
-                x = x + rms_norm(layer["per_layer_proj"] @ gate, layer["per_layer_post_norm"], self.eps)
-            if layer["out_scale"] is not None:
-                x = x * layer["out_scale"][0]
-        state.pos += 1
-        logits = self.output @ rms_norm(x, self.output_norm, self.eps)
+    def logits(self, x, output, norm):
+        logits = output @ rms_norm(x, norm, self.eps)
         if self.softcap:
             logits = np.tanh(logits / self.softcap) * self.softcap
         return logits

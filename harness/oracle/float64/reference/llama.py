@@ -8,8 +8,8 @@ from .ops import AttentionState, attend, rms_norm, rope_angles, rope_norm, silu
 from .trace import Eager, StepInputs
 
 # Faults of the output end, which keep the argmax on most positions and move the distribution: what
-# the distribution gates exist for.
-FAULTS = {"final-norm-skipped"} | set(HEAD_SCALE)
+# the distribution gates exist for; and the traced decode's RoPE angles frozen at capture.
+FAULTS = {"final-norm-skipped", "trace-position-frozen"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):

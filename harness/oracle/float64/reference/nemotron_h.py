@@ -21,8 +21,9 @@ import numpy as np
 
 from .head_faults import HEAD_SCALE, scaled_head
 from .ops import KvCache, attend, causal_conv_step, relu_squared, rms_norm, route_experts, sigmoid, silu, softplus
+from .trace import Eager, StepInputs, host_read
 
-FAULTS = {"state-not-cleared", "conv-state-not-shifted", "moe-topk-minus-one", "moe-no-renorm"} | set(HEAD_SCALE)
+FAULTS = {"state-not-cleared", "conv-state-not-shifted", "moe-topk-minus-one", "moe-no-renorm", "trace-routing-on-host", "trace-state-aliased"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
@@ -104,66 +105,94 @@ class NemotronH:
     def new_state(self, carried):
         return State(self, carried)
 
-    def mamba2(self, layer, h, state, il):
-        projected = layer["ssm_in.weight"] @ h
-        z = projected[: self.d_inner]
+    # --- the decode step as operations (trace.py): every read of the request's state goes through `inputs` ---
+    def step(self, token, state):
+        return self.forward(Eager(), StepInputs(token, state))
+
+    def forward(self, tape, inputs):
+        """One decode step on `tape`: run at once (eager) or captured for replay."""
+        x = tape.op("embed", lambda i: self.embedding[i.token].copy(), inputs)
+        for il, layer in enumerate(self.layers):
+            h = tape.op("attn_norm", rms_norm, x, layer["attn_norm"], self.eps)
+            kind = self.kinds[il]
+            if kind == "mamba2":
+                mixed = self.mamba2(tape, inputs, layer, h, il)
+            elif kind == "attention":
+                mixed = self.attention(tape, inputs, layer, h, il)
+            else:
+                mixed = self.ffn(tape, layer, h, il)
+            x = tape.op("residual", np.add, x, mixed)
+        tape.op("advance", lambda i: setattr(i.state, "pos", i.state.pos + 1), inputs)
+        return tape.op("logits", lambda x, w, n: w @ rms_norm(x, n, self.eps), x, self.output, self.output_norm)
+
+    def mamba2(self, tape, inputs, layer, h, il):
+        projected = tape.op("ssm_in", np.matmul, layer["ssm_in.weight"], h)
+        conv = tape.op("conv", lambda i, p, w, b: self.conv_step(i.state, il, p, w, b), inputs, projected, layer["ssm_conv1d.weight"], layer["ssm_conv1d.bias"])
+        dt = tape.op("dt", lambda p, b: softplus(p[self.d_inner + self.conv_dim:] + b), projected, layer["ssm_dt.bias"])
+        if "trace-state-aliased" in self.faults:
+            # FAULT: the SSM state bound as it is now, the capturing request's array, not read through inputs.
+            y = tape.op("ssm_scan", self.scan, inputs.state.ssm[il], conv, dt, layer["ssm_a"], layer["ssm_d"])
+        else:
+            y = tape.op("ssm_scan", lambda i, c, dt, a, d: self.scan(i.state.ssm[il], c, dt, a, d), inputs, conv, dt, layer["ssm_a"], layer["ssm_d"])
+        y = tape.op("ssm_norm", lambda y, p, n: rms_norm((y.reshape(-1) * silu(p[: self.d_inner])).reshape(self.n_group, -1), n.reshape(self.n_group, -1), self.eps),
+                    y, projected, layer["ssm_norm.weight"])
+        return tape.op("ssm_out", lambda w, y: w @ y.reshape(-1), layer["ssm_out.weight"], y)
+
+    def conv_step(self, state, il, projected, weight, bias):
         xbc = projected[self.d_inner: self.d_inner + self.conv_dim]
-        dt = projected[self.d_inner + self.conv_dim:]
-        conv, shifted = causal_conv_step(state.conv[il], xbc, layer["ssm_conv1d.weight"], layer["ssm_conv1d.bias"])
+        conv, shifted = causal_conv_step(state.conv[il], xbc, weight, bias)
         if "conv-state-not-shifted" not in self.faults:
             state.conv[il] = shifted
-        conv = silu(conv)
+        return silu(conv)
+
+    def scan(self, ssm, conv, dt, a, d):
+        """The Mamba2 state update for one token, updating `ssm` (heads, head_dim, d_state) in place."""
         x = conv[: self.d_inner].reshape(self.n_ssm_head, self.ssm_head_dim)
         b = conv[self.d_inner: self.d_inner + self.n_group * self.d_state].reshape(self.n_group, self.d_state)
         c = conv[self.d_inner + self.n_group * self.d_state:].reshape(self.n_group, self.d_state)
-        dt = softplus(dt + layer["ssm_dt.bias"])
         heads_per_group = self.n_ssm_head // self.n_group
         y = np.empty((self.n_ssm_head, self.ssm_head_dim))
         for head in range(self.n_ssm_head):
             g = head // heads_per_group
-            s = state.ssm[il][head] * math.exp(dt[head] * layer["ssm_a"][head]) + np.outer(x[head] * dt[head], b[g])
-            state.ssm[il][head] = s
-            y[head] = s @ c[g] + layer["ssm_d"][head] * x[head]
-        y = (y.reshape(-1) * silu(z)).reshape(self.n_group, -1)
-        y = rms_norm(y, layer["ssm_norm.weight"].reshape(self.n_group, -1), self.eps)
-        return layer["ssm_out.weight"] @ y.reshape(-1)
+            s = ssm[head] * math.exp(dt[head] * a[head]) + np.outer(x[head] * dt[head], b[g])
+            ssm[head] = s
+            y[head] = s @ c[g] + d[head] * x[head]
+        return y
 
-    def attention(self, layer, h, kv, il):
-        q = (layer["attn_q"] @ h).reshape(self.n_head[il], self.head_dim)
-        k = (layer["attn_k"] @ h).reshape(self.n_head_kv[il], self.head_dim)
-        kv.append(k, (layer["attn_v"] @ h).reshape(self.n_head_kv[il], self.head_dim))
-        keys, values = kv.visible(0)
-        out = layer["attn_output"] @ attend(q, keys, values, 1.0 / math.sqrt(self.head_dim)).reshape(-1)
-        return out if layer["attn_output.bias"] is None else out + layer["attn_output.bias"]
+    def attention(self, tape, inputs, layer, h, il):
+        q = tape.op("q", lambda w, h: (w @ h).reshape(self.n_head[il], self.head_dim), layer["attn_q"], h)
+        k = tape.op("k", lambda w, h: (w @ h).reshape(self.n_head_kv[il], self.head_dim), layer["attn_k"], h)
+        v = tape.op("v", lambda w, h: (w @ h).reshape(self.n_head_kv[il], self.head_dim), layer["attn_v"], h)
+        # The cache keeps copies: a replay rewrites k and v in place.
+        tape.op("kv_append", lambda i, k, v: i.state.kv[il].append(k.copy(), v.copy()), inputs, k, v)
+        attended = tape.op("attend", lambda i, q: attend(q, *i.state.kv[il].visible(0), 1.0 / math.sqrt(self.head_dim)), inputs, q)
+        bias = layer["attn_output.bias"]
+        return tape.op("attn_out", lambda w, a: w @ a.reshape(-1) if bias is None else w @ a.reshape(-1) + bias, layer["attn_output"], attended)
 
-    def ffn(self, layer, h, il):
+    def ffn(self, tape, layer, h, il):
         if "ffn_gate_inp.weight" not in layer:
-            up = layer["ffn_up.weight"] @ h
-            if layer["ffn_up.bias"] is not None:
-                up = up + layer["ffn_up.bias"]
-            out = layer["ffn_down.weight"] @ relu_squared(up)
-            return out if layer["ffn_down.bias"] is None else out + layer["ffn_down.bias"]
-        probs = sigmoid(layer["ffn_gate_inp.weight"] @ h)
-        chosen, weights = route_experts(probs + layer["exp_probs_b.bias"], probs, self.n_expert_used[il], self.weights_norm, self.weights_scale)
-        latent = h if layer["ffn_latent_down.weight"] is None else layer["ffn_latent_down.weight"] @ h
-        routed = sum(w * (layer["ffn_down_exps.weight"][e] @ relu_squared(layer["ffn_up_exps.weight"][e] @ latent)) for e, w in zip(chosen, weights))
+            return tape.op("ffn", self.dense_ffn, h, layer["ffn_up.weight"], layer["ffn_down.weight"], layer["ffn_up.bias"], layer["ffn_down.bias"])
+        probs = tape.op("router", lambda w, h: sigmoid(w @ h), layer["ffn_gate_inp.weight"], h)
+        chosen = tape.op("route_ids", lambda p, b: self.route(p, b, il)[0], probs, layer["exp_probs_b.bias"])
+        weights = tape.op("route_weights", lambda p, b: self.route(p, b, il)[1], probs, layer["exp_probs_b.bias"])
+        latent = h if layer["ffn_latent_down.weight"] is None else tape.op("latent_down", np.matmul, layer["ffn_latent_down.weight"], h)
+        routed = tape.op("experts", lambda c, w, x, u, d: sum(we * (d[e] @ relu_squared(u[e] @ x)) for e, we in zip(c, w)),
+                         host_read(chosen, self.faults), weights, latent, layer["ffn_up_exps.weight"], layer["ffn_down_exps.weight"])
         if layer["ffn_latent_up.weight"] is not None:
-            routed = layer["ffn_latent_up.weight"] @ routed
-        return routed + layer["ffn_down_shexp.weight"] @ relu_squared(layer["ffn_up_shexp.weight"] @ h)
+            routed = tape.op("latent_up", np.matmul, layer["ffn_latent_up.weight"], routed)
+        return tape.op("shared_expert", lambda r, h, u, d: r + d @ relu_squared(u @ h), routed, h, layer["ffn_up_shexp.weight"], layer["ffn_down_shexp.weight"])
 
-    def step(self, token, state):
-        x = self.embedding[token].copy()
-        for il, layer in enumerate(self.layers):
-            h = rms_norm(x, layer["attn_norm"], self.eps)
-            kind = self.kinds[il]
-            if kind == "mamba2":
-                x = x + self.mamba2(layer, h, state, il)
-            elif kind == "attention":
-                x = x + self.attention(layer, h, state.kv[il], il)
-            else:
-                x = x + self.ffn(layer, h, il)
-        state.pos += 1
-        return self.output @ rms_norm(x, self.output_norm, self.eps)
+    def route(self, probs, bias, il):
+        """The choice ranks the sigmoids plus the bias; the weights are the sigmoids."""
+        return route_experts(probs + bias, probs, self.n_expert_used[il], self.weights_norm, self.weights_scale)
+
+    @staticmethod
+    def dense_ffn(h, up_w, down_w, up_b, down_b):
+        up = up_w @ h
+        if up_b is not None:
+            up = up + up_b
+        out = down_w @ relu_squared(up)
+        return out if down_b is None else out + down_b
 
 
 Family = NemotronH

@@ -23,13 +23,14 @@ import numpy as np
 from .head_faults import HEAD_SCALE, scaled_head
 from .ops import (KvCache, attend, causal_conv_step, l2_norm, rms_norm, rope_angles, rope_neox,
                   route_experts, sigmoid, silu, softmax, softplus)
+from .trace import Eager, StepInputs, host_read
 
-DENSE_FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped"} | set(HEAD_SCALE)
+DENSE_FAULTS = {"state-not-cleared", "conv-state-not-shifted", "gdn-gate-sign", "gdn-decay-twice", "gdn-heads-grouped", "trace-position-frozen", "trace-state-aliased"} | set(HEAD_SCALE)
 
 
 def faults_for(architecture):
     """The FAULTs a model of `architecture` can carry (routing faults need qwen35moe's experts)."""
-    return DENSE_FAULTS | {"moe-topk-minus-one", "moe-no-renorm"} if architecture == "qwen35moe" else DENSE_FAULTS
+    return DENSE_FAULTS | {"moe-topk-minus-one", "moe-no-renorm", "trace-routing-on-host"} if architecture == "qwen35moe" else DENSE_FAULTS
 
 
 class State:
@@ -106,30 +107,60 @@ class Qwen35:
     def new_state(self, carried):
         return State(self, carried)
 
-    # --- mixers -----------------------------------------------------------------------------------
-    def attention(self, layer, h, kv, pos):
-        both = (layer["attn_q.weight"] @ h).reshape(self.n_head, 2 * self.head_dim)
-        q, gate = both[:, : self.head_dim], both[:, self.head_dim:]
-        angles = rope_angles(pos, self.n_rot, self.base)
-        q = rope_neox(rms_norm(q, layer["attn_q_norm.weight"], self.eps), angles)
-        k = (layer["attn_k.weight"] @ h).reshape(self.n_head_kv, self.head_dim)
-        k = rope_neox(rms_norm(k, layer["attn_k_norm.weight"], self.eps), angles)
-        kv.append(k, (layer["attn_v.weight"] @ h).reshape(self.n_head_kv, self.head_dim))
-        keys, values = kv.visible(0)
-        out = attend(q, keys, values, 1.0 / math.sqrt(self.head_dim)) * sigmoid(gate)
-        return layer["attn_output.weight"] @ out.reshape(-1)
+    # --- the decode step as operations (trace.py): every read of the request's state goes through `inputs` ---
+    def step(self, token, state):
+        return self.forward(Eager(), StepInputs(token, state))
 
-    def gated_delta_net(self, layer, h, state, il):
-        mixed = layer["attn_qkv.weight"] @ h
-        z = (layer["attn_gate.weight"] @ h).reshape(self.n_v_heads, self.head_v_dim)
-        beta = sigmoid(layer["ssm_beta.weight"] @ h)
-        g = softplus(layer["ssm_alpha.weight"] @ h + layer["ssm_dt.bias"]) * layer["ssm_a"]
-        if "gdn-gate-sign" in self.faults:
-            g = -g
-        conv, shifted = causal_conv_step(state.conv[il], mixed, layer["ssm_conv1d.weight"])
+    def forward(self, tape, inputs):
+        """One decode step on `tape`: run at once (eager) or captured for replay."""
+        x = tape.op("embed", lambda i: self.embedding[i.token].copy(), inputs)
+        angles = tape.op("rope_angles", lambda i: rope_angles(i.state.pos, self.n_rot, self.base), inputs)
+        for il, layer in enumerate(self.layers):
+            h = tape.op("attn_norm", rms_norm, x, layer["attn_norm"], self.eps)
+            mixed = self.gated_delta_net(tape, inputs, layer, h, il) if self.recurrent[il] else self.attention(tape, inputs, layer, h, angles, il)
+            x = tape.op("mixer_residual", np.add, x, mixed)
+            h = tape.op("post_norm", rms_norm, x, layer["post_norm"], self.eps)
+            x = tape.op("ffn_residual", np.add, x, self.moe_ffn(tape, layer, h) if self.moe else tape.op("ffn", swiglu, h, layer["ffn_gate"], layer["ffn_up"], layer["ffn_down"]))
+        tape.op("advance", lambda i: setattr(i.state, "pos", i.state.pos + 1), inputs)
+        return tape.op("logits", lambda x, w, n: w @ rms_norm(x, n, self.eps), x, self.output, self.output_norm)
+
+    def attention(self, tape, inputs, layer, h, angles, il):
+        hd = self.head_dim
+        both = tape.op("q_gate", lambda w, h: (w @ h).reshape(self.n_head, 2 * hd), layer["attn_q.weight"], h)
+        q = tape.op("q", lambda b, n, a: rope_neox(rms_norm(b[:, :hd], n, self.eps), a), both, layer["attn_q_norm.weight"], angles)
+        k = tape.op("k", lambda w, h, n, a: rope_neox(rms_norm((w @ h).reshape(self.n_head_kv, hd), n, self.eps), a), layer["attn_k.weight"], h, layer["attn_k_norm.weight"], angles)
+        v = tape.op("v", lambda w, h: (w @ h).reshape(self.n_head_kv, hd), layer["attn_v.weight"], h)
+        # The cache keeps copies: a replay rewrites k and v in place.
+        tape.op("kv_append", lambda i, k, v: i.state.kv[il].append(k.copy(), v.copy()), inputs, k, v)
+        out = tape.op("attend", lambda i, q, b: attend(q, *i.state.kv[il].visible(0), 1.0 / math.sqrt(hd)) * sigmoid(b[:, hd:]), inputs, q, both)
+        return tape.op("attn_out", lambda w, o: w @ o.reshape(-1), layer["attn_output.weight"], out)
+
+    def gated_delta_net(self, tape, inputs, layer, h, il):
+        mixed = tape.op("qkv", np.matmul, layer["attn_qkv.weight"], h)
+        z = tape.op("z", lambda w, h: (w @ h).reshape(self.n_v_heads, self.head_v_dim), layer["attn_gate.weight"], h)
+        beta = tape.op("beta", lambda w, h: sigmoid(w @ h), layer["ssm_beta.weight"], h)
+        g = tape.op("decay", self.decay, layer["ssm_alpha.weight"], h, layer["ssm_dt.bias"], layer["ssm_a"])
+        conv = tape.op("conv", lambda i, m, w: self.conv_step(i.state, il, m, w), inputs, mixed, layer["ssm_conv1d.weight"])
+        if "trace-state-aliased" in self.faults:
+            # FAULT: the recurrent state bound as it is now, the capturing request's array, not read through inputs.
+            out = tape.op("delta_rule", self.delta_rule, inputs.state.ssm[il], conv, g, beta)
+        else:
+            out = tape.op("delta_rule", lambda i, c, g, b: self.delta_rule(i.state.ssm[il], c, g, b), inputs, conv, g, beta)
+        out = tape.op("ssm_norm", lambda o, n, z: rms_norm(o, n, self.eps) * silu(z), out, layer["ssm_norm.weight"], z)
+        return tape.op("ssm_out", lambda w, o: w @ o.reshape(-1), layer["ssm_out.weight"], out)
+
+    def decay(self, alpha, h, dt_bias, a):
+        g = softplus(alpha @ h + dt_bias) * a
+        return -g if "gdn-gate-sign" in self.faults else g
+
+    def conv_step(self, state, il, mixed, weight):
+        conv, shifted = causal_conv_step(state.conv[il], mixed, weight)
         if "conv-state-not-shifted" not in self.faults:
             state.conv[il] = shifted
-        conv = silu(conv)
+        return silu(conv)
+
+    def delta_rule(self, ssm, conv, g, beta):
+        """The GatedDeltaNet recurrence for one token, updating `ssm` (heads, value, key) in place."""
         q = l2_norm(conv[: self.key_dim].reshape(self.n_k_heads, self.head_k_dim), self.eps)
         k = l2_norm(conv[self.key_dim: 2 * self.key_dim].reshape(self.n_k_heads, self.head_k_dim), self.eps)
         v = conv[2 * self.key_dim:].reshape(self.n_v_heads, self.head_v_dim)
@@ -139,39 +170,36 @@ class Qwen35:
         for head in range(self.n_v_heads):
             key_head = head // (self.n_v_heads // self.n_k_heads) if grouped else head % self.n_k_heads
             kh, qh = k[key_head], q[key_head]
-            s = state.ssm[il][head] * math.exp(g[head])  # s[j, i]: value row j, key column i
+            s = ssm[head] * math.exp(g[head])  # s[j, i]: value row j, key column i
             if "gdn-decay-twice" in self.faults:
                 s = s * math.exp(g[head])
             delta = beta[head] * (v[head] - s @ kh)
             s = s + np.outer(delta, kh)
-            state.ssm[il][head] = s
+            ssm[head] = s
             out[head] = (s @ qh) * scale
-        out = rms_norm(out, layer["ssm_norm.weight"], self.eps) * silu(z)
-        return layer["ssm_out.weight"] @ out.reshape(-1)
-
-    # --- feed-forward ---------------------------------------------------------------------------------
-    def ffn(self, layer, h):
-        if not self.moe:
-            return layer["ffn_down"] @ (silu(layer["ffn_gate"] @ h) * (layer["ffn_up"] @ h))
-        probs = softmax(layer["ffn_gate_inp"] @ h)
-        chosen, weights = route_experts(probs, probs, self.n_expert_used, "moe-no-renorm" not in self.faults, 0.0)
-        out = np.zeros(self.n_embd)
-        for e, w in zip(chosen, weights):
-            hidden = silu(layer["ffn_gate_exps"][e] @ h) * (layer["ffn_up_exps"][e] @ h)
-            out += w * (layer["ffn_down_exps"][e] @ hidden)
-        if layer["ffn_up_shexp"] is not None:
-            shared = layer["ffn_down_shexp"] @ (silu(layer["ffn_gate_shexp"] @ h) * (layer["ffn_up_shexp"] @ h))
-            out += shared * sigmoid(layer["ffn_gate_inp_shexp"] @ h)
         return out
 
-    def step(self, token, state):
-        x = self.embedding[token].copy()
-        for il, layer in enumerate(self.layers):
-            h = rms_norm(x, layer["attn_norm"], self.eps)
-            x = x + (self.gated_delta_net(layer, h, state, il) if self.recurrent[il] else self.attention(layer, h, state.kv[il], state.pos))
-            x = x + self.ffn(layer, rms_norm(x, layer["post_norm"], self.eps))
-        state.pos += 1
-        return self.output @ rms_norm(x, self.output_norm, self.eps)
+    # --- routed experts: the choice is an operation whose output the expert operation reads ---------------
+    def moe_ffn(self, tape, layer, h):
+        probs = tape.op("router", lambda w, h: softmax(w @ h), layer["ffn_gate_inp"], h)
+        renorm = "moe-no-renorm" not in self.faults
+        chosen = tape.op("route_ids", lambda p: route_experts(p, p, self.n_expert_used, renorm, 0.0)[0], probs)
+        weights = tape.op("route_weights", lambda p: route_experts(p, p, self.n_expert_used, renorm, 0.0)[1], probs)
+        routed = tape.op("experts", self.experts, host_read(chosen, self.faults), weights, h, layer["ffn_gate_exps"], layer["ffn_up_exps"], layer["ffn_down_exps"])
+        if layer["ffn_up_shexp"] is None:
+            return routed
+        return tape.op("shared_expert", lambda r, h, g, u, d, s: r + swiglu(h, g, u, d) * sigmoid(s @ h), routed, h,
+                       layer["ffn_gate_shexp"], layer["ffn_up_shexp"], layer["ffn_down_shexp"], layer["ffn_gate_inp_shexp"])
+
+    def experts(self, chosen, weights, h, gate, up, down):
+        out = np.zeros(self.n_embd)
+        for e, w in zip(chosen, weights):
+            out += w * (down[e] @ (silu(gate[e] @ h) * (up[e] @ h)))
+        return out
+
+
+def swiglu(h, gate, up, down):
+    return down @ (silu(gate @ h) * (up @ h))
 
 
 Family = Qwen35

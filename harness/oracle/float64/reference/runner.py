@@ -1,5 +1,6 @@
 """The runner-protocol face of a reference forward: tokenizer, greedy, teacher forcing, and the planted
-FAULTs. A family module supplies `new_state(carried)` and `step(token, state) -> logits`; requests run
+FAULTs. A family module supplies `new_state(carried)`, `step(token, state) -> logits` and, for the
+traced mode, the same step as operations, `forward(tape, inputs)` (trace.py); requests run
 one at a time, each token fed alone (prefill included), which is mathematically what llama.cpp's
 batched and chunked paths compute. A family may also offer `prefill(ids, state) -> logits` for a
 whole prompt at once (the transformers oracle does)."""
@@ -27,10 +28,14 @@ FAULTS = {
     "output-head-x1.01": "FAULT: the output head's weights scaled by 1.01 (logits 1% too large)",
     "trace-position-frozen": "FAULT: the traced decode bakes the RoPE angles of its capture step into the trace (replay never advances the position)",
     "trace-buffers-leak": "FAULT: each traced capture keeps the buffers of the captures before it (demand grows capture by capture)",
+    "trace-weights-decoded": "FAULT: each weight is decoded per call inside the captured graph (every weight chain's decoded copy is a buffer of the capture)",
+    "trace-routing-on-host": "FAULT: the expert ids are read back to the host inside the captured step (replay dispatches the captured step's experts)",
+    "trace-state-aliased": "FAULT: the captured step binds the recurrent state array of the request it was captured in (replay updates that request's stale state)",
 }
 
 # FAULTs of the traced decode, open to a family whose step is written as operations (`forward(tape, inputs)`).
-TRACE_FAULTS = {"trace-position-frozen", "trace-buffers-leak"}
+# Those that need a family's mechanism (RoPE angles, experts, recurrent state) are in that family's faults_for.
+TRACE_FAULTS = {"trace-buffers-leak", "trace-weights-decoded"}
 
 
 def modes_of(family):
@@ -39,8 +44,10 @@ def modes_of(family):
 
 
 class ReferenceRunner:
-    def __init__(self, gguf, family, faults, state_faults=None):
+    def __init__(self, gguf, family, faults, state_faults=None, trace_region=None):
         self.family = family
+        # A stated trace region (bytes) the captured decode must fit, as a device's is fixed; None: dynamic.
+        self.trace_region = trace_region
         self.faults = set(faults)
         # Sized faults of the request's state (sized_faults.STATE_FAULTS), applied after every token fed.
         self.state_faults = {name: size for name, size in (state_faults or {}).items() if name in STATE_FAULTS}
@@ -130,7 +137,7 @@ class ReferenceRunner:
                 if mode == "eager":
                     logprobs = self.feed(out[-1], state)
                 elif capture is None:
-                    capture, inputs = Capture(frozen={"rope_angles"} if "trace-position-frozen" in self.faults else ()), StepInputs(out[-1], state)
+                    capture, inputs = self.new_capture(), StepInputs(out[-1], state)
                     logits = self.family.forward(capture, inputs)
                     logprobs = log_softmax(logits)
                 else:
@@ -142,6 +149,9 @@ class ReferenceRunner:
         if capture is not None:
             self.captures = [*self.captures, capture] if "trace-buffers-leak" in self.faults else [capture]
         return {"ids": results}
+
+    def new_capture(self):
+        return Capture(frozen={"rope_angles"} if "trace-position-frozen" in self.faults else (), decode_weights="trace-weights-decoded" in self.faults)
 
     def batched_greedy(self, params):
         """One request at a time: this runner has no batch, so its batch is trivially invariant."""
@@ -166,5 +176,7 @@ class ReferenceRunner:
         if not self.captures:
             return {"captures": []}
         demand = sum(capture.demand_bytes() for capture in self.captures)
+        if self.trace_region is not None:
+            return {"captures": [{"capture": "decode", "demand_bytes": int(demand), "region_bytes": self.trace_region, "region_semantics": "fixed-total"}]}
         # No fixed trace region on a CPU: the buffers are allocated as the capture needs them.
         return {"captures": [{"capture": "decode", "demand_bytes": int(demand), "region_bytes": 0, "region_semantics": "dynamic"}]}

@@ -29,7 +29,7 @@ export const captureParityCheck: ParityCheck<"capture_parity"> = {
       summary: `${arm.label} capture parity (traced vs eager): ${compared.length - changed.size}/${prompts.length} identical, ${changed.size - bad.length} near-tie, ${bad.length} forward-divergent` +
         (broken.length === 0 ? "" : `, ${broken.length} answers rejected`) +
         (worst === undefined ? "" : `; prompt ${worst.prompt}: ${firstDifference(worst.prompt)}, ${worst.verdict} (max gap ${worst.maxGapMnats} mnats)`) +
-        (bad.length === 0 ? "" : " — the replayed graph computes something else than the eager one: an input baked into the capture as a constant (a position, a cache length) or a buffer the replay does not rewrite"),
+        (bad.length === 0 ? "" : " — the replayed graph computes something else than the eager one: an input baked into the capture as a constant (a position, a cache length, expert ids read back to the host) or a buffer the replay does not rewrite or that aliases memory it does not own (a request's state bound at capture)"),
       metrics: { prompts: prompts.length, identical: compared.length - changed.size, near_tie: changed.size - bad.length, forward_divergent: bad.length, rejected: broken.length },
     };
   },
