@@ -17,12 +17,19 @@ const REFERENCE_RUNNER = "python3 {bench}/harness/oracle/float64/reference_forwa
  * exception: the reference's clean floor there (llama.cpp's fp16 GELU table) is above zoo's RMS Δp
  * bound, so it runs as zoo-reference's GELU-table arm, under that arm's own bounds.
  */
-const FAMILY_ARMS: ReadonlyArray<{ readonly family: string; readonly args: readonly string[]; readonly only?: readonly string[] }> = [
+const FAMILY_ARMS: ReadonlyArray<{ readonly family: string; readonly args: readonly string[]; readonly only?: readonly string[]; readonly sizes?: Readonly<Record<string, readonly number[]>> }> = [
   { family: "llama", args: ["--suite", "parity16", "--runner", REFERENCE_RUNNER] },
   { family: "gemma4", args: ["--suite", "zoo-reference", "--arm", "gemma4 reference, ggml GELU table"] },
   ...["qwen35", "qwen35moe", "nemotron_h_moe"].map((family) => ({ family, args: ["--suite", "zoo", "--arm", `${family} F32`, "--runner", REFERENCE_RUNNER] })),
   // Partial RoPE (16 of 64 dimensions, one layer of four): the phase error grows with the position, so 128 positions.
   ...["qwen35", "qwen35moe"].map((family) => ({ family: `${family} (zoo-long)`, args: ["--suite", "zoo-long", "--arm", `${family} F32`, "--runner", REFERENCE_RUNNER], only: ["rope_base"] })),
+  // L = 4000 (zoo-4k-reference, under zoo-4k's bounds): the faults that only long context shows, each at its weakest size.
+  ...[
+    { family: "qwen35", only: ["rope_base", "state_reset", "kv_wrap"] },
+    { family: "qwen35moe", only: ["rope_base", "state_reset", "kv_wrap"] },
+    { family: "gemma4", only: ["window", "kv_wrap"] },
+    { family: "nemotron_h_moe", only: ["state_reset", "kv_wrap"] },
+  ].map(({ family, only }) => ({ family: `${family} (zoo-4k)`, args: ["--suite", "zoo-4k-reference", "--arm", `${family} reference`], only, sizes: { rope_base: [1.001], kv_wrap: [3984, 3000] } })),
 ];
 
 interface SizedFault {
@@ -46,18 +53,21 @@ const SIZED_FAULTS: readonly SizedFault[] = [
   { fault: "conv_taps", what: "every causal-conv tap but the newest × size", sizes: [1.001, 1.01, 1.1], label: offset, families: RECURRENT },
   { fault: "router_temp", what: "router logits ÷ size (a temperature on the expert choice and weights)", sizes: [1.001, 1.01, 1.1], label: (s) => `T = ${s}`, families: ["qwen35moe", "nemotron_h_moe"] },
   { fault: "window", what: "the sliding window + size positions", sizes: [1, -1], label: (s) => `${s > 0 ? "+" : ""}${s}`, families: ["gemma4"] },
+  // Fewer tokens between resets, or fewer cells, is a larger fault: the sizes fall.
+  { fault: "state_reset", what: "the recurrent state zeroed after every size tokens fed (a prefill chunk boundary that loses it)", sizes: [2048, 512], label: (s) => `every ${s} tokens`, families: [] },
+  { fault: "kv_wrap", what: "each attention layer's KV cache holds size cells; a later position overwrites the oldest", sizes: [3984, 3000], label: (s) => `${s} cells`, families: [] },
 ];
 
 /** One family × fault, graded (the window's ±1 are variants). */
 export function behindIdentityCatalogue(): FaultFamily[] {
-  return FAMILY_ARMS.flatMap(({ family, args, only }) =>
+  return FAMILY_ARMS.flatMap(({ family, args, only, sizes }) =>
     SIZED_FAULTS.filter((f) => (only === undefined ? f.families.includes(family) : only.includes(f.fault))).map((f): FaultFamily => ({
       name: `${family}: ${f.fault}`,
       what: f.what,
       graded: f.fault !== "window",
       behindIdentity: true,
       control: { label: "clean", prepare: async (_scratch, promptArgs) => ({ args: [...args, ...promptArgs] }) },
-      sizes: f.sizes.map((size): FaultSize => ({
+      sizes: (sizes?.[f.fault] ?? f.sizes).map((size): FaultSize => ({
         label: f.label(size),
         prepare: async (_scratch, promptArgs) => ({ args: [...args, ...promptArgs], env: { [REFERENCE_FAULT_ENV]: `${f.fault}:${size}` } }),
       })),
