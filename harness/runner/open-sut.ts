@@ -112,15 +112,13 @@ export function armSettings(arm: SuiteArm, overrides: Partial<LlamaCppSettings>,
  * A suite's command word or library path with its placeholders filled: `{bench}` the harness's
  * directory, `{model}` the arm's model, `{llama-server}` the built llama-server, and for a server
  * command the arm's numerics (`{threads}`, `{context_size}`, `{batch_size}`, `{sequences}`), so the
- * argv and the recorded settings cannot disagree. `{context_total}` is `{context_size}` ×
- * `{sequences}`: llama-server's `-c` counts the cells of all its slots together, ours per sequence.
+ * argv and the recorded settings cannot disagree.
  */
 export function fillPlaceholders(text: string, modelPath = "", settings?: LlamaCppSettings): string {
   let filled = text.replaceAll("{model}", modelPath).replaceAll("{bench}", PACKAGE_ROOT);
   if (filled.includes(LLAMA_SERVER_PLACEHOLDER)) filled = filled.replaceAll(LLAMA_SERVER_PLACEHOLDER, requireLlamaServer());
   if (settings === undefined) return filled;
   return filled.replaceAll("{threads}", String(settings.threads)).replaceAll("{context_size}", String(settings.contextSize))
-    .replaceAll("{context_total}", String(settings.contextSize * settings.sequences))
     .replaceAll("{batch_size}", String(settings.batchSize)).replaceAll("{sequences}", String(settings.sequences));
 }
 

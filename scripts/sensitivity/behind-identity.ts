@@ -29,7 +29,7 @@ const FAMILY_ARMS: ReadonlyArray<{ readonly family: string; readonly args: reado
     { family: "qwen35moe", only: ["rope_base", "state_reset", "kv_wrap"] },
     { family: "gemma4", only: ["window", "kv_wrap"] },
     { family: "nemotron_h_moe", only: ["state_reset", "kv_wrap"] },
-  ].map(({ family, only }) => ({ family: `${family} (zoo-4k)`, args: ["--suite", "zoo-4k-reference", "--arm", `${family} reference`], only, sizes: { rope_base: [1.001], kv_wrap: [3984, 3000] } })),
+  ].map(({ family, only }) => ({ family: `${family} (zoo-4k)`, args: ["--suite", "zoo-4k-reference", "--arm", `${family} reference${family === "gemma4" ? ", ggml GELU table" : ""}`], only, sizes: { rope_base: [1.001], kv_wrap: [3984, 3000] } })),
 ];
 
 interface SizedFault {
