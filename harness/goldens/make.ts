@@ -1,7 +1,7 @@
 import { readGguf } from "../gguf/read.js";
 import type { LlamaCppSut } from "../sut/llamacpp.js";
 import { tokenizerFingerprint } from "../gguf/tokenizer-fingerprint.js";
-import { openLlamaCppOracle, ORACLE_NAME } from "../oracle/llamacpp-oracle.js";
+import { openLlamaCppOracle, ORACLE_NAME, oracleSettings } from "../oracle/llamacpp-oracle.js";
 import type { ParitySuite } from "../suites/parity-suite.js";
 import { HARNESS_VERSION } from "../version.js";
 import { resolveModel, type ModelRef } from "../fixtures/registry.js";
@@ -12,9 +12,16 @@ import { creationTime, type GoldensManifest } from "./manifest.js";
 
 /** Evaluates the oracle on a suite's prompts and writes goldens/<model>/<suite>/ atomically. */
 export async function makeGoldens(suite: ParitySuite, model: ModelRef, directory = goldensDir(goldensModelDirName(model), suite.name)): Promise<GoldensManifest> {
-  const promptIds = await withOracle(model, 0, (oracle) => oracle.tokenize(suite.prompts));
-  const longest = Math.max(...promptIds.map((ids) => ids.length)) + suite.max_tokens;
-  return withOracle(model, longest, async (oracle) => {
+  let oracle: LlamaCppSut | undefined = await openLlamaCppOracle(model);
+  try {
+    const promptIds = await oracle.tokenize(suite.prompts);
+    const longest = Math.max(...promptIds.map((ids) => ids.length)) + suite.max_tokens;
+    // The recipe's own context holds most suites; the model is loaded again only for longer requests.
+    if (oracleSettings(longest).contextSize > oracleSettings(0).contextSize) {
+      await oracle.close();
+      oracle = undefined;
+      oracle = await openLlamaCppOracle(model, longest);
+    }
     const greedyIds = await oracle.greedy(promptIds.map((ids) => ({ promptIds: ids, maxTokens: suite.max_tokens })));
     const topk = await oracle.teacherForcedTopK(promptIds.map((ids, p) => ({ promptIds: ids, continuationIds: greedyIds[p], k: suite.top_k })));
     return await writeGoldens(
@@ -39,16 +46,8 @@ export async function makeGoldens(suite: ParitySuite, model: ModelRef, directory
         harness_version: HARNESS_VERSION,
       },
     );
-  });
-}
-
-/** Runs `use` on the oracle opened for requests of up to `contextTokens` tokens, and closes it. */
-async function withOracle<T>(model: ModelRef, contextTokens: number, use: (oracle: LlamaCppSut) => Promise<T>): Promise<T> {
-  const oracle = await openLlamaCppOracle(model, contextTokens);
-  try {
-    return await use(oracle);
   } finally {
-    await oracle.close();
+    await oracle?.close();
   }
 }
 
