@@ -168,9 +168,25 @@ function runFile(file) {
       if (failed > 0) process.stdout.write(output.endsWith("\n") ? output : `${output}\n`);
       if (!counted) console.log(`run-tests: ${file.name} printed no test totals (uvu exited ${code ?? signal})`);
       console.log(`${failed > 0 ? "FAIL" : "ok  "} ${file.name}: ${counted ? passed : 0} passed, ${failed} failed, ${counted ? skipped : 0} skipped (${(wallMs / 1000).toFixed(1)} s)`);
-      resolve({ name: file.name, passed: counted ? passed : 0, failed, skipped: counted ? skipped : 0, wallMs });
+      resolve({ name: file.name, passed: counted ? passed : 0, failed, skipped: counted ? skipped : 0, wallMs, failures: failed > 0 ? failedTests(plain, code ?? signal) : [] });
     });
   });
+}
+
+/**
+ * Each failed test of a file's uvu output as `"NAME": first line of its message`, so the end of a
+ * long log still says what failed (CI shows its tail); a file that failed outside any test says so.
+ */
+function failedTests(plain, exit) {
+  const failures = [];
+  const lines = plain.split("\n");
+  lines.forEach((line, at) => {
+    const name = /^\s*FAIL\s+"(.*)"\s*$/.exec(line)?.[1];
+    if (name === undefined) return;
+    const message = lines.slice(at + 1).find((next) => next.trim() !== "")?.trim() ?? "";
+    failures.push(`"${name}": ${message.length > 300 ? `${message.slice(0, 300)}…` : message}`);
+  });
+  return failures.length > 0 ? failures : [`no test failed by name (uvu exited ${exit}): a hook or the file itself threw`];
 }
 
 /**
@@ -222,5 +238,6 @@ printTimings(results, performance.now() - startedMs);
 saveTimings(previous, results, new Set(allNames));
 const sum = (key) => results.reduce((total, result) => total + result[key], 0);
 const failed = sum("failed");
+for (const result of results) for (const failure of result.failures) console.log(`FAILED ${result.name} › ${failure}`);
 console.log(`${sum("passed")} passed, ${failed} failed, ${sum("skipped")} skipped`);
 process.exit(failed === 0 ? 0 : 1);
