@@ -64,7 +64,9 @@ export function variantTree(variant: string): string {
   const modules = join(staging, "node_modules");
   mkdirSync(modules, { recursive: true });
   for (const entry of readdirSync(NODE_MODULES)) {
-    if (entry !== "node-llama-cpp") symlinkSync(join(NODE_MODULES, entry), join(modules, entry));
+    // No package is named node_modules: such an entry is a stray link (a second `ln -s` of a linked
+    // node_modules lands inside it), and linking it would let resolution escape to the shared install.
+    if (entry !== "node-llama-cpp" && entry !== "node_modules") symlinkSync(join(NODE_MODULES, entry), join(modules, entry));
   }
   const realPackage = join(NODE_MODULES, "node-llama-cpp");
   const copy = join(modules, "node-llama-cpp");
