@@ -17,7 +17,9 @@
  * an evaluation client asks; BENCH_TEMPERATURE=T (and BENCH_TOP_P=P) has every server request
  * sample at that temperature (and top_p), seeded, each server under its own sampler convention
  * (llama-server's chain adds its default top_k 40 and min_p 0.05); BENCH_PARTS=server measures the
- * server rows only.
+ * server rows only; BENCH_CLIENTS=N closed-loop clients against the servers (default 4, the slots);
+ * BENCH_VOCAB=gemma3 (with BENCH_PARTS=server) compares gemma4 on the 262,144-row Gemma 3 vocabulary
+ * against gemma4 on the char vocabulary instead of the qwen35 pair.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -51,16 +53,29 @@ const SERVER_ONLY = process.env.BENCH_PARTS === "server";
 if (process.env.BENCH_PARTS !== undefined && !SERVER_ONLY) throw new Error(`BENCH_PARTS=${process.env.BENCH_PARTS}: the only part that runs alone is "server"`);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 32);
 const SLOTS = 4;
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? SLOTS);
+if (!(Number.isInteger(CLIENTS) && CLIENTS >= 1 && CLIENTS <= SLOTS)) throw new Error(`BENCH_CLIENTS=${process.env.BENCH_CLIENTS}: give a whole number of clients from 1 to the ${SLOTS} slots`);
 const SERVER_THREADS = 1;
 const CONTEXT_PER_SLOT = 256;
 const INPUT_TOKENS = 32;
 const OUTPUT_TOKENS = 32;
 
 /** The two fixtures, each with the parity suite and embedded F32 arm that hold it to its own goldens. */
-const FIXTURES = [
-  { name: "real vocab", suite: "real-vocab", arm: "qwen35 qwen3-vocab F32" },
-  { name: "char vocab", suite: "zoo", arm: "qwen35 F32" },
-] as const;
+/** Each fixture: the parity suite and embedded F32 arm that hold it to its goldens (the arm's model is the fixture). */
+const PAIRS = {
+  qwen3: [
+    { name: "real vocab", suite: "real-vocab", arm: "qwen35 qwen3-vocab F32" },
+    { name: "char vocab", suite: "zoo", arm: "qwen35 F32" },
+  ],
+  gemma3: [
+    { name: "real vocab", suite: "real-vocab", arm: "gemma4 gemma3-vocab F32" },
+    { name: "char vocab", suite: "zoo", arm: "gemma4 F32" },
+  ],
+} as const;
+const VOCAB = process.env.BENCH_VOCAB ?? "qwen3";
+if (!(VOCAB in PAIRS)) throw new Error(`BENCH_VOCAB=${VOCAB}: give one of ${Object.keys(PAIRS).join(", ")}`);
+if (VOCAB !== "qwen3" && !SERVER_ONLY) throw new Error(`BENCH_VOCAB=${VOCAB} measures the server rows only: add BENCH_PARTS=server (the goldens and battery rows are the qwen3 pair's)`);
+const FIXTURES = PAIRS[VOCAB as keyof typeof PAIRS];
 type FixtureName = (typeof FIXTURES)[number]["name"];
 
 /** The SUT evaluations a parity battery asks of an embedded arm: 3 rounds of greedy + teacher-forced (greedy_parity, determinism, the scored pass) and one more greedy (batch invariance's batch). */
@@ -109,7 +124,7 @@ interface ServerFigures {
 async function loadServer(server: ManagedServer, prompts: readonly LoadPrompt[], seed: number): Promise<ServerFigures> {
   const body = (index: number) => ({ model: "m", prompt: prompts[index % prompts.length].prompt, max_tokens: OUTPUT_TOKENS, temperature: TEMPERATURE, ...(TOP_P < 1 ? { top_p: TOP_P } : {}), ...(TEMPERATURE > 0 ? { seed: index } : {}),
     ignore_eos: true, stream: true, stream_options: { include_usage: true }, ...(LOGPROBS > 0 ? { logprobs: LOGPROBS } : {}) });
-  const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: SLOTS }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed });
+  const result = await runLoadPoint({ url: `${server.baseUrl}/v1/completions`, body }, { mode: { kind: "closed", concurrency: CLIENTS }, requests: REQUESTS, warmup: 2, maxErrorRate: 1, seed });
   const streamed = result.samples.reduce((sum, sample) => sum + (sample.usage?.completionTokens ?? sample.clientTokens), 0);
   const failed = result.samples.filter((sample) => sample.status !== "ok");
   return { outputTokensPerSecond: streamed / result.durationS, peakBytes: server.child.pid === undefined ? undefined : peakResidentBytes(server.child.pid), failed: failed.length, firstError: failed[0]?.error ?? undefined };
@@ -155,7 +170,7 @@ const servers = new Map<FixtureName, Awaited<ReturnType<typeof serverRow>>>();
 try {
   for (const fixture of FIXTURES) {
     const suite = loadParitySuite(fixture.suite);
-    const model = await resolveModel(suite.oracle.model);
+    const model = await resolveModel(suite.arms.find((arm) => arm.label === fixture.arm)!.model);
     console.log(`\n${fixture.name}: ${model.id}`);
     servers.set(fixture.name, await serverRow(model, llamaServer));
     if (SERVER_ONLY) continue;
@@ -183,7 +198,7 @@ for (const [what, rows] of SERVER_ONLY ? [] : [["goldens making (parity16 prompt
     `\n  ${real} / ${char}: harness wall ×${(r.harnessMs / c.harnessMs).toFixed(2)} CPU ×${(r.harnessCpuMs / c.harnessCpuMs).toFixed(2)}; floor wall ×${(r.rawMs / c.rawMs).toFixed(2)} CPU ×${(r.rawCpuMs / c.rawCpuMs).toFixed(2)}`);
 }
 const [rs, cs] = [servers.get(real)!, servers.get(char)!];
-console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed ${SAMPLING} requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens${LOGPROBS > 0 ? `, each token with its top-${LOGPROBS} log-probs` : ""} at ${SLOTS} clients):` +
+console.log(`server (${SLOTS} slots, ${SERVER_THREADS} thread, F16 KV, ${REQUESTS} streamed ${SAMPLING} requests of ${INPUT_TOKENS}/${OUTPUT_TOKENS} tokens${LOGPROBS > 0 ? `, each token with its top-${LOGPROBS} log-probs` : ""} at ${CLIENTS} clients):` +
   `\n  ${real}: ours ${rs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(rs.ours.peakBytes)}${rs.ours.failed}; llama-server ${rs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(rs["llama-server"].peakBytes)}${rs["llama-server"].failed} — ours/llama-server tok/s ${(rs.ours.tps / rs["llama-server"].tps).toFixed(2)}` +
   `\n  ${char}: ours ${cs.ours.tps.toFixed(0)} tok/s, peak RSS ${mib(cs.ours.peakBytes)}${cs.ours.failed}; llama-server ${cs["llama-server"].tps.toFixed(0)} tok/s, peak RSS ${mib(cs["llama-server"].peakBytes)}${cs["llama-server"].failed} — ours/llama-server tok/s ${(cs.ours.tps / cs["llama-server"].tps).toFixed(2)}` +
   `\n  ${real} / ${char}: ours tok/s ×${(rs.ours.tps / cs.ours.tps).toFixed(2)}, llama-server tok/s ×${(rs["llama-server"].tps / cs["llama-server"].tps).toFixed(2)}`);

@@ -5,7 +5,7 @@ import type { LlamaContext, LlamaModel } from "node-llama-cpp";
 import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { ServerFault } from "./faults.js";
 import { EngineDrainingError, EngineFullError, type EngineObserver, type GenerationRequest, type GenerationResult } from "./generation.js";
-import { greedyTopK, isNativeGreedy, stepGreedily } from "./greedy-step.js";
+import { decodesInBatchStep, isPlainGreedy, stepBatch } from "./batch-step.js";
 import { decodeThroughNode, prefillThroughNode, scorePromptNatively } from "./node-evaluation.js";
 import { HostPromptCache, type HostCacheStats } from "./host-prompt-cache.js";
 import { cachesRequest, chooseSlot, prefillPlan, SlotCache, stateKind, type PromptCacheSettings } from "./prompt-cache.js";
@@ -31,8 +31,8 @@ export function admissionsThisStep(idleSlots: number, queued: number): number {
  * Continuous batching over one llama.cpp context: N slots are N sequences, a bounded FIFO queue
  * feeds free slots at every step. Each step clears the newly admitted slots (between batches, while
  * nothing decodes), then runs a decode token for every generating slot and prompt tokens for the
- * prefilling ones, as llama-server does: plain greedy requests in one llama_decode of our own
- * (greedy-step.ts; a long step on a worker thread), a long prompt one prefill chunk a step so that
+ * prefilling ones, as llama-server does: greedy and sampled requests in one llama_decode of our own
+ * (batch-step.ts; a long step on a worker thread), a long prompt one prefill chunk a step so that
  * admissions and other slots' tokens go on between its chunks; the rest in one batch through
  * node-llama-cpp (node-evaluation.ts).
  * Its samplings start only once the batch's outputs are settled (sampling-order.ts):
@@ -169,15 +169,15 @@ export class BatchEngine {
     return admitted;
   }
 
-  /** One step's compute: node-llama-cpp's batch, then speculation, then the greedy batch (never two decodes at once). */
+  /** One step's compute: node-llama-cpp's batch, then speculation, then our own batch (never two decodes at once). */
   private async step(admitted: readonly Slot[]): Promise<void> {
     const { shared, trace } = this;
-    // Greedy requests without log-probs go to llama.cpp in one batch of our own (stepGreedily);
-    // the rest through node-llama-cpp, awaited together so they share one llama_decode (it batches
+    // Generating requests go to llama.cpp in one batch of our own (stepBatch); those scoring
+    // their prompt (and all without the addon) through node-llama-cpp, awaited together so they share one llama_decode (it batches
     // the calls of one tick). One after the other: never two decodes at once.
     const working = this.slots.filter((slot) => slot.job !== undefined);
-    const greedy = working.filter((slot) => this.decodesNatively(slot.job!.request));
-    const throughNode = working.filter((slot) => !greedy.includes(slot));
+    const batched = working.filter((slot) => this.decodesNatively(slot.job!.request));
+    const throughNode = working.filter((slot) => !batched.includes(slot));
     // A slot past its prompt, not admitted this step: it decodes (or speculates) a token.
     const decodingToken = (slot: Slot) => !admitted.includes(slot) && slot.job!.prefill.length === 0;
     trace?.composition(admitted.length, working.filter(decodingToken).length);
@@ -185,12 +185,12 @@ export class BatchEngine {
     for (const slot of admitted.filter((s) => throughNode.includes(s))) await this.guard(slot, async () => scorePromptNatively(shared, slot));
     await Promise.all(throughNode.map((slot) => this.guard(slot, () => (admitted.includes(slot) ? prefillThroughNode(shared, slot) : decodeThroughNode(shared, slot)))));
     trace?.phaseEnded("node");
-    if (greedy.length === 0) return;
-    // With a draft model, decoding greedy slots speculate (slots still prefilling step first).
-    const speculating = this.speculator === undefined ? [] : greedy.filter(decodingToken);
+    if (batched.length === 0) return;
+    // With a draft model, decoding plain greedy slots speculate (slots still prefilling step first).
+    const speculating = this.speculator === undefined ? [] : batched.filter((slot) => decodingToken(slot) && isPlainGreedy(slot.job!.request));
     if (speculating.length > 0) speculateSlots(shared, this.speculator!, speculating);
     trace?.phaseEnded("speculate");
-    await stepGreedily(shared, greedy.filter((slot) => !speculating.includes(slot)), admitted);
+    await stepBatch(shared, batched.filter((slot) => !speculating.includes(slot)), admitted);
     trace?.phaseEnded("settle");
     // After a step on this thread, let sockets flush and requests arrive before the next one.
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -202,12 +202,13 @@ export class BatchEngine {
   }
 
   /**
-   * Greedy requests are decoded by stepGreedily, the one path with a prompt cache; with a draft
-   * model, only plain ones (a drafted token has no distribution to report). The FAKE slot-clear
+   * Generating requests are decoded by stepBatch, the one path with a prompt cache; with a draft
+   * model, greedy ones only if plain (a drafted token has no distribution to report), sampled ones
+   * never speculated. The FAKE slot-clear
    * fault keeps node-llama-cpp's path, which goes on evaluating where an uncleared sequence ended.
    */
   private decodesNatively(request: GenerationRequest): boolean {
-    return this.native.reached && this.fault !== "skip-slot-clear" && isNativeGreedy(request) && (this.speculator === undefined || greedyTopK(request) === 0);
+    return this.native.reached && this.fault !== "skip-slot-clear" && decodesInBatchStep(request) && (this.speculator === undefined || request.sampling.temperature > 0 || isPlainGreedy(request));
   }
 
   private dropCancelledFromQueue(): void {

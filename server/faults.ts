@@ -36,7 +36,7 @@ import { BenchError } from "../harness/errors.js";
  * The echo path's (engine.ts, scorePromptNatively): `echo-one-late`: each echoed prompt token is
  * given the log-prob and top-k of the position after its own, an off-by-one in teacher forcing.
  *
- * The greedy log-prob path's (engine.ts, stepGreedily): `logprobs-other-row`: each sequence's
+ * The greedy log-prob path's (engine.ts, stepBatch): `logprobs-other-row`: each sequence's
  * greedy log-prob and top-k are read from the next ranked sequence's output row of the step (its
  * own token still from its own row), as a server that mis-indexes its batch's outputs reports them;
  * a step with one ranked sequence is unchanged.

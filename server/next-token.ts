@@ -10,12 +10,12 @@ import { scanStops } from "./stop-strings.js";
 
 /**
  * A decode's output becoming the request's next token, whichever path decoded it (node-llama-cpp's,
- * stepGreedily's, a speculative step's): the token drawn from the row (sampling.ts) or taken as
+ * stepBatch's, a speculative step's): the token drawn from the row (sampling.ts) or taken as
  * llama.cpp's argmax, its text released to the stream past any possible stop string, its log-probs
  * where asked, and the request ended at a stop, EOS, max_tokens or the slot's last cell.
  */
 
-/** A generated token's own log-prob and its distribution's top-k: computed in native code (stepGreedily), or from its row (rowDistribution). */
+/** A generated token's own log-prob and its distribution's top-k: computed in native code (stepBatch), or from its row (rowDistribution). */
 export interface TokenDistribution {
   readonly logprob: number;
   readonly top: TopK;

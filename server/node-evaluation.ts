@@ -7,7 +7,7 @@ import { finishSlot, type EngineShared, type Slot } from "./slot.js";
 import { PieceRenderer } from "./token-text.js";
 
 /**
- * The requests stepGreedily does not decode (sampled ones, echoed prompts' log-probs, and every
+ * The requests stepBatch does not decode (echoed prompts' log-probs, the FAKE uncleared slot, and every
  * request without the addon), evaluated through node-llama-cpp's controlledEvaluate: the prompt in
  * prefill chunks, then one token a step. The engine awaits every slot's call together, so they
  * share one llama_decode (node-llama-cpp batches the calls of one tick).

@@ -42,7 +42,7 @@ export interface Slot {
   readonly sequenceId: number;
   /** Whether node-llama-cpp evaluated tokens in it since it was last cleared (its clearHistory is then needed). */
   throughNode: boolean;
-  /** What the sequence holds for stepGreedily (its length is where the next token goes); empty for node-llama-cpp's path. */
+  /** What the sequence holds for stepBatch (its length is where the next token goes); empty for node-llama-cpp's path. */
   readonly cache: SlotCache;
   job: Job | undefined;
 }
@@ -65,7 +65,7 @@ export interface Job {
   drafted: number;
   accepted: number;
   readonly acceptedDraftPositions: number[];
-  /** stepGreedily's prefill stops of the prompt not decoded yet (one a step); empty once its first token is out. */
+  /** stepBatch's prefill stops of the prompt not decoded yet (one a step); empty once its first token is out. */
   prefill: PrefillStop[];
   resolve: (result: GenerationResult) => void;
   reject: (error: unknown) => void;
@@ -127,7 +127,7 @@ export async function clearSlot(shared: EngineShared, slot: Slot): Promise<void>
   if (fault === "skip-slot-clear") return;
   // The conversation the slot held outlives this request in the host cache.
   if (native.reached && shared.hostCache !== undefined && shared.stateKind !== undefined) exchangeWithHost(native, slot, undefined, shared.stateKind, shared.hostCache, fault);
-  // node-llama-cpp erases only the tokens it evaluated itself; stepGreedily's are ours to erase.
+  // node-llama-cpp erases only the tokens it evaluated itself; stepBatch's are ours to erase.
   if (slot.throughNode || !native.reached) await slot.sequence.clearHistory();
   slot.throughNode = false;
   slot.cache.forget();
@@ -136,12 +136,12 @@ export async function clearSlot(shared: EngineShared, slot: Slot): Promise<void>
 
 /**
  * A plain greedy request keeps what its slot's sequence holds of the longest prefix it shares
- * with the prompt (prompt-cache.ts says when that is valid), so stepGreedily prefills only the rest.
+ * with the prompt (prompt-cache.ts says when that is valid), so stepBatch prefills only the rest.
  */
 export async function reuseSlot(shared: EngineShared, slot: Slot, others: readonly Slot[]): Promise<void> {
   const job = slot.job!;
   const { native, stateKind } = shared;
-  // node-llama-cpp's own record of the sequence would disagree with what stepGreedily puts in it.
+  // node-llama-cpp's own record of the sequence would disagree with what stepBatch puts in it.
   if (slot.throughNode) {
     await slot.sequence.clearHistory();
     slot.throughNode = false;
@@ -149,6 +149,6 @@ export async function reuseSlot(shared: EngineShared, slot: Slot, others: readon
   if (!native.reached || stateKind === undefined) throw new Error("the prompt cache needs the llama-context addon");
   if (shared.hostCache !== undefined) exchangeWithHost(native, slot, cachesRequest(shared.cacheSettings, job.request) ? job.request.promptIds : undefined, stateKind, shared.hostCache, shared.fault);
   job.cachedTokens = admitToCache(native, slot, others, job.request, shared.cacheSettings, stateKind, shared.fault);
-  // stepGreedily prefills the prompt from where the slot's cache ends.
+  // stepBatch prefills the prompt from where the slot's cache ends.
   shared.observer.prompt(job.request.promptIds.length, job.cachedTokens, job.request.promptIds.length - slot.cache.tokens.length);
 }

@@ -36,7 +36,7 @@ export interface StepLine {
   readonly admitted: number;
   /** Slots that generated a token this step (neither admitted in it nor still prefilling). */
   readonly decoding: number;
-  /** Prompt and generated tokens in the step's own llama_decode (stepGreedily; node-llama-cpp's batches are not counted). */
+  /** Prompt and generated tokens in the step's own llama_decode (stepBatch; node-llama-cpp's batches are not counted). */
   readonly prompt_tokens: number;
   readonly decode_tokens: number;
   /** Whether that llama_decode ran on a worker thread. */

@@ -1,6 +1,6 @@
 /**
  * Our server prefills a long prompt one chunk a step, each step's llama_decode on a worker thread
- * (server/greedy-step.ts stepGreedily), over real HTTP on loopback with a real GGUF: while the long
+ * (server/batch-step.ts stepBatch), over real HTTP on loopback with a real GGUF: while the long
  * prompt prefills, /metrics still answers, a short request sent meanwhile gets its first token
  * before the long one does, and /metrics counts a step per chunk, not one step for the whole prompt.
  */
@@ -10,7 +10,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 
-/** Steps of a chunk run on a worker thread (server/greedy-step.ts OFF_THREAD_TOKENS). */
+/** Steps of a chunk run on a worker thread (server/batch-step.ts OFF_THREAD_TOKENS). */
 const CHUNK = 256;
 const LONG_TOKENS = 3072;
 

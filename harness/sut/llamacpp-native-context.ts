@@ -13,6 +13,7 @@ interface ContextAccessAddon {
   settleOutputs(handle: number): void;
   greedyToken(handle: number, batchLogitIndex: number): number;
   logitsRow(handle: number, batchLogitIndex: number, into?: Float32Array): Float32Array;
+  stepRow(handle: number, entry: number, into?: Float32Array): Float32Array;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): GreedyTopKStep;
   decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
@@ -90,11 +91,11 @@ export function teacherForceInEmptySequence(native: Extract<NativeContext, { rea
   }
 }
 
-/** A greedy step's asked distributions by sequence index: its argmax's log-prob and its top-k (undefined where topK[i] is 0). */
+/** A greedy step's asked distributions by sequence index: its argmax's log-prob and its top-k (undefined where topK[i] asked none: 0, or -1 for a kept row). */
 export function greedyStepDistributions(step: GreedyTopKStep, topK: Int32Array): (index: number) => { readonly logprob: number; readonly top: TopK } | undefined {
   const offsets = new Int32Array(topK.length + 1);
-  topK.forEach((k, i) => { offsets[i + 1] = offsets[i] + k; });
-  return (index) => (topK[index] === 0 ? undefined : {
+  topK.forEach((k, i) => { offsets[i + 1] = offsets[i] + Math.max(k, 0); });
+  return (index) => (topK[index] <= 0 ? undefined : {
     logprob: step.chosen[index],
     top: { ids: Array.from(step.ids.subarray(offsets[index], offsets[index + 1])), logprobs: Array.from(step.logprobs.subarray(offsets[index], offsets[index + 1])) },
   });
@@ -139,7 +140,9 @@ export type NativeContext =
     readonly greedyToken: (batchLogitIndex: number) => number;
     /** A copy of a batch output's logits, one per vocabulary entry (what the server samples from), on this thread; into a row given back with recycleRow where there is one. */
     readonly logitsRow: (batchLogitIndex: number) => Float32Array;
-    /** Gives back a row from logitsRow that nothing reads any more, for the next logitsRow to fill. */
+    /** The logits row the last decodeGreedyTopK kept for its entry `entry` (topK -1): a sampled request's token, drawn from it in JavaScript; recycled as logitsRow's are. */
+    readonly stepRow: (entry: number) => Float32Array;
+    /** Gives back a row from logitsRow or stepRow that nothing reads any more, for the next one to fill. */
     readonly recycleRow: (row: Float32Array) => void;
     /**
      * Sequence i's next counts[i] tokens (back to back in `tokens`) at positions starts[i] onwards,
@@ -151,7 +154,7 @@ export type NativeContext =
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
     /** decodeGreedy's step on a worker thread, the event loop going on meanwhile (a hop each way: worth it for a step that carries prompt tokens); until it settles, every other call here throws. */
     readonly decodeGreedyOffThread: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
-    /** decodeGreedy, and each sequence's top-topK[i] next-token log-probs where topK[i] > 0 (a greedy request that asked for log-probs), on this thread or a worker's. */
+    /** decodeGreedy, and each sequence's top-topK[i] next-token log-probs where topK[i] > 0 (a greedy request that asked for log-probs), or its whole logits row kept for stepRow where topK[i] is -1, on this thread or a worker's. */
     readonly decodeGreedyTopK: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, offThread: boolean) => GreedyTopKStep | Promise<GreedyTopKStep>;
     /**
      * As decodeGreedy, but with an output at every token (a speculative verification: the target
@@ -200,7 +203,7 @@ function loadAddon(): ContextAccessAddon | string {
   try {
     const loaded = createRequire(import.meta.url)(path) as ContextAccessAddon;
     // A build from before a function was added: this checkout's code would call what is not there.
-    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true || typeof loaded.logitsRow !== "function" || typeof loaded.saveSequence !== "function") return "the llama-context addon is older than this checkout (no top-k in its greedy step, no logitsRow or no saveSequence): rebuild it with npm run build:native";
+    if (typeof loaded.teacherForcedTopK !== "function" || loaded.greedyTopK !== true || typeof loaded.logitsRow !== "function" || typeof loaded.saveSequence !== "function" || typeof loaded.stepRow !== "function") return "the llama-context addon is older than this checkout (no top-k in its greedy step, no logitsRow, saveSequence or stepRow): rebuild it with npm run build:native";
     return loaded;
   } catch (error) {
     return `the llama-context addon did not load: ${(error as Error).message}`;
@@ -243,6 +246,7 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         settleOutputs: () => loaded.settleOutputs(handle),
         greedyToken: (batchLogitIndex) => loaded.greedyToken(handle, batchLogitIndex),
         logitsRow: (batchLogitIndex) => loaded.logitsRow(handle, batchLogitIndex, recycled.pop()),
+        stepRow: (entry) => loaded.stepRow(handle, entry, recycled.pop()),
         recycleRow: (row) => {
           if (recycled.length < RECYCLED_ROWS) recycled.push(row);
         },

@@ -162,6 +162,10 @@ struct Handle {
   bool hasBatch;
   /** A decodeGreedy runs on a worker thread: nothing else may touch the context until it settles. */
   bool busy;
+  /** The last step's kept logits rows (topK -1), a vocabulary each, back to back: what stepRow copies out. */
+  std::vector<float> stepRows;
+  /** Per entry of the last step, its row in stepRows, or -1 where it kept none. */
+  std::vector<int32_t> stepRowOf;
 };
 std::map<uint32_t, Handle> handles;
 uint32_t nextHandle = 1;
@@ -258,7 +262,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const uint32_t id = nextHandle++;
-  handles[id] = Handle{ctx, nullptr, {}, false, false};
+  handles[id] = Handle{ctx, nullptr, {}, false, false, {}, {}};
   return Napi::Number::New(env, id);
 }
 
@@ -317,6 +321,16 @@ Napi::Value GreedyToken(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, best);
 }
 
+/** A vocabulary's logits as a Float32Array: into `into` where it is one that holds exactly the vocabulary, else a new one. */
+Napi::Value copiedRow(const Napi::CallbackInfo& info, const Handle& handle, const float* logits) {
+  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle.ctx)));
+  const bool reuse = info.Length() > 2 && info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array &&
+                     info[2].As<Napi::Float32Array>().ElementLength() == static_cast<size_t>(vocab);
+  auto row = reuse ? info[2].As<Napi::Float32Array>() : Napi::Float32Array::New(info.Env(), static_cast<size_t>(vocab));
+  std::memcpy(row.Data(), logits, sizeof(float) * static_cast<size_t>(vocab));
+  return row;
+}
+
 /**
  * logitsRow(handle, batchLogitIndex[, into]) -> Float32Array: a copy of a batch output's logits, one
  * per vocabulary entry, on the calling thread — into `into` where it is given and holds exactly the
@@ -334,12 +348,26 @@ Napi::Value LogitsRow(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, "llama.cpp has no logits at that batch index").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
-  const bool reuse = info.Length() > 2 && info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array &&
-                     info[2].As<Napi::Float32Array>().ElementLength() == static_cast<size_t>(vocab);
-  auto row = reuse ? info[2].As<Napi::Float32Array>() : Napi::Float32Array::New(env, static_cast<size_t>(vocab));
-  std::memcpy(row.Data(), logits, sizeof(float) * static_cast<size_t>(vocab));
-  return row;
+  return copiedRow(info, *handle, logits);
+}
+
+/**
+ * stepRow(handle, entry[, into]) -> Float32Array: the logits row the last greedy step kept for entry
+ * `entry` (its topK was -1: a sampled request's token), copied as logitsRow copies. Kept by the step
+ * itself because one step may span several llama_decodes, each overwriting the last one's outputs.
+ */
+Napi::Value StepRow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Handle* handle = handleAt(info);
+  if (handle == nullptr) return env.Undefined();
+  const int32_t entry = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
+  const int32_t row = entry >= 0 && static_cast<size_t>(entry) < handle->stepRowOf.size() ? handle->stepRowOf[entry] : -1;
+  if (row < 0) {
+    Napi::RangeError::New(env, "stepRow(handle, entry): the last step kept no row for that entry (ask with topK -1)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const size_t vocab = static_cast<size_t>(symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx))));
+  return copiedRow(info, *handle, handle->stepRows.data() + static_cast<size_t>(row) * vocab);
 }
 
 /** One decode call's work (decodeGreedy, decodeGreedyOffThread, decodeVerify), copied out of JavaScript's arrays so that it can run off the main thread. */
@@ -350,7 +378,7 @@ struct DecodeStep {
   std::vector<int32_t> starts;
   /** At most this many tokens per llama_decode. */
   int32_t capacity;
-  /** Per sequence, how many of its most likely next tokens to report with their log-probs (0: none); empty: none for any. */
+  /** Per sequence, how many of its most likely next tokens to report with their log-probs (0: none; -1: keep its whole logits row for stepRow); empty: none for any. */
   std::vector<int32_t> topK;
 };
 
@@ -411,13 +439,18 @@ std::string decodeInBatches(Handle& handle, const DecodeStep& step, WantsOutput 
  */
 std::string runGreedyStep(Handle& handle, const DecodeStep& step, GreedyOutputs& out) {
   const size_t entries = step.sequences.size();
+  const size_t vocab = static_cast<size_t>(symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle.ctx))));
   out.next.assign(entries, -1);
   std::vector<size_t> rowAt(entries, 0);
   size_t rows = 0;
+  handle.stepRowOf.assign(entries, -1);
+  int32_t kept = 0;
   for (size_t e = 0; e < step.topK.size(); e++) {
     rowAt[e] = rows;
-    rows += static_cast<size_t>(step.topK[e]);
+    rows += static_cast<size_t>(std::max(step.topK[e], 0));
+    if (step.topK[e] < 0) handle.stepRowOf[e] = kept++;
   }
+  handle.stepRows.resize(static_cast<size_t>(kept) * vocab);
   out.ids.assign(rows, -1);
   out.logprobs.assign(rows, NAN);
   out.chosen.assign(step.topK.empty() ? 0 : entries, NAN);
@@ -426,6 +459,10 @@ std::string runGreedyStep(Handle& handle, const DecodeStep& step, GreedyOutputs&
     out.next[e] = argmaxRow(handle.ctx, index);
     if (out.next[e] < 0) return false;
     const int32_t k = step.topK.empty() ? 0 : step.topK[e];
+    if (k < 0) {
+      std::memcpy(handle.stepRows.data() + static_cast<size_t>(handle.stepRowOf[e]) * vocab, symbols.getLogitsIth(handle.ctx, index), sizeof(float) * vocab);
+      return true;
+    }
     return k == 0 || topKRow(handle.ctx, index, k, order, out.ids.data() + rowAt[e], out.logprobs.data() + rowAt[e], out.next[e], out.chosen.data() + e);
   });
 }
@@ -530,9 +567,9 @@ bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& 
     const auto asks = info[6].As<Napi::Int32Array>();
     const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
     bool valid = asks.ElementLength() == entries;
-    for (size_t e = 0; valid && e < entries; e++) valid = asks[e] >= 0 && asks[e] <= vocab;
+    for (size_t e = 0; valid && e < entries; e++) valid = asks[e] >= -1 && asks[e] <= vocab;
     if (!valid) {
-      Napi::RangeError::New(env, std::string(usage) + ": topK needs one count per sequence, each from 0 to the vocabulary size").ThrowAsJavaScriptException();
+      Napi::RangeError::New(env, std::string(usage) + ": topK needs one count per sequence, each from -1 (keep the row) to the vocabulary size").ThrowAsJavaScriptException();
       return false;
     }
     topK.assign(asks.Data(), asks.Data() + entries);
@@ -552,7 +589,7 @@ bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& 
  * decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode?, topK?) -> Int32Array: a step of
  * greedy requests as llama-server's loop runs it (readDecodeStep), only each sequence's last token
  * with an output, and that output's argmax. With topK (Int32Array, a count per sequence, 0 for
- * none): {next, ids, logprobs, chosen}, each asked sequence's top-k rows flat in sequence order and
+ * none, -1 to keep the output's logits row for stepRow): {next, ids, logprobs, chosen}, each asked sequence's top-k rows flat in sequence order and
  * its argmax's log-prob (NaN where none was asked), a log-softmax over the vocabulary as topKRow's. No sampler and no thread hop: it runs on the calling
  * thread, for steps too short to pay for a hop (decode tokens, short prompts).
  */
@@ -841,6 +878,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("settleOutputs", Napi::Function::New(env, SettleOutputs));
   exports.Set("greedyToken", Napi::Function::New(env, GreedyToken));
   exports.Set("logitsRow", Napi::Function::New(env, LogitsRow));
+  exports.Set("stepRow", Napi::Function::New(env, StepRow));
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
   // decodeGreedy and decodeGreedyOffThread take topK: an older build would ignore it, so say so.
   exports.Set("greedyTopK", Napi::Boolean::New(env, true));

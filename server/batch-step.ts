@@ -8,10 +8,12 @@ import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
 import { PieceRenderer } from "./token-text.js";
 
 /**
- * The greedy requests' step, as llama-server's loop runs it: every generating slot's last token
- * and every prefilling slot's next prompt stretch (up to a prefill chunk, or a checkpoint) in one
- * llama_decode of our own, and each finished prompt's or decoded token's argmax, through our addon
- * (native/llama-context) — no sampler. The one path with a prompt cache.
+ * The batch step, as llama-server's loop runs it: every generating slot's last token and every
+ * prefilling slot's next prompt stretch (up to a prefill chunk, or a checkpoint) in one
+ * llama_decode of our own, through our addon (native/llama-context) — no node-llama-cpp sampler.
+ * A greedy request's token is the output's argmax, taken in native code; a sampled request's is
+ * drawn from the output's logits row (kept by the step, server/sampling.ts draws), so sampled and
+ * greedy requests share one decode and the prompt cache. The one path with a prompt cache.
  */
 
 /**
@@ -23,14 +25,27 @@ import { PieceRenderer } from "./token-text.js";
  */
 const OFF_THREAD_TOKENS = 256;
 
-/** How many top log-probs a greedy request's generated tokens carry (1 where it asked for its tokens' own only: greedy's token is the top-1). */
-export function greedyTopK(request: GenerationRequest): number {
+/** The step's ask for a sampled request's token: keep the output's whole logits row (stepRow) to draw from. */
+const KEEP_ROW = -1;
+
+/**
+ * What the step asks of the output that becomes a request's token: a greedy request's top
+ * log-probs (1 where it asked for its tokens' own only: greedy's token is the top-1), or a sampled
+ * request's row (its log-probs, if asked, come from that row).
+ */
+export function stepAsk(request: GenerationRequest): number {
+  if (request.sampling.temperature > 0) return KEEP_ROW;
   return request.logprobs > 0 ? request.logprobs : request.tokenLogprobs ? 1 : 0;
 }
 
-/** A greedy request stepGreedily decodes: plain, or asking for its generated tokens' log-probs (their top-k computed in native code, never a vocabulary-sized Map). */
-export function isNativeGreedy(request: GenerationRequest): boolean {
-  return request.sampling.temperature === 0 && request.promptLogprobs === 0 && request.maxTokens > 0;
+/** A greedy request without log-probs: what a draft model may speculate (a drafted token has no distribution to report). */
+export function isPlainGreedy(request: GenerationRequest): boolean {
+  return stepAsk(request) === 0;
+}
+
+/** A request stepBatch decodes: any that generates and does not ask for its prompt's log-probs (those are scored through node-llama-cpp). */
+export function decodesInBatchStep(request: GenerationRequest): boolean {
+  return request.promptLogprobs === 0 && request.maxTokens > 0;
 }
 
 /** One slot's part of the step: the tokens it puts in the batch, from position `start`. */
@@ -44,18 +59,18 @@ interface Stretch {
   readonly prefilling: boolean;
 }
 
-/** The decode's answer: each stretch's argmax, and its log-probs where its request asked for them. */
+/** The decode's answer: each stretch's argmax, and its log-probs where its greedy request asked for them (a sampled request's row is read with stepRow). */
 interface StepAnswer {
   readonly decoded: Int32Array;
   readonly distributions: ((index: number) => TokenDistribution | undefined) | undefined;
 }
 
 /**
- * One step for the greedy slots. A prompt longer than a chunk takes several steps, so requests
+ * One step for the slots decoded here. A prompt longer than a chunk takes several steps, so requests
  * admitted meanwhile and the other slots' tokens do not wait for all of it. A failure fails these
  * requests only.
  */
-export async function stepGreedily(shared: EngineShared, slots: readonly Slot[], admitted: readonly Slot[]): Promise<void> {
+export async function stepBatch(shared: EngineShared, slots: readonly Slot[], admitted: readonly Slot[]): Promise<void> {
   const live = liveSlots(shared, slots);
   const { native } = shared;
   if (live.length === 0 || !native.reached) return;
@@ -89,7 +104,7 @@ function stretchOf(slot: Slot, index: number): Stretch {
   return { slot, index, start, piece, stop, prefilling };
 }
 
-/** The step's one llama_decode (on a worker thread when long), with top-k only where a stretch's output becomes a token that asked for log-probs. */
+/** The step's one llama_decode (on a worker thread when long), with top-k or a kept row only where a stretch's output becomes a token that asks for one. */
 async function decodeStretches(shared: EngineShared, native: ReachedNative, stretches: readonly Stretch[]): Promise<StepAnswer> {
   const step = [
     Int32Array.from(stretches, (e) => e.slot.sequenceId),
@@ -99,11 +114,11 @@ async function decodeStretches(shared: EngineShared, native: ReachedNative, stre
     shared.cacheSettings.prefillChunk,
   ] as const;
   const offThread = stretches.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS;
-  // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked.
-  const topK = Int32Array.from(stretches, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : greedyTopK(e.slot.job!.request)));
+  // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked or kept.
+  const topK = Int32Array.from(stretches, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : stepAsk(e.slot.job!.request)));
   shared.trace?.decodeStarted(stretches, offThread);
   let answer: StepAnswer;
-  if (topK.some((k) => k > 0)) {
+  if (topK.some((k) => k !== 0)) {
     const result = await native.decodeGreedyTopK(...step, topK, offThread);
     const distributions = greedyStepDistributions(result, topK);
     answer = { decoded: result.next, distributions: shared.fault === "logprobs-other-row" ? readNextRankedRow(distributions, topK) : distributions };
@@ -125,7 +140,8 @@ function settle(shared: EngineShared, native: ReachedNative, e: Stretch, answer:
     if (e.prefilling) job.prefill.shift();
     // A stretch short of the prompt's end gives no token yet.
     if (e.prefilling && job.prefill.length > 0) return;
-    acceptToken(shared, e.slot, { next: { token: answer.decoded[e.index] as Token }, native: answer.distributions?.(e.index) });
+    const sampled = job.request.sampling.temperature > 0;
+    acceptToken(shared, e.slot, sampled ? { next: { confidence: native.stepRow(e.index) } } : { next: { token: answer.decoded[e.index] as Token }, native: answer.distributions?.(e.index) });
   } catch (error) {
     failSlot(shared, e.slot, error);
   }
