@@ -6,6 +6,7 @@ import type { GgufModel } from "../export-hf/gguf-model.js";
 import type { HfModel } from "../export-hf/hf-model.js";
 import type { FixtureModel } from "../fixtures/architecture.js";
 import { buildCopyModel } from "../fixtures/copy-model.js";
+import { buildCopyGemma4 } from "../fixtures/copy-model-gemma4.js";
 import { buildGemma4 } from "../fixtures/families/gemma4.js";
 import { buildGemma4Gemma3Vocab } from "../fixtures/families/gemma4-gemma3-vocab.js";
 import { buildLlamaLlama3Vocab } from "../fixtures/families/llama-llama3-vocab.js";
@@ -107,6 +108,11 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
       { name: "gemma4-gemma3-vocab", build: buildGemma4Gemma3Vocab, quants: F32_ONLY },
       { name: "gemma4-tiny-window-plus-one", build: () => buildGemma4("window-plus-one"), quants: F32_ONLY, fault: "window-plus-one" },
       { name: "gemma4-tiny-window-minus-one", build: () => buildGemma4("window-minus-one"), quants: F32_ONLY, fault: "window-minus-one" },
+      // The needle model in gemma4's architecture: sliding layers of window 2 shift tokens, the global layer retrieves.
+      { name: "copy-4k-gemma4", build: () => buildCopyGemma4("none"), quants: F32_ONLY },
+      { name: "copy-4k-gemma4-window-plus-one", build: () => buildCopyGemma4("window-plus-one"), quants: F32_ONLY, fault: "window-plus-one" },
+      { name: "copy-4k-gemma4-window-full", build: () => buildCopyGemma4("window-full"), quants: F32_ONLY, fault: "window-full" },
+      { name: "copy-4k-gemma4-global-as-sliding", build: () => buildCopyGemma4("global-as-sliding"), quants: F32_ONLY, fault: "global-as-sliding" },
     ],
     suite: "zoo",
     exportHf: exportGemma4,
