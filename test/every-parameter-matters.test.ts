@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildCopyModel } from "../harness/fixtures/copy-model.js";
+import { buildNemotronCopyModel } from "../harness/fixtures/copy-model-nemotron.js";
 import { buildGemma4 } from "../harness/fixtures/families/gemma4.js";
 import { buildNemotronHMoe } from "../harness/fixtures/families/nemotron-h-moe.js";
 import { buildQwen35Tiny } from "../harness/fixtures/families/qwen35.js";
@@ -20,7 +21,7 @@ test.after(() => work.remove());
 const INERT_BY_CONSTRUCTION = /^blk\.\d\.ffn_(gate|up|down)\.weight$/;
 
 test("no fixture tensor is constant: norm weights and every other parameter vary, so a forward that ignores one computes something else", () => {
-  const models: FixtureModel[] = [buildTinyRandom(), buildQwen35Tiny("none"), buildQwen35MoeTiny("none"), buildGemma4("none"), buildNemotronHMoe(), buildCopyModel()];
+  const models: FixtureModel[] = [buildTinyRandom(), buildQwen35Tiny("none"), buildQwen35MoeTiny("none"), buildGemma4("none"), buildNemotronHMoe(), buildCopyModel(), buildNemotronCopyModel()];
   for (const model of models) {
     for (const tensor of model.tensors) {
       // A one-value tensor (gemma4's per-layer output scale) cannot vary; it is drawn, not 1.

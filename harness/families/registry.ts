@@ -7,6 +7,7 @@ import type { HfModel } from "../export-hf/hf-model.js";
 import type { FixtureModel } from "../fixtures/architecture.js";
 import { buildCopyModel } from "../fixtures/copy-model.js";
 import { buildCopyGemma4 } from "../fixtures/copy-model-gemma4.js";
+import { buildNemotronCopyModel } from "../fixtures/copy-model-nemotron.js";
 import { buildGemma4 } from "../fixtures/families/gemma4.js";
 import { buildGemma4Gemma3Vocab } from "../fixtures/families/gemma4-gemma3-vocab.js";
 import { buildLlamaLlama3Vocab } from "../fixtures/families/llama-llama3-vocab.js";
@@ -120,8 +121,13 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
   },
   {
     architecture: "nemotron_h_moe",
-    // No fixture with a planted fault: its faults (slot poisoning, a conv window never shifted, MoE routing) are the float64 reference's.
-    fixtures: [{ name: "nemotron-h-moe-tiny", build: () => buildNemotronHMoe(), quants: QUANT_NAMES }],
+    fixtures: [
+      { name: "nemotron-h-moe-tiny", build: () => buildNemotronHMoe(), quants: QUANT_NAMES },
+      // Retrieves by construction through its conv shifts, induction head and class routing (docs/copy-model-nemotron.md).
+      { name: "copy-4k-nemotron", build: () => buildNemotronCopyModel("none"), quants: F32_ONLY },
+      { name: "copy-4k-nemotron-conv-reversed", build: () => buildNemotronCopyModel("conv-reversed"), quants: F32_ONLY, fault: "conv-reversed" },
+      { name: "copy-4k-nemotron-experts-permuted", build: () => buildNemotronCopyModel("experts-permuted"), quants: F32_ONLY, fault: "experts-permuted" },
+    ],
     suite: "zoo",
     exportHf: exportNemotronH,
     reference: "nemotron_h.py",
