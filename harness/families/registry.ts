@@ -8,6 +8,8 @@ import type { FixtureModel } from "../fixtures/architecture.js";
 import { buildCopyModel } from "../fixtures/copy-model.js";
 import { buildCopyGemma4 } from "../fixtures/copy-model-gemma4.js";
 import { buildNemotronCopyModel } from "../fixtures/copy-model-nemotron.js";
+import { buildCopyQwen35 } from "../fixtures/copy-model-qwen35.js";
+import { buildCopyQwen35Moe } from "../fixtures/copy-model-qwen35moe.js";
 import { buildGemma4 } from "../fixtures/families/gemma4.js";
 import { buildGemma4Gemma3Vocab } from "../fixtures/families/gemma4-gemma3-vocab.js";
 import { buildLlamaLlama3Vocab } from "../fixtures/families/llama-llama3-vocab.js";
@@ -84,6 +86,10 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
       // qwen35-tiny's trunk and one MTP (next-N) block after it, for speculative decoding.
       { name: "qwen35-tiny-mtp", build: () => buildQwen35TinyMtp("none"), quants: F32_ONLY },
       { name: "qwen35-tiny-mtp-in-trunk", build: () => buildQwen35TinyMtp("mtp-in-trunk"), quants: F32_ONLY, fault: "mtp-in-trunk" },
+      // The needle-retrieving copy circuit in qwen35's own mixers (docs/copy-model-qwen35.md), and its planted faults.
+      { name: "copy-4k-qwen35", build: () => buildCopyQwen35("none"), quants: F32_ONLY },
+      { name: "copy-4k-qwen35-rope-dims", build: () => buildCopyQwen35("rope-dims"), quants: F32_ONLY, fault: "rope-dims" },
+      { name: "copy-4k-qwen35-conv-reversed", build: () => buildCopyQwen35("conv-reversed"), quants: F32_ONLY, fault: "conv-reversed" },
     ],
     suite: "zoo",
     exportHf: exportQwen35,
@@ -96,6 +102,9 @@ export const MODEL_FAMILIES: readonly ModelFamily[] = [
       { name: "qwen35moe-tiny-topk-minus-one", build: () => buildQwen35MoeTiny("topk-minus-one"), quants: F32_ONLY, fault: "topk-minus-one" },
       { name: "qwen35moe-tiny-topk-plus-one", build: () => buildQwen35MoeTiny("topk-plus-one"), quants: F32_ONLY, fault: "topk-plus-one" },
       { name: "qwen35moe-tiny-mtp", build: buildQwen35MoeTinyMtp, quants: F32_ONLY },
+      // copy-4k-qwen35's circuit with its last FFN routing by the predicted class (docs/copy-model-qwen35.md).
+      { name: "copy-4k-qwen35moe", build: () => buildCopyQwen35Moe("none"), quants: F32_ONLY },
+      { name: "copy-4k-qwen35moe-expert-order", build: () => buildCopyQwen35Moe("expert-order"), quants: F32_ONLY, fault: "expert-order" },
     ],
     suite: "zoo",
     exportHf: exportQwen35,
