@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { ensureFixture } from "../harness/fixtures/registry.js";
 import { COPY_GEMMA4_DESIGN, copyGemma4Margins, type CopyGemma4Fault } from "../harness/fixtures/copy-model-gemma4.js";
-import { describeRun, runInProcess } from "./helpers/in-process-run.js";
+import { describeRun, runInProcess, needleClasses } from "./helpers/in-process-run.js";
 import { temporaryDirectory } from "./helpers/workspace.js";
 
 // copy-4k-gemma4 (docs/copy-model-gemma4.md): the needle comes back through gemma4's sliding and
@@ -15,9 +15,6 @@ const work = temporaryDirectory("needle-gemma4");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-function niahClasses(runId: string): string[] {
-  return readFileSync(join(runs, runId, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line)).filter((c) => c.check === "niah").map((c) => c.prompt_class);
-}
 
 test("copy-4k-gemma4: pinned sha256, the margins the construction relies on, and a design below them refused", async () => {
   const path = await ensureFixture("copy-4k-gemma4", "F32", join(work.path, "models"));
@@ -44,7 +41,7 @@ for (const fault of ["window-plus-one", "window-full", "global-as-sliding"] sati
   test(`planted fault ${fault}: the needle is lost (N at depth 0.5), exit 1`, async () => {
     const result = await runInProcess(runs, fault, { suites: ["niah-gemma4"], arms: ["copy-4k-gemma4"], model: `copy-4k-gemma4-${fault}`, niahCases: ["4000:0.5:0"] });
     assert.is(result.code, 1, describeRun(result));
-    assert.equal(niahClasses(fault), ["N"]);
+    assert.equal(needleClasses(runs, fault), ["N"]);
   });
 }
 

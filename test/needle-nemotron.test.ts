@@ -1,6 +1,5 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildNemotronCopyModel, NEMOTRON_COPY_DESIGN, nemotronCopyMargins } from "../harness/fixtures/copy-model-nemotron.js";
 import { resolveModel } from "../harness/fixtures/registry.js";
@@ -8,17 +7,13 @@ import { buildHaystack } from "../harness/niah/haystack.js";
 import { loadSuite } from "../harness/suites/load.js";
 import { resolveNiahSuite, type NiahSuite } from "../harness/suites/niah-suite.js";
 import { LlamaCppSut, ORACLE_SETTINGS } from "../harness/sut/llamacpp.js";
-import { describeRun, runInProcess } from "./helpers/in-process-run.js";
+import { describeRun, runInProcess, needleClasses } from "./helpers/in-process-run.js";
 import { temporaryDirectory } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("needle-nemotron");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-function needleClasses(runId: string): string[] {
-  return readFileSync(join(runs, runId, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line))
-    .filter((c) => c.check === "niah").map((c) => c.prompt_class);
-}
 
 test("copy-4k-nemotron: the margins the construction relies on, and the builder refuses a design below them", () => {
   const margins = nemotronCopyMargins();
@@ -57,14 +52,14 @@ test("bench run --suite niah-nemotron: the clean fixture retrieves at depths 0.2
   const result = await runInProcess(runs, "clean", { suites: ["niah-nemotron"], arms: ["copy-4k-nemotron"] });
   assert.is(result.code, 0, describeRun(result));
   assert.match(result.summaryLines.join("\n"), /^copy-4k-nemotron needle grid: 3\/3 Y$/m);
-  assert.equal(needleClasses("clean"), ["Y", "Y", "Y"]);
+  assert.equal(needleClasses(runs, "clean"), ["Y", "Y", "Y"]);
 });
 
 for (const fault of ["conv-reversed", "experts-permuted"]) {
   test(`planted fault copy-4k-nemotron-${fault}: the needle is lost (N), exit 1`, async () => {
     const result = await runInProcess(runs, fault, { suites: ["niah-nemotron"], model: `copy-4k-nemotron-${fault}`, niahCases: ["4000:0.5:0"] });
     assert.is(result.code, 1, describeRun(result));
-    assert.equal(needleClasses(fault), ["N"]);
+    assert.equal(needleClasses(runs, fault), ["N"]);
   });
 }
 

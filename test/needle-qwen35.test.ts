@@ -1,10 +1,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { copyQwen35Margins } from "../harness/fixtures/copy-model-qwen35.js";
 import { copyQwen35MoeMargins } from "../harness/fixtures/copy-model-qwen35moe.js";
-import { describeRun, runInProcess } from "./helpers/in-process-run.js";
+import { describeRun, runInProcess, needleClasses } from "./helpers/in-process-run.js";
 import { temporaryDirectory } from "./helpers/workspace.js";
 
 /**
@@ -17,10 +16,6 @@ const work = temporaryDirectory("needle-qwen35");
 test.after(() => work.remove());
 const runs = join(work.path, "runs");
 
-function niahClasses(runId: string): string[] {
-  return readFileSync(join(runs, runId, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line))
-    .filter((c) => c.check === "niah").map((c) => c.prompt_class);
-}
 
 test("the builder's margins: a 36-nat previous-token head at freq_base 0.19 (float64 and llama.cpp's float32 angles), refused at 10000", () => {
   const margins = copyQwen35Margins();
@@ -39,7 +34,7 @@ test("bench run --suite niah-qwen35, embedded arms: copy-4k-qwen35 and copy-4k-q
   const printed = result.summaryLines.join("\n");
   assert.match(printed, /^copy-4k-qwen35 needle grid: 3\/3 Y\n {2}L \\ depth 0\.25 0\.50 0\.75 \n {2}4000 {6}Y {4}Y {4}Y/m);
   assert.match(printed, /^copy-4k-qwen35moe needle grid: 3\/3 Y$/m);
-  assert.equal(niahClasses("clean"), ["Y", "Y", "Y", "Y", "Y", "Y"]);
+  assert.equal(needleClasses(runs, "clean"), ["Y", "Y", "Y", "Y", "Y", "Y"]);
 });
 
 // Each fault loses the needle at every depth (measured); one depth each keeps the test short.
@@ -47,7 +42,7 @@ for (const fault of ["copy-4k-qwen35-rope-dims", "copy-4k-qwen35-conv-reversed",
   test(`planted fault ${fault}: the needle is lost (N), exit 1`, async () => {
     const result = await runInProcess(runs, fault, { suites: ["niah-qwen35"], model: fault, niahCases: ["4000:0.5:0"] });
     assert.is(result.code, 1, describeRun(result));
-    assert.equal(niahClasses(fault), ["N"]);
+    assert.equal(needleClasses(runs, fault), ["N"]);
   });
 }
 

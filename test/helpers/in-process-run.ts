@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { BenchError } from "../../harness/errors.js";
 import { EXIT, type ExitCode } from "../../harness/results/exit-code.js";
 import { RunDirectory } from "../../harness/results/run-directory.js";
@@ -78,4 +80,10 @@ export function errorLine(run: InProcessRun): string {
 export function describeRun(run: InProcessRun): string {
   const verdicts = run.verdicts.map((v) => `${v.suite} / ${v.arm} / ${v.check}: ${v.gate} ${v.status} ${"summary" in v ? v.summary : v.reason}`);
   return [...run.summaryLines, ...verdicts, errorLine(run)].join("\n");
+}
+
+/** A run's needle cells' classes (Y, P, N), in the order the run wrote them: what a needle test asserts. */
+export function needleClasses(runsDir: string, runId: string): string[] {
+  return readFileSync(join(runsDir, runId, "cells.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { check: string; prompt_class: string })
+    .filter((cell) => cell.check === "niah").map((cell) => cell.prompt_class);
 }
