@@ -32,9 +32,14 @@ interface ContextAccessAddon {
   saveSequence(handle: number, sequence: number): Uint8Array;
   restoreSequence(handle: number, sequence: number, data: Uint8Array): boolean;
   close(handle: number): void;
+  /** Absent in a build from before it was added (server/sampling.ts then draws in JavaScript). */
+  sampleRow?: NativeSampleRow;
   /** Absent in a build from before it was added (token-pieces.ts then falls back). */
   tokenPieces?(nativeModel: object, ids: Int32Array, special: boolean): { readonly bytes: Uint8Array; readonly ends: Int32Array };
 }
+
+/** A sampled token's draw from its row, `uniform` the request's next number in [0, 1) (row_sampler.cc; server/sampling.ts sampleToken says what it draws). */
+export type NativeSampleRow = (row: Float32Array | Float64Array, temperature: number, topK: number, topP: number, minP: number, uniform: number) => number;
 
 /**
  * A greedy step that also reports, for the sequences that asked (topK[i] > 0), the top-k of their

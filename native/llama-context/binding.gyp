@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "llama_context_access",
-      "sources": ["context_access.cc"],
+      "sources": ["context_access.cc", "row_sampler.cc"],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "../../node_modules/node-llama-cpp/llama/addon",

@@ -39,6 +39,8 @@
 
 #include <napi.h>
 
+#include "row_sampler.h"
+
 #include "AddonContext.h"
 #include "AddonModel.h"
 #include "ggml-backend.h"
@@ -895,6 +897,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("saveSequence", Napi::Function::New(env, SaveSequence));
   exports.Set("restoreSequence", Napi::Function::New(env, RestoreSequence));
   exports.Set("tokenPieces", Napi::Function::New(env, TokenPieces));
+  exports.Set("sampleRow", Napi::Function::New(env, SampleRow));
   exports.Set("close", Napi::Function::New(env, Close));
   return exports;
 }
