@@ -72,12 +72,17 @@ test("greedy with a draft model equals greedy without, one at a time and two at 
   assert.is(after.accepted - before.accepted, all.reduce((sum, a) => sum + a.timings.draft_n_accepted!, 0));
 });
 
-test("a sampling request runs plain on a speculating server (no drafts), and /v1/models reports the draft model", async () => {
+test("a sampling request runs plain on a speculating server (no drafts) and its seed draws what it draws without speculation, alone and beside a speculating request; /v1/models reports the draft model", async () => {
   const before = await draftCounters(speculating);
   const sampled = await complete(speculating, PROMPTS[0], { temperature: 0.8, seed: 7 });
   assert.is(sampled.ids.length, MAX_TOKENS);
   assert.is(sampled.timings.draft_n, undefined);
   assert.equal(await draftCounters(speculating), before);
+  const withoutDraft = await complete(plain, PROMPTS[0], { temperature: 0.8, seed: 7 });
+  assert.equal(sampled.ids, withoutDraft.ids, "one seed, with and without a draft model");
+  const [beside, greedy] = await Promise.all([complete(speculating, PROMPTS[0], { temperature: 0.8, seed: 7 }), complete(speculating, PROMPTS[1])]);
+  assert.ok(greedy.timings.draft_n! > 0, "the greedy request beside it speculated");
+  assert.equal(beside.ids, withoutDraft.ids, "one seed, beside a speculating request");
   const models = JSON.parse((await httpCall(`${speculating.baseUrl}/v1/models`)).text) as { data: { settings: Record<string, unknown> }[] };
   assert.is(models.data[0].settings.draft_model, "tiny-random-draft.v2.F32.gguf");
   assert.is(models.data[0].settings.draft_max, DRAFT_MAX);
