@@ -45,4 +45,14 @@ for (const fault of ["window-plus-one", "window-full", "global-as-sliding"] sati
   });
 }
 
+test("the float64 reference forward finds the needle too (niah-reference, depth 0.5), and loses it with its window one too wide (swa-off-by-one), exit 1", async () => {
+  const reference = ["python3", "{bench}/harness/oracle/float64/reference_forward.py", "{model}"];
+  const clean = await runInProcess(runs, "reference", { suites: ["niah-reference"], model: "copy-4k-gemma4", runner: reference, niahCases: ["4000:0.5:0"] });
+  assert.is(clean.code, 0, describeRun(clean));
+  assert.equal(needleClasses(runs, "reference"), ["Y"]);
+  const faulted = await runInProcess(runs, "reference-swa", { suites: ["niah-reference"], model: "copy-4k-gemma4", runner: [...reference, "--fault", "swa-off-by-one"], niahCases: ["4000:0.5:0"] });
+  assert.is(faulted.code, 1, describeRun(faulted));
+  assert.equal(needleClasses(runs, "reference-swa"), ["N"]);
+});
+
 test.run();

@@ -12,6 +12,8 @@ from .trace import Capture, StepInputs
 
 SPACE_MARK = "\u2581"
 TOKEN_TYPE_NORMAL, TOKEN_TYPE_BYTE = 1, 6
+# llama.cpp's token types as the kinds a suite asks about; user-defined and unused tokens are text.
+KIND_OF_TYPE = {1: "text", 2: "unknown", 3: "control", 4: "text", 5: "text", 6: "byte"}
 
 # Every FAULT a family can carry: planted on purpose so that tests can show the harness catches it.
 FAULTS = {
@@ -116,6 +118,16 @@ class ReferenceRunner:
                     raw.extend(piece.replace(SPACE_MARK, " ").encode("utf-8"))
             texts.append(raw.decode("utf-8", errors="replace").removeprefix(" "))
         return {"texts": texts}
+
+    def inspect_tokens(self, params):
+        """Each id's kind from the GGUF's token types, as the harness reads them (harness/gguf/token-kinds.ts):
+        what a needle suite asks before it lets a token into a haystack."""
+        kinds = []
+        for i in params["ids"]:
+            if not 0 <= i < len(self.types):
+                raise ValueError(f"id {i} is outside the vocabulary ({len(self.types)} tokens)")
+            kinds.append(KIND_OF_TYPE.get(self.types[i], "text"))
+        return {"kinds": kinds}
 
     def greedy(self, params):
         """Eager, or traced (`"mode": "traced"`): the decode step is captured on the batch's first decode
