@@ -110,7 +110,7 @@ export function promptCountersOf(response: { readonly status: number; readonly t
 }
 
 /**
- * A server's allocations report (GET /allocations: ours; docs/server-cache.md), or why it is not
+ * A server's allocations report (GET /allocations: ours; docs/servers.md), or why it is not
  * measured: a server that answers anything but 200 cannot be asked (llama-server has no such report).
  */
 export function allocationsOf(response: { readonly status: number; readonly text: string }): AllocationReport | NotMeasured {
