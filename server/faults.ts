@@ -63,11 +63,15 @@ import { BenchError } from "../harness/errors.js";
  * `sample-params-ignored` (requests.ts): logit_bias, the penalties and n are accepted and ignored,
  * and so is min_p, as the server once answered them: 200 with the tokens of a request without them.
  *
+ * The memory's (start.ts): `kv-extra-slots`: the context is made with twice the sequences the
+ * server has slots for, so its KV cache (and recurrent state) is sized for slots nobody asked for,
+ * while /v1/models and GET /allocations still say the slots asked.
+ *
  * The process's (harness/cli/commands/serve.ts): `crash-at-shutdown`: once drained after its last
  * answer, the server dies of SIGSEGV, as one whose memory is corrupt crashes in its teardown.
  */
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "host-restore-other",
-  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown",
+  "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown", "kv-extra-slots",
   "text-by-detokenize",
   "sample-temperature-twice", "sample-top-p-one-short", "sample-top-p-one-extra", "sample-top-k-unstable-ties", "sample-min-p-wrong-max", "sample-llama-order", "sample-unseeded", "sample-params-ignored"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];

@@ -10,7 +10,7 @@ import type { StepTracer } from "./step-trace.js";
 import { applyTemplate, chatCompletions } from "./routes/chat.js";
 import { completions } from "./routes/completions.js";
 import type { Ready, RouteContext } from "./routes/route-context.js";
-import { models, props } from "./routes/server-info.js";
+import { allocations, models, props } from "./routes/server-info.js";
 import { detokenize, tokenize, tokenKinds } from "./routes/tokens.js";
 
 type Handler = (ctx: RouteContext, req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
@@ -25,12 +25,13 @@ const ROUTES: Readonly<Record<string, readonly [method: string, handler: Handler
   "/token_kinds": ["POST", tokenKinds],
   "/apply-template": ["POST", applyTemplate],
   "/props": ["GET", (ctx, _req, res) => props(ctx, res)],
+  "/allocations": ["GET", (ctx, _req, res) => allocations(ctx, res)],
 };
 
 /**
  * The OpenAI-compatible HTTP face of the batching engine: /v1/completions, /v1/chat/completions,
  * /v1/models, /health, /metrics, plus /tokenize, /detokenize and /token_kinds (llama.cpp-server
- * style extensions the harness uses to feed ids and build haystacks). Listens before the model is
+ * style extensions the harness uses to feed ids and build haystacks) and /allocations (what it allocated). Listens before the model is
  * loaded so /health can answer 503 with the boot stage. This file routes and refuses (auth, boot,
  * draining, unknown paths and methods); each route's handler and its response shapes are in
  * routes/ and responses/.
@@ -62,9 +63,9 @@ export class CompletionServer {
     this.stage = stage;
   }
 
-  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number, artifact: ServedArtifact, chat: ChatPrompter): void {
+  attach(engine: BatchEngine, model: LlamaModel, vocabSize: number, artifact: ServedArtifact, chat: ChatPrompter, allocations: Ready["allocations"]): void {
     this.artifact = artifact;
-    this.booted = { engine, model, chat, vocabSize };
+    this.booted = { engine, model, chat, vocabSize, allocations };
     this.metrics.slots.set(engine.slotCount);
     this.stage = "ready";
   }

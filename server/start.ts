@@ -1,7 +1,8 @@
 import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sha256File } from "../harness/io/sha256.js";
-import { llamaRuntime } from "../harness/sut/llamacpp.js";
+import { createLlamaCppContext, llamaRuntime, loadModelInMemory } from "../harness/sut/llamacpp.js";
+import { captureBufferLines, llamaCppAllocationReport } from "../harness/sut/llamacpp-buffer-capture.js";
 import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
 import { TokenPieces } from "../harness/sut/token-pieces.js";
 import type { Token } from "node-llama-cpp";
@@ -84,25 +85,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const artifact = { file: basename(options.modelPath), sha256: await sha256File(options.modelPath) };
     server.setStage("loading model");
     const llama = await llamaRuntime();
-    const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
-    server.setStage("creating context");
-    // node-llama-cpp's contextSize is per sequence: it allocates contextSize × slots cells.
-    const context = await model.createContext({
-      contextSize: options.contextSize,
-      sequences: options.slots,
-      batchSize: options.batchSize,
-      threads: { ideal: options.threads, min: options.threads },
-      flashAttention: options.flashAttention,
-      experimentalKvCacheKeyType: options.kvCacheType,
-      experimentalKvCacheValueType: options.kvCacheType,
-    });
-    const shape = { contextSize: options.contextSize, sequences: options.slots, batchSize: options.batchSize, threads: options.threads };
-    const native = reachNativeContext(context, shape);
-    let draft: Awaited<ReturnType<typeof openDraft>> | undefined;
-    if (options.speculation !== undefined && speculation !== undefined) {
+    // FAULT kv-extra-slots: the context holds twice the sequences the server has slots for, as a server that sizes its KV for more slots than asked.
+    const sequences = options.fault === "kv-extra-slots" ? 2 * options.slots : options.slots;
+    const shape = { contextSize: options.contextSize, sequences, batchSize: options.batchSize, threads: options.threads };
+    // Loaded while llama.cpp's buffer lines are read: GET /allocations reports what it allocated (the draft model's too).
+    const { value: { model, context, native, draft }, lines } = await captureBufferLines(llama, async () => {
+      const model = await loadModelInMemory(llama, options.modelPath);
+      server.setStage("creating context");
+      const context = await createLlamaCppContext(model, { ...options, sequences });
+      const native = reachNativeContext(context, shape);
+      if (options.speculation === undefined || speculation === undefined) return { model, context, native, draft: undefined };
       server.setStage("loading the draft model");
-      draft = await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation);
-    }
+      return { model, context, native, draft: await openDraft(llama, options.speculation.draftModelPath, native, shape, options, speculation) };
+    });
+    const allocations = llamaCppAllocationReport(lines, { ...options, sequences: options.slots });
     if (options.fault === "text-by-detokenize") TokenPieces.plantByDetokenize(model);
     const pieces = TokenPieces.of(model).source;
     if (!pieces.exact) process.stderr.write(`warning: text is made by llama_detokenize one token at a time (${pieces.reason}): its clean-up of spaces can change pieces such as " !==", and a character split over tokens comes out as U+FFFD\n  hint: npm run build:native\n`);
@@ -111,7 +107,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const text = (id: Token | null) => (id === null ? "" : model.detokenize([id], true));
     const chat = new ChatPrompter(chatTemplate,
       { bosToken: text(model.tokens.bos), eosToken: text(model.tokens.eos), addsBos: model.tokens.bos !== null && model.tokens.shouldPrependBosToken }, options.fault === "chat-template-own");
-    server.attach(engine, model, vocabSize, artifact, chat);
+    server.attach(engine, model, vocabSize, artifact, chat, allocations);
     dispose = async () => {
       await context.dispose();
       releaseNativeContext(native);
@@ -145,11 +141,8 @@ async function openDraft(
   if (!target.reached) throw refuse(`the target's context is out of reach (${target.reason})`, "npm run build:native, or serve without --draft-model");
   const targetKind = stateKind(target.memoryKind);
   if (targetKind === "sliding-window") throw refuse("the target keeps a sliding window, whose cells a verification batch can overwrite before a rejection", "serve this model without --draft-model");
-  const model = await llama.loadModel({ modelPath: draftModelPath, gpuLayers: 0 });
-  const context = await model.createContext({
-    contextSize: shape.contextSize, sequences: shape.sequences, batchSize: shape.batchSize, threads: { ideal: shape.threads, min: shape.threads },
-    flashAttention: options.flashAttention, experimentalKvCacheKeyType: options.kvCacheType, experimentalKvCacheValueType: options.kvCacheType,
-  });
+  const model = await loadModelInMemory(llama, draftModelPath);
+  const context = await createLlamaCppContext(model, { ...options, ...shape });
   const native = reachNativeContext(context, shape);
   const dispose = async () => {
     await context.dispose();

@@ -6,8 +6,8 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chunkedDecode, computeBudget } from "../harness/budget/arithmetic.js";
-import { parseBufferLine, sumBuffers } from "../harness/budget/llamacpp-buffer-log.js";
-import { memoryGate, predictedGroups } from "../harness/budget/memory-gate.js";
+import { backendDevice, parseBufferLine, sumBuffers } from "../harness/budget/llamacpp-buffer-log.js";
+import { llamaCppDeviceAllocations, memoryGate, predictedGroups } from "../harness/budget/memory-gate.js";
 import { modelShape } from "../harness/budget/model-shape.js";
 import { budgetFile, loadDevice, loadPolicy } from "../harness/budget/policy.js";
 import { encodeQwen36_27bHeader } from "../harness/budget/qwen36-27b-header.js";
@@ -75,6 +75,18 @@ test("memory gate: a runner that reports nothing is not measured; a decode trans
   // A group the runner leaves out is named, not counted as zero and passed silently.
   const partial = memoryGate(budget, [{ device: "chip0", steady: { weights: predicted.steady.weights }, peak: {} }], 0.1);
   assert.match(partial.summary, /not reported: chip0 steady kv_cache/);
+  // FAKE: every group within its budget, the device's total over its usable DRAM (a budget made for a larger device).
+  const crowded = memoryGate(budget, [honest], 0.1, 16 * 1024 ** 3);
+  assert.is(crowded.status, "fail");
+  assert.match(crowded.summary, /^memory: FAIL chip0 total \(peak\) [\d.]+ MiB > usable 16384\.00 MiB \(\+[\d.]+ MiB\)$/);
+});
+
+test("llama.cpp's backends are counted where their memory is: mapped, repacked and pinned host buffers on the CPU, a device's on it", () => {
+  assert.equal(["CPU", "CPU_Mapped", "CPU_REPACK", "CUDA_Host", "CUDA0", "Metal_Mapped"].map(backendDevice), ["CPU", "CPU", "CPU", "CPU", "CUDA0", "Metal"]);
+  const devices = llamaCppDeviceAllocations(["load_tensors:   CPU_Mapped model buffer size =     3.00 MiB", "load_tensors:        CUDA0 model buffer size =    10.00 MiB",
+    "llama_kv_cache:        CUDA0 KV buffer size =     2.00 MiB", "sched_reserve:      CUDA_Host compute buffer size =     1.00 MiB"].map((line) => parseBufferLine(line)!));
+  const mib = 1024 ** 2;
+  assert.equal(devices.map((d) => [d.device, d.peak.weights, d.peak.kv_cache, d.peak.activations]), [["CPU", 3 * mib, 0, 1 * mib], ["CUDA0", 10 * mib, 2 * mib, 0]]);
 });
 
 test("chunkedDecode caps the f32 plane and never decodes more rows than the weight has", () => {

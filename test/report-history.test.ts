@@ -51,7 +51,10 @@ test("trend data: one series per quantity and machine, holding the known values"
   assert.equal(f32.flatMap((s) => s.points.map((p) => p.value)), [101, 102, 103, 104, 105, 106, 107, 108, 109, 110]);
   const kinds = new Set(history.trends.series.map((s) => s.kind));
   assert.equal([...kinds].sort(), ["batch1_tokens_per_second", "kernel_us_per_call", "kernel_worst_ratio", "load_output_tokens_per_second", "load_tpot_p99_ms", "load_ttft_p99_ms",
-    "needle_y", "parity_max_gap_nats", "parity_strict", "teacher_forced_kld_mean", "trace_demand_bytes"]);
+    "needle_y", "parity_max_gap_nats", "parity_strict", "peak_memory_bytes", "teacher_forced_kld_mean", "trace_demand_bytes"]);
+  const memory = seriesOf(history, "parity16/F32/CPU/peak_bytes");
+  assert.equal(memory[0].points.map((p) => p.value), [1, 2, 3, 4, 5, 6, 7].map((i) => 5_976_883 + knownValues(i).kvCacheBytes), "an arm's peak is its groups' peaks added up");
+  assert.equal(memory[0].points.map((p) => p.state), ["within", "within", "within", "above", "above", "above", "above"], "bytes are exact: the KV growth at run 4 leaves the band");
   assert.equal(seriesOf(history, "parity16/Q8_0/max_gap_nats")[0].points[0].value, 0.3);
   assert.equal(seriesOf(history, "owned-kernels/reference/rms_norm/worst_ratio")[0].points[0].value, 0.2);
   assert.equal(seriesOf(history, "owned-kernels/reference/RMS_NORM(rows=4,cols=64,seed=1)/us_per_call")[0].points[0].value, 10);
@@ -59,10 +62,11 @@ test("trend data: one series per quantity and machine, holding the known values"
   assert.is(kld[1].points.length, 2, "run 10 skipped it: a gap, not a zero");
 });
 
-test("the change table: the regression at run 6 and the trace rise at run 9, each attributed to its first run", () => {
+test("the change table: the KV growth at run 4, the regression at run 6 and the trace rise at run 9, each attributed to its first run", () => {
   const history = historyOfRuns(selectRuns([runs], runs, undefined).runs, undefined, []);
   const changes = history.trends.changes.map((c) => [c.key, c.machine, c.direction, c.state, c.firstRun, c.previousRun, c.before, c.after, c.ongoing]);
   assert.equal(changes, [
+    ["parity16/F32/CPU/peak_bytes", "machine 1", "worse", "above", runId(4), runId(3), 5_976_883 + 2_097_152, 5_976_883 + 4_194_304, true],
     ["parity16/Q8_0/tokens_per_second", "machine 1", "worse", "below", runId(6), runId(5), 50, 20, true],
     ["parity16/Q8_0/strict", "machine 1", "worse", "below", runId(6), runId(5), 16, 12, true],
     ["parity16/F32/decode/demand_bytes", "machine 2", "worse", "above", runId(9), runId(8), 1_000_000, 2_000_000, true],
@@ -119,7 +123,8 @@ test("bench report over a directory of ten runs: verdict first, the change table
   assert.not.match(markdown, /```\n```/, "no empty code block");
   const document = JSON.parse(readFileSync(join(out, "history.json"), "utf8"));
   assertMatchesSchema(document, HISTORY_SCHEMA, "history.json");
-  assert.equal(document.changes.map((c: { first_run: string }) => c.first_run), [runId(6), runId(6), runId(9)]);
+  assert.equal(document.changes.map((c: { first_run: string }) => c.first_run), [runId(4), runId(6), runId(6), runId(9)]);
+  assert.match(markdown, /### Memory by category\n\n[^\n]+\n\n\| model \| suite \| SUT arm \| device \| group \| peak \| steady \| predicted peak \| peak of predicted \|\n\|[-|]+\|\n\| tiny-random-F32 \| parity16 \| F32 \| CPU \| weights \| 5\.70 MiB \| 5\.70 MiB \| 5\.70 MiB \| 100\.1% \|\n\| tiny-random-F32 \| parity16 \| F32 \| CPU \| kv_cache \| 4\.00 MiB \| 4\.00 MiB \| 2\.00 MiB \| 200\.0% \|/);
   assert.is(document.runs.length, 10);
 });
 

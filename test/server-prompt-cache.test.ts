@@ -93,8 +93,8 @@ const FAMILIES: readonly Family[] = [
  * against the cold server, or the report against what was really done, or (swa-past-window) the
  * reuse against what the clean server reuses.
  */
-// The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts; echo-one-late by parity16's teacher forcing: test/broken-builds.test.ts; logprobs-other-row by the greedy log-prob conformance checks: test/conformance-neutral.test.ts; crash-at-shutdown by the run's exit code: test/exit-paths.test.ts; host-restore-other by test/server-host-cache.test.ts; text-by-detokenize by the text conformance checks: test/server-text.test.ts; the sampler's (sample-*) by the sampling suite: test/sampling-suite.test.ts.
-const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | `sample-${string}` | "chat-template-own" | "echo-one-late" | "logprobs-other-row" | "crash-at-shutdown" | "host-restore-other" | "text-by-detokenize">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
+// The speculation faults (spec-*) are caught by the speculative suite: test/speculative.test.ts; echo-one-late by parity16's teacher forcing: test/broken-builds.test.ts; logprobs-other-row by the greedy log-prob conformance checks: test/conformance-neutral.test.ts; crash-at-shutdown by the run's exit code: test/exit-paths.test.ts; host-restore-other by test/server-host-cache.test.ts; text-by-detokenize by the text conformance checks: test/server-text.test.ts; kv-extra-slots by the run's memory check: test/memory-runs.test.ts; the sampler's (sample-*) by the sampling suite: test/sampling-suite.test.ts.
+const FAULT_SCENARIOS: Readonly<Record<Exclude<ServerFault, "skip-slot-clear" | `spec-${string}` | `sample-${string}` | "chat-template-own" | "echo-one-late" | "logprobs-other-row" | "crash-at-shutdown" | "host-restore-other" | "text-by-detokenize" | "kv-extra-slots">, (faulty: ManagedServer, cold: ManagedServer) => Promise<void>>> = {
   "restore-one-early": async (faulty, cold) => {
     // The same prompt again restores the checkpoint filed one token before its end.
     const prompt = idRun(20, 40, 1);

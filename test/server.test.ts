@@ -145,7 +145,7 @@ test("SIGTERM drains: the in-flight request completes, new ones get 503, then th
 
 test("the conformance suite passes against our server: every check a cell with a verdict", () => {
   // The battery run above included it.
-  const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance" && c.arm === "server");
+  const cells = readFileSync(join(runs, "battery", "cells.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((c) => c.suite === "serve-conformance" && c.arm === "server" && c.check === "conformance");
   const byCheck = Object.fromEntries(cells.map((c) => [c.prompt_class, c.status]));
   assert.equal(Object.keys(byCheck).sort(), ["bad_requests_400", "booting_503", "disconnect_frees_slot", "endpoints", "finish_reason", "metrics_prometheus", "overload_429", "sampling_honoured", "seed_determinism", "sse_framing", "usage", "stop_in_stream", "many_stop_strings", "echo_logprobs", "batched_prompts", "max_completion_tokens", "chat_logprobs", "metrics_naming", "greedy_logprobs", "greedy_logprobs_echo"].sort());
   assert.ok(Object.values(byCheck).every((status) => status === "pass"), JSON.stringify(byCheck));

@@ -17,10 +17,10 @@ const SHIPPED = join(PACKAGE_ROOT, "reports", "baselines", "embedded-default.jso
 /** A bounded matvec case of owned-kernels (the default battery's kernel suite), as the baseline names it. */
 const Q8_0_MATVEC = "MATVEC(encoding=Q8_0:F32,rows=64,cols=1024,seed=112)";
 
-test("the shipped baseline was taken from a passing run and holds parity, needles, kernel cases and each bounded kernel case's ratio", () => {
+test("the shipped baseline was taken from a passing run and holds parity, needles, kernel cases, each bounded kernel case's ratio and each arm's memory by group", () => {
   const baseline = readBaseline(SHIPPED);
   assert.is(baseline.accepted_failing, undefined);
-  for (const kind of ["parity", "needles", "kernels", "kernel_ratios", "perf"] as const) {
+  for (const kind of ["parity", "needles", "kernels", "kernel_ratios", "perf", "memory"] as const) {
     assert.ok(Object.keys(baseline[kind] ?? {}).length > 0, `no ${kind} entries`);
   }
   // Every matvec case (bounded, unlike the bit-exact decodes) has its ratio, so a kernel drifting inside its bound is caught.

@@ -13,7 +13,7 @@ const SUT = "parity16/server F32/tokens_per_second";
 function speeds(reference: number, sut: number, machine = HERE, suites = ["parity16"], jobs = 1): GatedMetrics {
   const perf = new Map([[REFERENCE, { value: reference, better: "higher" as const }], [SUT, { value: sut, better: "higher" as const }]]);
   return {
-    parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), trace: new Map(), perf,
+    parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), trace: new Map(), memory: new Map(), perf,
     speedRatios: speedRatios(perf, new Map([["parity16", REFERENCE]])), machine, jobs, scope: { suites, arms: [] },
   };
 }

@@ -37,12 +37,34 @@ export function parseBufferLine(line: string): LlamaCppBufferLine | undefined {
   return { backend: match[2], kind: KIND[match[3]], bytes: Math.round(Number(match[4]) * 1024 * 1024) };
 }
 
-/** Sums the buffer lines of a log by kind (every backend: on a CPU build that is CPU and CPU_Mapped). */
-export function sumBuffers(lines: readonly string[]): LlamaCppBuffers {
+/** Sums buffer lines by kind (every backend: on a CPU build that is CPU and CPU_Mapped). */
+export function sumBufferLines(lines: readonly LlamaCppBufferLine[]): LlamaCppBuffers {
   const total = { model: 0, kv: 0, recurrent: 0, output: 0, compute: 0 };
-  for (const line of lines) {
-    const parsed = parseBufferLine(line);
-    if (parsed !== undefined) total[parsed.kind] += parsed.bytes;
-  }
+  for (const line of lines) total[line.kind] += line.bytes;
   return total;
+}
+
+/** Sums the buffer lines of a log by kind; lines that are not buffer lines are passed over. */
+export function sumBuffers(lines: readonly string[]): LlamaCppBuffers {
+  return sumBufferLines(lines.flatMap((line) => parseBufferLine(line) ?? []));
+}
+
+/**
+ * The memory a backend's buffer lives in: a host-side type (`CPU_Mapped` mmapped weights,
+ * `CPU_REPACK` re-laid-out weights, `CUDA_Host` pinned staging) is the host's `CPU`; a device's
+ * is that device (`CUDA0`, `Metal_Mapped` is `Metal`).
+ */
+export function backendDevice(backend: string): string {
+  if (backend.endsWith("_Host")) return "CPU";
+  return backend.split("_")[0];
+}
+
+/** Buffer lines summed by kind per device (backendDevice), devices in the order the log first names them. */
+export function buffersByDevice(lines: readonly LlamaCppBufferLine[]): Map<string, LlamaCppBuffers> {
+  const grouped = new Map<string, LlamaCppBufferLine[]>();
+  for (const line of lines) {
+    const device = backendDevice(line.backend);
+    grouped.set(device, [...(grouped.get(device) ?? []), line]);
+  }
+  return new Map([...grouped].map(([device, own]) => [device, sumBufferLines(own)]));
 }

@@ -1,5 +1,5 @@
 import type { BudgetCategory } from "./arithmetic.js";
-import type { LlamaCppBuffers } from "./llamacpp-buffer-log.js";
+import { buffersByDevice, type LlamaCppBufferLine, type LlamaCppBuffers } from "./llamacpp-buffer-log.js";
 
 /**
  * The categories an engine can report its allocations by: the budget's, merged where one
@@ -14,7 +14,7 @@ export const MEASURED_GROUPS = {
   trace_region: ["trace_region"],
 } as const satisfies Record<string, readonly BudgetCategory[]>;
 export type MeasuredGroup = keyof typeof MEASURED_GROUPS;
-const GROUPS = Object.keys(MEASURED_GROUPS) as MeasuredGroup[];
+export const GROUPS = Object.keys(MEASURED_GROUPS) as MeasuredGroup[];
 
 /** One device's allocations as an engine reports them: steady (held between requests) and peak (the most held at once). */
 export interface DeviceAllocations {
@@ -23,14 +23,36 @@ export interface DeviceAllocations {
   readonly peak: Readonly<Partial<Record<MeasuredGroup, number>>>;
 }
 
+/** One device's group as the gate held it: what was reported (undefined: not reported) and what the budget predicts. */
+export interface GroupRow {
+  readonly device: string;
+  readonly group: MeasuredGroup;
+  readonly steady: number | undefined;
+  readonly peak: number | undefined;
+  readonly predictedSteady: number;
+  readonly predictedPeak: number;
+  /** Steady or peak above predicted × (1 + tolerance). */
+  readonly over: boolean;
+}
+
 export type MemoryGateResult =
   | { readonly status: "not_measured"; readonly summary: string }
-  | { readonly status: "pass" | "fail"; readonly summary: string; readonly over: readonly { readonly device: string; readonly group: MeasuredGroup; readonly kind: "steady" | "peak"; readonly predicted: number; readonly measured: number }[] };
+  | {
+    readonly status: "pass" | "fail"; readonly summary: string; readonly rows: readonly GroupRow[];
+    readonly over: readonly { readonly device: string; readonly group: MeasuredGroup; readonly kind: "steady" | "peak"; readonly predicted: number; readonly measured: number }[];
+    /** Devices whose reported peak, every group together, exceeds the usable DRAM (DRAM less headroom). */
+    readonly overDevice: readonly { readonly device: string; readonly peak: number; readonly usable: number }[];
+  };
 
 /** llama.cpp's buffers are allocated once and held: steady and peak are the same. */
 export function llamaCppAllocations(buffers: LlamaCppBuffers, device = "CPU"): DeviceAllocations {
   const groups = { weights: buffers.model, kv_cache: buffers.kv, recurrent_state: buffers.recurrent, activations: buffers.compute + buffers.output, trace_region: 0 };
   return { device, steady: groups, peak: groups };
+}
+
+/** llama.cpp's buffer lines as allocations per device: each backend's buffers counted where their memory is (backendDevice). */
+export function llamaCppDeviceAllocations(lines: readonly LlamaCppBufferLine[]): DeviceAllocations[] {
+  return [...buffersByDevice(lines)].map(([device, buffers]) => llamaCppAllocations(buffers, device));
 }
 
 /**
@@ -49,14 +71,17 @@ export function predictedGroups(perDevice: Readonly<Record<BudgetCategory, numbe
 const mib = (bytes: number): string => `${(bytes / 1024 ** 2).toFixed(2)} MiB`;
 
 /**
- * Measured ≤ predicted × (1 + tolerance), per device, group, steady and peak. A runner that reports
- * nothing is "not measured", never a pass; a group it leaves out is not a zero either — it is skipped
- * by name in the summary.
+ * Measured ≤ predicted × (1 + tolerance), per device, group, steady and peak; and, given the
+ * device's usable DRAM, each device's peak over every group within it. A runner that reports
+ * nothing is "not measured", never a pass; a group it leaves out is not a zero either — it is
+ * skipped by name in the summary.
  */
-export function memoryGate(perDevice: Readonly<Record<BudgetCategory, number>>, reported: readonly DeviceAllocations[] | undefined, tolerance: number): MemoryGateResult {
+export function memoryGate(perDevice: Readonly<Record<BudgetCategory, number>>, reported: readonly DeviceAllocations[] | undefined, tolerance: number, usablePerDevice?: number): MemoryGateResult {
   if (reported === undefined || reported.length === 0) return { status: "not_measured", summary: "memory: not measured (the runner reports no allocations)" };
   const predicted = predictedGroups(perDevice);
   const over: Extract<MemoryGateResult, { status: "pass" | "fail" }>["over"][number][] = [];
+  const overDevice: Extract<MemoryGateResult, { status: "pass" | "fail" }>["overDevice"][number][] = [];
+  const rows: GroupRow[] = [];
   const unreported = new Set<string>();
   for (const device of reported) {
     for (const kind of ["steady", "peak"] as const) {
@@ -66,10 +91,21 @@ export function memoryGate(perDevice: Readonly<Record<BudgetCategory, number>>, 
         if (measured > predicted[kind][group] * (1 + tolerance)) over.push({ device: device.device, group, kind, predicted: predicted[kind][group], measured });
       }
     }
+    for (const group of GROUPS) {
+      rows.push({
+        device: device.device, group, steady: device.steady[group], peak: device.peak[group], predictedSteady: predicted.steady[group], predictedPeak: predicted.peak[group],
+        over: over.some((o) => o.device === device.device && o.group === group),
+      });
+    }
+    const peak = GROUPS.reduce((sum, group) => sum + (device.peak[group] ?? 0), 0);
+    if (usablePerDevice !== undefined && peak > usablePerDevice) overDevice.push({ device: device.device, peak, usable: usablePerDevice });
   }
-  const named = over.map((o) => `${o.device} ${o.group} (${o.kind}) ${mib(o.measured)} > predicted ${mib(o.predicted)} (+${mib(o.measured - o.predicted)})`);
+  const named = [
+    ...over.map((o) => `${o.device} ${o.group} (${o.kind}) ${mib(o.measured)} > predicted ${mib(o.predicted)} (+${mib(o.measured - o.predicted)})`),
+    ...overDevice.map((o) => `${o.device} total (peak) ${mib(o.peak)} > usable ${mib(o.usable)} (+${mib(o.peak - o.usable)})`),
+  ];
   const skipped = unreported.size === 0 ? "" : `; not reported: ${[...unreported].join(", ")}`;
-  return over.length === 0
-    ? { status: "pass", summary: `memory: every reported group within ${(tolerance * 100).toFixed(0)}% of the budget${skipped}`, over }
-    : { status: "fail", summary: `memory: FAIL ${named.join("; ")}${skipped}`, over };
+  return named.length === 0
+    ? { status: "pass", summary: `memory: every reported group within ${(tolerance * 100).toFixed(0)}% of the budget${skipped}`, over, overDevice, rows }
+    : { status: "fail", summary: `memory: FAIL ${named.join("; ")}${skipped}`, over, overDevice, rows };
 }

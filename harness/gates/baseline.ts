@@ -79,7 +79,22 @@ export interface Baseline {
   /** Per suite/arm/tokens_per_second: the speed as a ratio to the suite's reference arm in the same run. */
   readonly speed_ratios?: Readonly<Record<string, RatioBand>>;
   readonly trace: Readonly<Record<string, { readonly demand_bytes: number; readonly tolerance: number }>>;
+  /** Per suite/arm/device/group: the peak bytes an arm's memory check measured (absent in older baselines). */
+  readonly memory?: Readonly<Record<string, MemoryBand>>;
 }
+
+/** How far a group's peak may grow against the baseline's run before the ratchet fails: above peak_bytes × (1 + tolerance). */
+export interface MemoryBand {
+  readonly peak_bytes: number;
+  readonly tolerance: number;
+}
+
+/**
+ * Default growth allowed for a group's peak. llama.cpp's buffers are the same bytes on every run of
+ * one build and settings; a new llama.cpp or ggml CPU library may lay a graph out a little
+ * differently (its compute buffer moves by a few percent), a leak or an extra copy by far more.
+ */
+export const DEFAULT_MEMORY_TOLERANCE = 0.05;
 
 export const BASELINE_SCHEMA = join(PACKAGE_ROOT, "reports", "baselines", "baseline.schema.json");
 
@@ -102,6 +117,8 @@ export interface GatedMetrics {
   /** Batch-1 speeds as a fraction of their suite's reference arm in the same run. */
   readonly speedRatios: Map<string, { readonly reference: string; readonly ratio: number; readonly better: Better }>;
   readonly trace: Map<string, number>;
+  /** Peak bytes per suite/arm/device/group, from arms' memory checks (a group not reported is absent). */
+  readonly memory: Map<string, number>;
   /** The fingerprint of the machine the run ran on. */
   readonly machine: string;
   /** `bench run --jobs` (undefined: not recorded). */
@@ -120,7 +137,7 @@ const LOAD_GATED: readonly (readonly [string, Better])[] = [
 export function gatedMetrics(run: StoredRun): GatedMetrics {
   const summary = run.summary;
   const metrics: GatedMetrics = {
-    parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), speedRatios: new Map(), trace: new Map(),
+    parity: new Map(), needles: new Map(), kernels: new Map(), kernelRatios: new Map(), perf: new Map(), speedRatios: new Map(), trace: new Map(), memory: new Map(),
     machine: machineFingerprint(summary.machine),
     jobs: summary.selection?.jobs,
     // The suites by the names the baseline keys them with (a selection may name a suite by its file).
@@ -152,6 +169,7 @@ export function gatedMetrics(run: StoredRun): GatedMetrics {
     }
   }
   for (const t of run.summary.trace ?? []) metrics.trace.set(`${t.suite}/${t.arm}/${t.capture}`, t.demand_bytes);
+  for (const m of run.summary.memory ?? []) if (m.peak_bytes !== null) metrics.memory.set(`${m.suite}/${m.arm}/${m.device}/${m.group}`, m.peak_bytes);
   for (const [key, ratio] of speedRatios(metrics.perf, speedReferences(run))) metrics.speedRatios.set(key, ratio);
   return metrics;
 }
@@ -196,5 +214,6 @@ export function baselineFromRun(name: string, run: StoredRun, previous?: Baselin
       return [key, band];
     })),
     trace: Object.fromEntries([...m.trace].map(([key, bytes]) => [key, { demand_bytes: bytes, tolerance: previous?.trace[key]?.tolerance ?? 0 }])),
+    memory: Object.fromEntries([...m.memory].map(([key, bytes]) => [key, { peak_bytes: bytes, tolerance: previous?.memory?.[key]?.tolerance ?? DEFAULT_MEMORY_TOLERANCE }])),
   };
 }

@@ -1,3 +1,4 @@
+import { bytesText } from "../budget/format.js";
 import { KERNEL_RATIO_FLOOR, type Baseline, type Better, type GatedMetrics, type PerfBand } from "./baseline.js";
 import { perfBandEdges } from "./perf-band.js";
 import { MAX_LEARNED_TOLERANCE, SPREAD_MULTIPLIER, tooNoisyToGate } from "./speed-bands.js";
@@ -17,6 +18,7 @@ export type GateFinding =
  *   target by more than the tolerance fails; better by more than update_beyond warns "update the target";
  * - kernel ratios: a passing case's worst ratio to its bound above max(baseline × (1 + tolerance), 1%) fails;
  * - trace: demand above baseline × (1 + tolerance) fails with "stop and report";
+ * - memory: a group's peak above baseline × (1 + tolerance) fails, naming the group and by how much;
  * - a baseline taken with --accept-failing warns (fails under --strict);
  * - a gated metric with no baseline entry warns (fails under --strict);
  * - a baseline entry the run does not have warns (fails under --strict): a run that leaves out an
@@ -92,6 +94,8 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     else findings.push({ level: "ok", key, message: `demand ${bytes} B (baseline ${base.demand_bytes} B)` });
   }
 
+  findings.push(...memoryFindings(metrics, baseline, missing));
+
   // Entries of suites (or arms) the run did not select are out of its scope: named in one warning
   // (a failure under --strict, so a subset still cannot pass by omission), not one line each.
   const outOfScope: string[] = [];
@@ -112,6 +116,7 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
   absent("a perf band", Object.keys(baseline.perf), metrics.perf);
   absent("a speed ratio", Object.keys(baseline.speed_ratios ?? {}), metrics.speedRatios);
   absent("a trace capture", Object.keys(baseline.trace), metrics.trace);
+  absent("a memory group's peak", Object.keys(baseline.memory ?? {}), metrics.memory);
   if (outOfScope.length > 0) {
     findings.push({
       level: "warn", key: "scope", strictFails: true, hint: "gate a run of the whole battery to compare them",
@@ -119,6 +124,19 @@ export function applyRatchets(metrics: GatedMetrics, baseline: Baseline): GateFi
     });
   }
   return findings;
+}
+
+/** Each suite/arm/device/group's peak against the baseline's run: a group that grew beyond its tolerance fails, by name and by how much. */
+function memoryFindings(metrics: GatedMetrics, baseline: Baseline, missing: (key: string, what: string) => GateFinding): GateFinding[] {
+  return [...metrics.memory].map(([key, bytes]): GateFinding => {
+    const base = baseline.memory?.[key];
+    if (base === undefined) return missing(key, "this memory group's peak");
+    const group = key.split("/").pop();
+    const limit = base.peak_bytes * (1 + base.tolerance);
+    const growth = base.peak_bytes > 0 ? `, ${(100 * (bytes / base.peak_bytes - 1)).toFixed(1)}%` : "";
+    if (bytes > limit) return { level: "fail", key, message: `peak ${group} grew ${bytesText(base.peak_bytes)} → ${bytesText(bytes)} (+${bytesText(bytes - base.peak_bytes)}${growth}; tolerance ${(100 * base.tolerance).toFixed(0)}%)` };
+    return { level: "ok", key, message: `peak ${group} ${bytesText(bytes)} (baseline ${bytesText(base.peak_bytes)}, limit ${bytesText(limit)})` };
+  });
 }
 
 /**

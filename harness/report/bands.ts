@@ -26,7 +26,7 @@ export function isWorse(state: BandState, better: Better): boolean {
 /**
  * The band bench gate holds this quantity to, or undefined where the baseline has none: perf bands
  * two-sided (fail edge and "update the target" edge), parity STRICT and needle Y as floors (the
- * ratchets), trace demand as a ceiling. Fields other helpers may add to a baseline are read only
+ * ratchets), trace demand and an arm's peak memory (its groups' limits added up) as ceilings. Fields other helpers may add to a baseline are read only
  * where they share the perf band's shape.
  */
 export function baselineBand(kind: QuantityKind, subject: string, baseline: Baseline): Band | undefined {
@@ -42,6 +42,10 @@ export function baselineBand(kind: QuantityKind, subject: string, baseline: Base
   if (kind === "trace_demand_bytes") {
     const entry = baseline.trace[subject];
     return entry === undefined ? undefined : { low: null, high: entry.demand_bytes * (1 + entry.tolerance), source: "baseline" };
+  }
+  if (kind === "peak_memory_bytes") {
+    const groups = Object.entries(baseline.memory ?? {}).filter(([key]) => key.startsWith(`${subject}/`));
+    return groups.length === 0 ? undefined : { low: null, high: groups.reduce((sum, [, g]) => sum + g.peak_bytes * (1 + g.tolerance), 0), source: "baseline" };
   }
   const band = baseline.perf[quantityKey({ kind, subject })];
   if (band === undefined || typeof band.target !== "number" || typeof band.tolerance !== "number") return undefined;

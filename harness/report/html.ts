@@ -1,7 +1,7 @@
 import type { History } from "./history.js";
 import { changesTable, runsTable, seriesByKind, shownBand, trendTable, verdictText, type Table } from "./history-tables.js";
 import { QUANTITY_KINDS } from "./quantities.js";
-import { kernelTable, loadTable, type RunView } from "./view.js";
+import { kernelTable, loadTable, memoryTable, type RunView } from "./view.js";
 import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 function escape(text: string): string {
@@ -286,7 +286,7 @@ function historyHtml(history: History, data: ChartData): string {
     history.trends.machines.length > 1 ? `<ul>${history.trends.machines.map((m) => `<li>${escape(m.id)}: ${escape(m.fingerprint)}</li>`).join("")}</ul><p>Series are kept apart per machine: a line never joins runs on different machines (dashed: a later machine).</p>` : "",
     history.unreadable.length === 0 ? "" : `<p>Left out (could not be read):</p><ul>${history.unreadable.map((u) => `<li><code>${escape(u.directory)}</code>: ${escape(u.reason)}</li>`).join("")}</ul>`,
     `<h2>Changes beyond the band</h2><p>Bands: ${escape(bands)}. Each change is attributed to the first run where it appeared.</p>${changes}`,
-    `<h2>Trends</h2>${groups.length === 0 ? "<p>These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand).</p>"
+    `<h2>Trends</h2>${groups.length === 0 ? "<p>These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand, peak memory).</p>"
       : groups.map(({ kind, series }, i) => `<h3>${escape(data.trends[i].title)} (${escape(QUANTITY_KINDS[kind].unit)}, ${QUANTITY_KINDS[kind].better} is better)</h3>${data.trends[i].asTable
         ? `<p class="bands">Fewer than ${MIN_POINTS_FOR_A_CHART} runs per series: a table, not a chart.</p>${tableHtml(trendTable(series, history))}`
         : `<p class="bands">Bands: ${escape([...new Set(series.map((s) => `${s.subject}${history.trends.machines.length > 1 ? ` (${s.machine})` : ""} ${shownBand(s.band, kind)}`))].join("; "))}. Points outside their band are triangles; click a legend entry to hide or show its series.</p><label class="bands">Band shaded for: <select id="band-for-${i}">${data.trends[i].datasets.map((d, k) => `<option value="${k}">${escape(d.label)}</option>`).join("")}</select></label><div class="chart"><canvas id="chart-trend-${i}"></canvas></div>`}`).join("")}`,
@@ -318,6 +318,7 @@ export function renderHtmlReport(history: History, latest: RunView, chartJsSourc
     `<h3>Kernels</h3>${latest.kernels.length === 0 ? "<p>No kernel suites in this run.</p>" : htmlTable(kernels.headers, kernels.rows)}${data.roofline === null ? "" : `<h4>Roofline (memory roof measured in the same run)</h4><div class="chart"><canvas id="chart-roofline"></canvas></div>`}`,
     `<h3>Long context (needle in a haystack)</h3>${latest.needles.length === 0 ? "<p>No needle suites in this run.</p>" : graded.length === 0 ? "<p>No needle case was scored in this run.</p>" : graded.map((n, i) => `<h4>${escape(n.arm)} — ${n.status.toUpperCase()}</h4><div class="chart small"><canvas id="chart-needle-${i}"></canvas></div>`).join("")}`,
     latest.dialects.length === 0 && latest.conformance.arms.length === 0 ? "" : `<h3>Servers</h3>${latest.dialects.length === 0 ? "" : `<h4>Dialects found by probing</h4>${htmlTable(["SUT arm", "dialect", ...DIALECT_CAPABILITIES], latest.dialects.map((d) => [d.arm, d.dialect, ...DIALECT_CAPABILITIES.map((c) => d.byCapability[c])]))}`}${latest.conformance.arms.length === 0 ? "" : `<h4>Conformance, side by side</h4>${htmlTable(["check", ...latest.conformance.arms], latest.conformance.rows.map((row) => [row.check, ...row.cells.map((c) => c?.status.toUpperCase() ?? "–")]))}<ul>${conformanceDifferences(latest.conformance).map((row) => `<li><b>${escape(row.check)}</b>: ${escape(row.cells.map((c, i) => `${latest.conformance.arms[i]} ${c?.status.toUpperCase() ?? "not run"}${c === undefined ? "" : ` (${c.detail})`}`).join("; "))}</li>`).join("")}</ul>`}`,
+    `<h3>Memory by category</h3>${latest.memory.length === 0 ? "<p>No arm in this run has a memory check (an arm declares one with <code>memory</code> in its suite file).</p>" : tableHtml(memoryTable(latest.memory))}`,
     `<h3>Trace-region demand</h3>${latest.trace.length === 0 ? "<p>No SUT in this run reports trace-region demand.</p>" : htmlTable(["SUT arm", "capture", "demand (B)", "region (B)", "semantics"], latest.trace.map((t) => [t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics]))}`,
     latest.box.length === 0 ? "" : `<h3>Box: resets and failure evidence</h3><ul>${latest.box.map((line) => `<li>${escape(line)}</li>`).join("")}</ul>`,
   ];

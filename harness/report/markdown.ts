@@ -1,7 +1,7 @@
 import type { History } from "./history.js";
 import { changesTable, runsTable, seriesByKind, trendTable, verdictText } from "./history-tables.js";
 import { QUANTITY_KINDS } from "./quantities.js";
-import { kernelTable, loadTable, type NeedleRow, type RunView } from "./view.js";
+import { kernelTable, loadTable, memoryTable, type NeedleRow, type RunView } from "./view.js";
 import { conformanceDifferences, DIALECT_CAPABILITIES } from "./servers.js";
 
 const fixed = (value: number | null, digits: number): string => (value === null ? "–" : value.toFixed(digits));
@@ -42,7 +42,7 @@ function historySections(history: History): string[] {
   }
   out.push("## Trends", "");
   const groups = seriesByKind(history);
-  if (groups.length === 0) out.push("These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand).", "");
+  if (groups.length === 0) out.push("These runs recorded none of the tracked quantities (batch-1 speed, load points, parity, KLD, needles, kernels, trace demand, peak memory).", "");
   for (const { kind, series } of groups) {
     const trend = trendTable(series, history);
     out.push(`### ${QUANTITY_KINDS[kind].title} (${QUANTITY_KINDS[kind].unit}, ${QUANTITY_KINDS[kind].better} is better)`, "", ...table(trend.headers, trend.rows), "");
@@ -109,6 +109,13 @@ export function renderMarkdownReport(history: History, latest: RunView): string 
   if (latest.trace.length === 0) out.push("No SUT in this run reports trace-region demand (the embedded llama.cpp SUT has no captured graph).", "");
   else out.push(...table(["suite", "SUT arm", "capture", "demand (B)", "region (B)", "region semantics", "use"],
     latest.trace.map((t) => [t.suite, t.arm, t.capture, String(t.demand_bytes), String(t.region_bytes), t.region_semantics, t.region_bytes > 0 ? `${((100 * t.demand_bytes) / t.region_bytes).toFixed(1)}%` : "dynamic"])), "");
+
+  out.push("### Memory by category", "");
+  if (latest.memory.length === 0) out.push("No arm in this run has a memory check (an arm declares one with `memory` in its suite file: docs/memory-budget.md).", "");
+  else {
+    const { headers, rows } = memoryTable(latest.memory);
+    out.push("What each arm's SUT reported it allocated, by the memory gate's groups, beside the budget its GGUF header predicts (`bench budget`).", "", ...table(headers, rows), "");
+  }
 
   if (latest.box.length > 0) out.push("### Box: resets and failure evidence", "", ...latest.box.map((line) => `- ${line}`), "");
   return `${out.join("\n")}\n`;

@@ -26,6 +26,7 @@ export const QUANTITY_KINDS = {
   kernel_worst_ratio: { title: "Kernels: worst error as a fraction of its bound, per op", unit: "ratio to bound", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
   kernel_us_per_call: { title: "Kernels: median time per call", unit: "µs/call", better: "lower", tolerance: DEFAULT_PERF_TOLERANCE, resolution: 0 },
   trace_demand_bytes: { title: "Trace-region demand per capture", unit: "bytes", better: "lower", tolerance: 0, resolution: 0 },
+  peak_memory_bytes: { title: "Peak memory per model (SUT arm) and device, every group together", unit: "bytes", better: "lower", tolerance: 0, resolution: 0 },
 } as const satisfies Record<string, { title: string; unit: string; better: Better; tolerance: number; resolution: number }>;
 
 export type QuantityKind = keyof typeof QUANTITY_KINDS;
@@ -48,6 +49,7 @@ export function quantityKey(q: Pick<TrackedQuantity, "kind" | "subject">): strin
     batch1_tokens_per_second: "tokens_per_second", load_output_tokens_per_second: "output_tokens_per_second", load_ttft_p99_ms: "ttft_p99_ms", load_tpot_p99_ms: "tpot_p99_ms",
     parity_strict: "strict", parity_max_gap_nats: "max_gap_nats", teacher_forced_kld_mean: "kld_topk_mean", needle_y: "needle_y",
     kernel_worst_ratio: "worst_ratio", kernel_us_per_call: "us_per_call", trace_demand_bytes: "demand_bytes",
+    peak_memory_bytes: "peak_bytes",
   };
   return `${q.subject}/${suffix[q.kind]}`;
 }
@@ -95,5 +97,20 @@ export function quantitiesOfRun(run: StoredRun): TrackedQuantity[] {
   }
   for (const [subject, ratio] of worstRatio) add("kernel_worst_ratio", subject, ratio);
   for (const t of run.summary.trace ?? []) add("trace_demand_bytes", `${t.suite}/${t.arm}/${t.capture}`, t.demand_bytes);
+  for (const [subject, peak] of peakMemory(run)) add("peak_memory_bytes", subject, peak);
   return out;
+}
+
+/**
+ * Each arm's peak memory per device (suite/arm/device), its reported groups added up; an arm that
+ * reported no group's peak on a device has no value there (a gap, not a zero).
+ */
+export function peakMemory(run: Pick<StoredRun, "summary">): Map<string, number> {
+  const peaks = new Map<string, number>();
+  for (const m of run.summary.memory ?? []) {
+    if (m.peak_bytes === null) continue;
+    const subject = `${m.suite}/${m.arm}/${m.device}`;
+    peaks.set(subject, (peaks.get(subject) ?? 0) + m.peak_bytes);
+  }
+  return peaks;
 }

@@ -1,4 +1,5 @@
-import type { LoadPointRecord, StoredRun, TraceDemand } from "../results/read-run.js";
+import { bytesText } from "../budget/format.js";
+import type { LoadPointRecord, MemoryRecord, StoredRun, TraceDemand } from "../results/read-run.js";
 import { isKernelCheck } from "../results/kernel-checks.js";
 import type { GateVerdict } from "../results/types.js";
 import { describeMachine } from "../results/machine.js";
@@ -59,6 +60,8 @@ export interface RunView {
   readonly parity: readonly ParityRow[];
   readonly needles: readonly NeedleRow[];
   readonly trace: readonly TraceDemand[];
+  /** What arms' memory checks measured, per device and group, beside their budgets. */
+  readonly memory: readonly MemoryRecord[];
   readonly load: readonly LoadRow[];
   /** Kernel cases (kernel suites), one reproducible line each, with their ratio and timing. */
   readonly kernels: readonly KernelRow[];
@@ -130,6 +133,7 @@ export function viewOfRun(run: StoredRun): RunView {
     parity,
     needles,
     trace: summary.trace ?? [],
+    memory: summary.memory ?? [],
     box: legLines(summary.legs ?? []),
     kernels: run.cells.filter((c) => isKernelCheck(c.check) && c.check !== "kernel_time").map((c) => ({
       arm: c.arm, status: c.status, line: c.detail, ratio: c.kernel_ratio ?? null,
@@ -184,6 +188,22 @@ export function loadTable(load: readonly LoadRow[]): { headers: string[]; rows: 
     rows: load.map((l) => [
       l.label, fixed(l.outputTokensPerSecond, 1), `${(l.outputTokensPerSecond / load[0].outputTokensPerSecond).toFixed(2)}×`, fixed(l.tokensPerSecondPerUser, 1),
       pair(l.ttft, 1), pair(l.tpot, 2), String(l.errors), l.clientBusy === null ? "–" : `${(100 * l.clientBusy).toFixed(0)}%`, l.slo ?? "–",
+    ]),
+  };
+}
+
+/**
+ * The memory table, the same in Markdown and HTML: per model (SUT arm), device and group, the peak
+ * and steady bytes measured beside the budget's. Groups that are zero both measured and predicted
+ * (no recurrent state on an attention-only model, no trace region on a CPU) are left out.
+ */
+export function memoryTable(memory: readonly MemoryRecord[]): { headers: string[]; rows: string[][] } {
+  const held = (bytes: number | null) => (bytes === null ? "not reported" : bytesText(bytes));
+  return {
+    headers: ["model", "suite", "SUT arm", "device", "group", "peak", "steady", "predicted peak", "peak of predicted"],
+    rows: memory.filter((m) => (m.peak_bytes ?? 0) > 0 || m.predicted_peak_bytes > 0).map((m) => [
+      m.model.replace(/\.gguf$/, ""), m.suite, m.arm, m.device, m.group, held(m.peak_bytes), held(m.steady_bytes), bytesText(m.predicted_peak_bytes),
+      m.peak_bytes === null || m.predicted_peak_bytes === 0 ? "–" : `${((100 * m.peak_bytes) / m.predicted_peak_bytes).toFixed(1)}%`,
     ]),
   };
 }

@@ -124,6 +124,7 @@ export async function writeMergedRun(shards: readonly ShardRun[], out: string, c
     recorder.provenance.oracles.push(...oracles.values());
     recorder.provenance.suts.push(...byArm(all((run) => run.summary.suts)));
     recorder.provenance.trace.push(...byArm(all((run) => run.summary.trace)));
+    recorder.provenance.memory.push(...byArm(all((run) => run.summary.memory)));
     await recorder.open();
     await recorder.record({ kind: "cells", cells: byArm<CellRecord>(all((run) => run.cells)) });
     const verdicts = byArm(all((run) => run.summary.verdicts));

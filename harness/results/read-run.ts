@@ -37,6 +37,8 @@ export interface RunSummary {
   readonly summary_lines: readonly string[];
   readonly cells: number;
   readonly trace?: readonly TraceDemand[];
+  /** Absent in runs made before arms were asked for their allocations. */
+  readonly memory?: readonly MemoryRecord[];
   readonly load?: readonly LoadPointRecord[];
   /** Absent in runs made before legs were recorded, and for commands other than bench run. */
   readonly legs?: readonly LegRecord[];
@@ -69,6 +71,26 @@ export interface TraceDemand {
   readonly region_bytes: number;
   /** fixed per bank, fixed total budget, or dynamic (size 0): tt-metal changed this once, so it is recorded. */
   readonly region_semantics: "fixed-per-bank" | "fixed-total" | "dynamic";
+}
+
+/**
+ * One device's group of allocations an arm reported (its memory check), beside what its budget
+ * predicts: bytes held between requests (steady) and at most (peak); null where the SUT did not report it.
+ */
+export interface MemoryRecord {
+  readonly suite: string;
+  readonly arm: string;
+  /** The model file the budget was read from (its name). */
+  readonly model: string;
+  /** The residency policy the budget was made under. */
+  readonly policy: string;
+  readonly device: string;
+  /** A memory gate group: weights, kv_cache, recurrent_state, activations, trace_region (budget/memory-gate.ts). */
+  readonly group: string;
+  readonly steady_bytes: number | null;
+  readonly peak_bytes: number | null;
+  readonly predicted_steady_bytes: number;
+  readonly predicted_peak_bytes: number;
 }
 
 /** The columns of samples.arrow the report reads (one row per measured load request). */

@@ -10,7 +10,7 @@ import { renderJunit } from "./junit.js";
 import { describeMachine, machineInfo, type MachineInfo } from "./machine.js";
 import { renderMarkdownSummary } from "./markdown.js";
 import type { CellRecord, GateVerdict, RunEvent } from "./types.js";
-import type { TraceDemand } from "./read-run.js";
+import type { MemoryRecord, TraceDemand } from "./read-run.js";
 import type { LegRecord } from "./legs.js";
 import type { DealtArm } from "../suites/shard.js";
 import { countVerdicts } from "./verdicts.js";
@@ -25,6 +25,8 @@ export interface RunProvenance {
   readonly suts: { suite: string; arm: string; provenance: Record<string, unknown> }[];
   /** Trace-region demand reported by SUTs that expose it (none of the embedded ones do). */
   readonly trace: TraceDemand[];
+  /** Allocations arms reported by category beside their budgets (the memory check of arms that declare one). */
+  readonly memory: MemoryRecord[];
   /** Load points (bench load): the client's aggregates and the server's /metrics deltas. */
   readonly load: Record<string, unknown>[];
   /** The run-wide seed (bench load's prompts and arrivals); null where seeds are per cell (NIAH). */
@@ -82,7 +84,7 @@ export class RunDirectory {
   private readonly summaryLines: string[] = [];
   private readonly machine: MachineInfo;
   private readonly started: string;
-  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], load: [], seed: null, selection: null, commit: null, mergedFrom: null, box: null, lock: null, legs: [] };
+  readonly provenance: RunProvenance = { suites: [], oracles: [], suts: [], trace: [], memory: [], load: [], seed: null, selection: null, commit: null, mergedFrom: null, box: null, lock: null, legs: [] };
   private samplesArrow: Uint8Array | undefined;
   private writes: Promise<void> = Promise.resolve();
   /** The final status once one was asked for, and whether its files are written. */
@@ -148,6 +150,7 @@ export class RunDirectory {
       summary_lines: this.summaryLines,
       cells: this.cells.length,
       trace: this.provenance.trace,
+      memory: this.provenance.memory,
       load: this.provenance.load,
       ...(this.provenance.box === null ? {} : { box: { ...this.provenance.box, lock: this.provenance.lock } }),
       legs: this.provenance.legs,

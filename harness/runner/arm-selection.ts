@@ -28,7 +28,8 @@ export function modelArms<Arm extends { readonly label: string; readonly command
   const template = (named[0] ?? suite.arms[0]) as Arm & Pick<SuiteArm, "model">;
   // A runner takes no settings (armSettings): it reports its own in its hello.
   if (options.runner !== undefined) {
-    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined }];
+    // Nor the arm's memory check: it was declared for the SUT the runner replaces, whose budget and reporting are its own.
+    return [{ ...template, label: "runner", model: options.model ?? template.model, sut: "stdio", command: options.runner, gate: "required", why: undefined, settings: undefined, memory: undefined }];
   }
   // With --arm, --model swaps the model of the arms named and keeps their SUT (a server arm serves the new model) and oracle.
   if (options.model !== undefined) {

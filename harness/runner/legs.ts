@@ -1,11 +1,12 @@
 import type { RunDirectory } from "../results/run-directory.js";
 import type { RunListener } from "../results/types.js";
 import type { Suite } from "../suites/load.js";
-import type { GateLevel } from "../suites/parity-suite.js";
+import type { GateLevel, MemoryDeclaration } from "../suites/parity-suite.js";
 import { RestartingRunner } from "../sut/restarting-runner.js";
 import type { SystemUnderTest, TraceCapture } from "../sut/types.js";
 import { caseTimeoutOf, SutStoppedError, withCaseTimeout } from "../sut/with-timeout.js";
 import { runCheck } from "./check.js";
+import { askAllocations } from "./memory-check.js";
 import type { RunArm } from "./kinds/kind.js";
 import type { SutContext } from "./open-sut.js";
 import type { ResolvedRunOptions } from "./run-options.js";
@@ -41,7 +42,7 @@ function exceedsFixedRegion(capture: TraceCapture): boolean {
  * arm, the leg timeout once the SUT is up, and after it the reset a killed process calls for and
  * the arm's stderr tail and failure evidence.
  */
-export async function runLegs<Arm extends { readonly label: string; readonly gate: GateLevel }, Sut extends SystemUnderTest>(
+export async function runLegs<Arm extends { readonly label: string; readonly gate: GateLevel; readonly memory?: MemoryDeclaration }, Sut extends SystemUnderTest>(
   suite: Suite,
   arms: readonly Arm[],
   open: (arm: Arm, context: SutContext) => Promise<Sut>,
@@ -74,6 +75,8 @@ export async function runLegs<Arm extends { readonly label: string; readonly gat
           for (const capture of leg.signal.aborted ? [] : await askTraceDemand(suite, arm, sut, reproduce(arm), emit)) {
             recorder.provenance.trace.push({ suite: suite.name, arm: arm.label, capture: capture.capture, demand_bytes: capture.demandBytes, region_bytes: capture.regionBytes, region_semantics: capture.regionSemantics });
           }
+          // Asked after the checks too: the peak is what the SUT held while serving them.
+          if (!leg.signal.aborted) recorder.provenance.memory.push(...await askAllocations(suite, arm, sut, reproduce(arm), emit));
         } finally {
           await sut.close();
         }

@@ -1,4 +1,4 @@
-import type { GateLevel, SuiteFile } from "./parity-suite.js";
+import type { GateLevel, MemoryDeclaration, SuiteFile } from "./parity-suite.js";
 
 export interface ConformanceArm {
   readonly label: string;
@@ -18,6 +18,8 @@ export interface ConformanceArm {
   readonly logprob_tolerance?: { readonly abs: number; readonly rel: number };
   readonly gate: GateLevel;
   readonly why?: string;
+  /** Its memory check (absent: none). */
+  readonly memory?: MemoryDeclaration;
 }
 
 /** A server conformance suite (schema: suites/schema/conformance.schema.json). */

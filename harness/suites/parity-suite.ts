@@ -13,6 +13,13 @@ export interface ArmSettingsFile {
 export type GateLevel = "required" | "informational";
 
 /**
+ * An arm's memory check as a suite file declares it (docs/memory-budget.md#in-a-run): a gate level,
+ * or the gate with the budget it is held to (a policy and a device: a name under budgets/ or a JSON
+ * file; the fraction measured may exceed it by, and why that one). Undeclared, the arm has no memory check.
+ */
+export type MemoryDeclaration = GateLevel | { readonly gate: GateLevel; readonly policy?: string; readonly device?: string; readonly tolerance?: number; readonly why?: string };
+
+/**
  * Bounds on a SUT's teacher-forced distribution against its oracle (docs/metrics.md), in the suite
  * file's spelling. Each bound present is one test; a bound absent is not tested. Greedy ids hide
  * what keeps the argmax (an output head scaled by 0.5 keeps top-1 at 100%); these do not.
@@ -47,6 +54,8 @@ export interface SuiteArm {
   readonly why?: string;
   /** Parity suites: this arm's own distribution bounds, each replacing the suite's (flash attention reorders sums: its floor is higher). */
   readonly distribution?: DistributionBounds;
+  /** Its memory check (absent: none). */
+  readonly memory?: MemoryDeclaration;
 }
 
 /** What every suite file has, whatever its kind, and where it was loaded from. */

@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { sha256File } from "../io/sha256.js";
 import type { ServerNumerics } from "../../server/server-options.js";
 import type { LlamaCppSettings } from "./llamacpp.js";
-import type { Capability, GreedyRequest, LoadedModel, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
+import type { AllocationReport, Capability, GreedyRequest, LoadedModel, NotMeasured, PromptCounters, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind } from "./types.js";
 import type { Dialect, DialectCapability, DialectOffer } from "./dialects/dialect.js";
 import { probeDialects, type ProbeResult } from "./dialects/probe.js";
 import { LLAMA_CPP_DIALECT } from "./dialects/llama-cpp.js";
@@ -13,6 +13,7 @@ import { VLLM_DIALECT } from "./dialects/vllm.js";
 import { OPENAI_DIALECT } from "./dialects/openai.js";
 import { BRINGUP_BENCH_DIALECT } from "./dialects/bringup-bench.js";
 import { tokenKindsFromGguf } from "../gguf/token-kinds.js";
+import { allocationsFromWire } from "./allocations-wire.js";
 import { httpCall } from "./http-call.js";
 import { stopManagedServer, type ManagedServer } from "./managed-server.js";
 import { stopReason, SutStoppedError } from "./with-timeout.js";
@@ -109,6 +110,21 @@ export function promptCountersOf(response: { readonly status: number; readonly t
 }
 
 /**
+ * A server's allocations report (GET /allocations: ours; docs/servers.md), or why it is not
+ * measured: a server that answers anything but 200 cannot be asked (llama-server has no such report).
+ */
+export function allocationsOf(response: { readonly status: number; readonly text: string }): AllocationReport | NotMeasured {
+  if (response.status !== 200) return { notMeasured: `GET /allocations answered ${response.status}: the server cannot be asked for its allocations` };
+  let body: unknown;
+  try {
+    body = JSON.parse(response.text);
+  } catch {
+    throw new Error(`GET /allocations: the answer is not JSON: ${JSON.stringify(response.text.slice(0, 80))}`);
+  }
+  return allocationsFromWire(body, "GET /allocations");
+}
+
+/**
  * A system under test behind an HTTP API. Capabilities come from probing (dialects/probe.ts), not
  * from what the server advertises: each is served by the first dialect whose probe answered well,
  * and what none serves stays absent with every dialect's refusal, so suites skip it with the reason.
@@ -201,6 +217,7 @@ async function probeHttpSut(baseUrl: string, options: HttpSutOptions, signal: ()
     ...(slotAction === undefined ? {} : { slotAction }),
     dialects: { found, missing },
     promptCounters: async () => promptCountersOf(await call("/metrics")),
+    allocations: async () => allocationsOf(await call("/allocations")),
     close: async () => {
       if (options.managed !== undefined) await stopManagedServer(options.managed, options.shutdownGraceS, options.onWarning);
     },

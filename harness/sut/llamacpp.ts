@@ -8,9 +8,10 @@ import { BenchError } from "../errors.js";
 import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
+import { captureBufferLines, llamaCppAllocationReport } from "./llamacpp-buffer-capture.js";
 import { reachNativeContext, releaseNativeContext, teacherForceInEmptySequence, type NativeContext } from "./llamacpp-native-context.js";
 import { topKFromProbabilities } from "./topk.js";
-import type { GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
+import type { AllocationReport, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
 /** Settings that change what llama.cpp computes or how fast; all recorded in provenance. */
 export interface LlamaCppSettings {
@@ -104,6 +105,30 @@ export function sameLlamaCppEngine(recorded: string, running: string): boolean {
 }
 
 /**
+ * A model read into memory llama.cpp allocates (no mmap), on the CPU: its weights are then an
+ * allocation, as a device's are, and a weight llama.cpp repacks for its CPU kernels is held once.
+ * Mapped, the file's pages stay counted beside the repacked copy (tiny-random:Q4_K: 0.81 MiB mapped
+ * plus 0.70 MiB repacked, against 0.10 plus 0.70 read in), which no budget of the weights describes.
+ */
+export function loadModelInMemory(llama: Llama, modelPath: string): Promise<LlamaModel> {
+  return llama.loadModel({ modelPath, gpuLayers: 0, useMmap: false });
+}
+
+/** A context made with the settings that size its buffers and set its numerics. */
+export function createLlamaCppContext(model: LlamaModel, settings: Pick<LlamaCppSettings, "contextSize" | "batchSize" | "sequences" | "threads" | "flashAttention" | "kvCacheType">): Promise<LlamaContext> {
+  // node-llama-cpp's contextSize is per sequence: it allocates contextSize × sequences cells.
+  return model.createContext({
+    contextSize: settings.contextSize,
+    batchSize: settings.batchSize,
+    sequences: settings.sequences,
+    threads: { ideal: settings.threads, min: settings.threads },
+    flashAttention: settings.flashAttention,
+    experimentalKvCacheKeyType: settings.kvCacheType,
+    experimentalKvCacheValueType: settings.kvCacheType,
+  });
+}
+
+/**
  * The embedded SUT: any llama-architecture GGUF evaluated by llama.cpp on CPU. The file is
  * validated by our own GGUF reader first, because some malformed files abort llama.cpp's process.
  */
@@ -133,6 +158,7 @@ export class LlamaCppSut implements SystemUnderTest {
     private readonly settings: LlamaCppSettings,
     private readonly native: NativeContext,
     label: string,
+    private readonly allocated: AllocationReport,
   ) {
     this.label = label;
     // Sequences are taken once and reused (history cleared per request): a disposed sequence's
@@ -173,26 +199,26 @@ export class LlamaCppSut implements SystemUnderTest {
 
   static async open(modelPath: string, settings: LlamaCppSettings, label?: string): Promise<LlamaCppSut> {
     validateLlamaMetadata(readGguf(modelPath), modelPath);
+    // Loaded while llama.cpp's buffer lines are read: its own account of what this arm allocated, with the arm's settings.
     const llama = await llamaRuntime();
-    let model: LlamaModel;
-    try {
-      model = await llama.loadModel({ modelPath, gpuLayers: 0 });
-    } catch (error) {
-      throw new BenchError(`llama.cpp could not load the model: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete llama GGUF" });
-    }
-    // node-llama-cpp's contextSize is per sequence: it allocates contextSize × sequences cells.
-    const context = await model.createContext({
-      contextSize: settings.contextSize,
-      batchSize: settings.batchSize,
-      sequences: settings.sequences,
-      threads: { ideal: settings.threads, min: settings.threads },
-      flashAttention: settings.flashAttention,
-      experimentalKvCacheKeyType: settings.kvCacheType,
-      experimentalKvCacheValueType: settings.kvCacheType,
+    const { value: { model, context }, lines } = await captureBufferLines(llama, async () => {
+      let model: LlamaModel;
+      try {
+        model = await loadModelInMemory(llama, modelPath);
+      } catch (error) {
+        throw new BenchError(`llama.cpp could not load the model: ${(error as Error).message}`, { file: modelPath, fix: "check that the file is a complete llama GGUF" });
+      }
+      const context = await createLlamaCppContext(model, settings);
+      return { model, context };
     });
     const native = reachNativeContext(context, settings);
     const provenance = await embeddedProvenance(modelPath, { ...settings });
-    return new LlamaCppSut(provenance, model, context, settings, native, label ?? `llamacpp ${modelPath.split("/").pop()}`);
+    return new LlamaCppSut(provenance, model, context, settings, native, label ?? `llamacpp ${modelPath.split("/").pop()}`, llamaCppAllocationReport(lines, settings));
+  }
+
+  /** llama.cpp allocates its buffers once, at load: what it logged then is what it holds, steady and peak. */
+  async allocations(): Promise<AllocationReport> {
+    return this.allocated;
   }
 
   async tokenize(texts: readonly string[]): Promise<TokenId[][]> {

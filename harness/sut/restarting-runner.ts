@@ -40,7 +40,7 @@ function differsFrom(first: SystemUnderTest, fresh: SystemUnderTest): string | u
 }
 
 /** Every capability is a method of the same name; a `Record` makes the list complete at compile time. */
-const METHODS = Object.keys({ tokenize: 0, detokenize: 0, tokenizeSpecial: 0, detokenizeSpecial: 0, inspectTokens: 0, greedy: 0, tracedGreedy: 0, batchedGreedy: 0, teacherForcedTopK: 0, cachedGreedy: 0, cachedChat: 0, slotAction: 0, traceDemand: 0, kernel: 0, kernelTime: 0 } satisfies Record<Capability, 0>) as Capability[];
+const METHODS = Object.keys({ tokenize: 0, detokenize: 0, tokenizeSpecial: 0, detokenizeSpecial: 0, inspectTokens: 0, greedy: 0, tracedGreedy: 0, batchedGreedy: 0, teacherForcedTopK: 0, cachedGreedy: 0, cachedChat: 0, slotAction: 0, traceDemand: 0, allocations: 0, kernel: 0, kernelTime: 0 } satisfies Record<Capability, 0>) as Capability[];
 
 /**
  * A runner held to the per-case timeout that is replaced instead of given up on: a request it does
@@ -75,9 +75,9 @@ export class RestartingRunner {
   }
 
   private async call(method: Capability, args: never[]): Promise<unknown> {
-    // Trace demand is about the graphs captured while serving the arm's checks: a runner started only to be asked would report none.
-    if (method === "traceDemand" && this.stopped !== undefined && this.gone === undefined) {
-      throw new SutGoneError(`not asked: the runner was stopped after ${this.stopped}; the graphs it captured went with it`);
+    // Trace demand and allocations are about what the runner held while serving the arm's checks: a runner started only to be asked would report its own.
+    if ((method === "traceDemand" || method === "allocations") && this.stopped !== undefined && this.gone === undefined) {
+      throw new SutGoneError(`not asked: the runner was stopped after ${this.stopped}; ${method === "traceDemand" ? "the graphs it captured" : "what it allocated"} went with it`);
     }
     const runner = await this.live();
     try {

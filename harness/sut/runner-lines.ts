@@ -27,6 +27,7 @@ export const RUNNER_METHODS = {
   batchedGreedy: "batched_greedy",
   teacherForcedTopK: "teacher_forced_top_k",
   traceDemand: "trace_demand",
+  allocations: "allocations",
   kernel: KERNEL_METHOD,
   kernelTime: "kernel_time",
 } as const;

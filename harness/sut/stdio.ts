@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { BenchError } from "../errors.js";
+import { allocationsFromWire } from "./allocations-wire.js";
 import { DEFAULT_SHUTDOWN_GRACE_S, forceStop, stopChild, trackChild } from "./child-process.js";
 import { checkHello, parseRunnerLine, readAnswer, RUNNER_METHODS as METHODS, TOKENIZE_SPECIAL_CAPABILITY, type Hello, type RunnerAnswer } from "./runner-lines.js";
 import { kernelOutputsFromWire, kernelPairsFromHello, kernelRequestToWire, kernelTimingFromWire, timingPlanToWire } from "./kernel-wire.js";
@@ -228,6 +229,7 @@ export async function openStdioSut(command: readonly string[], options: StdioSut
       },
     } : {}),
     ...(has("traceDemand") ? { traceDemand: async (): Promise<TraceCapture[]> => traceCaptures(await call("traceDemand", {})) } : {}),
+    ...(has("allocations") ? { allocations: async () => allocationsFromWire(await call("allocations", {}), "runner allocations") } : {}),
     ...(has("kernel") ? {
       kernelPairs: kernelPairsFromHello(hello.kernel_ops),
       kernel: async (request: KernelRequest) => kernelOutputsFromWire(await call("kernel", kernelRequestToWire(request))),

@@ -1,3 +1,5 @@
+import type { BudgetRequest } from "../budget/arithmetic.js";
+import type { DeviceAllocations } from "../budget/memory-gate.js";
 import type { CpuIdentity } from "../cpu/cpu-identity.js";
 /**
  * The system-under-test interface: small, batch-shaped, capability-declaring. Every method takes
@@ -125,6 +127,21 @@ export interface TraceCapture {
   readonly regionSemantics: "fixed-per-bank" | "fixed-total" | "dynamic";
 }
 
+/**
+ * What a SUT says it allocated, by the memory gate's groups (docs/memory-budget.md), per device:
+ * steady (held between requests) and peak; and the shape it allocated for (context per slot, slots,
+ * ubatch, and its KV bytes per element where its policy's do not apply), which its budget is made for.
+ */
+export interface AllocationReport {
+  readonly devices: readonly DeviceAllocations[];
+  readonly shape: BudgetRequest & { readonly kvBytesPerElement?: number };
+}
+
+/** Why a SUT's allocations are not measured: it cannot be asked (a server without the report). Never a pass. */
+export interface NotMeasured {
+  readonly notMeasured: string;
+}
+
 /** An (op, encoding) pair a kernel SUT registers (docs/kernel-ops.md); encoding is "<IN>:<OUT>". */
 export interface KernelPair {
   readonly op: string;
@@ -168,7 +185,7 @@ export interface SpecialTokenOptions {
   readonly parseSpecial: boolean;
 }
 
-export type Capability = "tokenize" | "detokenize" | "tokenizeSpecial" | "detokenizeSpecial" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "kernel" | "kernelTime";
+export type Capability = "tokenize" | "detokenize" | "tokenizeSpecial" | "detokenizeSpecial" | "inspectTokens" | "greedy" | "tracedGreedy" | "teacherForcedTopK" | "batchedGreedy" | "cachedGreedy" | "cachedChat" | "slotAction" | "traceDemand" | "allocations" | "kernel" | "kernelTime";
 
 export interface SystemUnderTest {
   /** Short label used in summary lines, e.g. `llamacpp tiny-random:Q4_K`. */
@@ -208,6 +225,8 @@ export interface SystemUnderTest {
   slotAction?(slot: number, action: SlotAction, name: string): Promise<void>;
   /** Trace-region demand of the graphs it captured so far (asked once an arm's checks are done). */
   traceDemand?(): Promise<TraceCapture[]>;
+  /** What it allocated, by category and device (asked once an arm's checks are done); NotMeasured where it cannot be asked. */
+  allocations?(): Promise<AllocationReport | NotMeasured>;
   /** The server's own running counts of prompt tokens (admitted, taken from its cache, evaluated), where it exports them; undefined where it does not. */
   promptCounters?(): Promise<PromptCounters | undefined>;
   /** Owned kernels (a native plugin, or a runner's): the (op, encoding) pairs it registers; any other is refused by name. */

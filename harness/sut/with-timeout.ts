@@ -121,6 +121,7 @@ export function withCaseTimeout(sut: SystemUnderTest, timeout: CaseTimeout, sign
     cachedChat: wrap("cachedChat", sut.cachedChat),
     slotAction: wrap("slotAction", sut.slotAction),
     traceDemand: wrap("traceDemand", sut.traceDemand),
+    allocations: wrap("allocations", sut.allocations),
     promptCounters: wrap("promptCounters", sut.promptCounters),
     kernelPairs: sut.kernelPairs,
     kernel: wrap("kernel", sut.kernel),

@@ -28,7 +28,7 @@ class Unsupported(Exception):
     """This runner has no implementation for the request (e.g. a kernel pair it does not register)."""
 
 
-METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "kernel", "kernel_time")
+METHODS = ("tokenize", "detokenize", "inspect_tokens", "greedy", "batched_greedy", "teacher_forced_top_k", "trace_demand", "allocations", "kernel", "kernel_time")
 
 
 def serve(model, engine, settings=None, kernel_ops=None, model_path=None):

@@ -1,4 +1,5 @@
 import type { LlamaModel } from "node-llama-cpp";
+import type { AllocationReport } from "../../harness/sut/types.js";
 import type { ChatPrompter } from "../chat-prompt.js";
 import type { BatchEngine } from "../engine.js";
 import type { ServedArtifact, ServerOptions } from "../server-options.js";
@@ -11,6 +12,8 @@ export interface Ready {
   readonly chat: ChatPrompter;
   /** Ids at or past it are outside the vocabulary (llama.cpp aborts the process on one). */
   readonly vocabSize: number;
+  /** What llama.cpp allocated at boot, by device and group, and the shape asked (GET /allocations). */
+  readonly allocations: AllocationReport;
 }
 
 /** What CompletionServer hands each route handler, so that a handler reads alone. */

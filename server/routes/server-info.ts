@@ -1,9 +1,10 @@
 import type { ServerResponse } from "node:http";
 import { cpuIdentity } from "../../harness/cpu/cpu-identity.js";
+import { allocationsToWire } from "../../harness/sut/allocations-wire.js";
 import { sendJson } from "../http-io.js";
 import type { RouteContext } from "./route-context.js";
 
-/** What the server says about itself: /v1/models (the artifact, its validation and settings) and llama-server's /props. */
+/** What the server says about itself: /v1/models (the artifact, its validation and settings), llama-server's /props, and /allocations. */
 
 /** Answers while booting too (the artifact then null), so a client can record what it is talking to. */
 export function models(ctx: RouteContext, res: ServerResponse): void {
@@ -31,4 +32,14 @@ export function props(ctx: RouteContext, res: ServerResponse): void {
     chat_template: chat.source, chat_template_origin: chat.origin, bos_token: chat.specials.bosToken, eos_token: chat.specials.eosToken,
     total_slots: ctx.options.numerics.slots, model_path: ctx.served()?.file ?? null,
   });
+}
+
+/**
+ * What the engine allocated, by device and by the memory gate's groups, in the runner protocol's
+ * `allocations` shape (docs/runner-protocol.md): llama.cpp's buffers as it logged them at boot
+ * (model, KV, recurrent state, output and compute), which it holds for the server's life, so steady
+ * and peak are the same; and the shape asked (tokens per slot, slots, batch, KV bytes per element).
+ */
+export function allocations(ctx: RouteContext, res: ServerResponse): void {
+  sendJson(res, 200, allocationsToWire(ctx.ready().allocations));
 }

@@ -27,6 +27,9 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   bad-trace-demand     trace_demand answers region_semantics "bogus"
   trace-demand-error   trace_demand answers with an error
   trace-over-region    trace_demand reports a capture needing 80 MB of a fixed 64 MiB region
+  allocations-over     answers correctly, and allocations reports made-up bytes on one device "tt0" for 1 slot of
+                       64 tokens: its weights at the F32 file's size, a KV cache of 1 GiB, no activations
+  bad-allocations      answers correctly, and allocations names a group the memory gate does not know ("kv")
   anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
   hang-on-prompt:N     greedy never answers a batch holding parity16's prompt N (a device call wedged by one
@@ -173,6 +176,17 @@ class Faulty:
         return {"captures": [{"capture": "decode", "demand_bytes": 7340032, "region_bytes": 16777216, "region_semantics": semantics}]}
 
 
+class Allocating(Faulty):
+    """The whole reference forward, and a FAKE allocations report (a CPU numpy forward allocates nothing a device would)."""
+
+    @staticmethod
+    def allocations(params):
+        weights = os.path.getsize(model_path)
+        kv = "kv" if mode == "bad-allocations" else "kv_cache"
+        held = {"weights": weights, kv: 1 << 30}
+        return {"devices": [{"device": "tt0", "steady": held, "peak": held}], "shape": {"context_size": 64, "slots": 1, "batch_size": 32}}
+
+
 EVIDENCE = {
     "oom": [
         "2026-11-30 14:02:11.482 | critical |          Always | TT_FATAL: Out of Memory: Not enough space to allocate 1073725440 B DRAM buffer across 12 banks, "
@@ -216,6 +230,6 @@ class PrintsEvidence:
         os._exit(1)
 
 
-modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, **{name: PrintsEvidence for name in EVIDENCE}}
+modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, "allocations-over": Allocating, "bad-allocations": Allocating, **{name: PrintsEvidence for name in EVIDENCE}}
 # They answer from the reference forward on MODEL, so they report its file: a FAKE of the answers, not of the artifact.
 serve(modes.get(mode, Faulty), f"fake runner ({mode})", model_path=None if mode == "anonymous" else model_path)

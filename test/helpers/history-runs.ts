@@ -25,6 +25,8 @@ export function knownValues(i: number) {
     q8Strict: i < 6 ? 16 : 12,
     // On the second machine (runs 8–10) the trace demand doubles at run 9.
     traceDemandBytes: i < 9 ? 1_000_000 : 2_000_000,
+    // The F32 arm's KV cache doubles at run 4 (KV for twice the slots asked), and stays so.
+    kvCacheBytes: i < 4 ? 2_097_152 : 4_194_304,
   };
 }
 
@@ -45,6 +47,10 @@ export async function writeTenRuns(runsDir: string): Promise<void> {
     await run.open();
     run.provenance.suts.push({ suite: "parity16", arm: "F32", provenance: { modelPath: "/models/tiny-random-F32.gguf" } }, { suite: "parity16", arm: "Q8_0", provenance: { modelPath: "/models/tiny-random-Q8_0.gguf" } });
     run.provenance.trace.push({ suite: "parity16", arm: "F32", capture: "decode", demand_bytes: v.traceDemandBytes, region_bytes: 52_428_800, region_semantics: "fixed-total" });
+    for (const [group, bytes, predicted] of [["weights", 5_976_883, 5_972_992], ["kv_cache", v.kvCacheBytes, 2_097_152]] as const) {
+      run.provenance.memory.push({ suite: "parity16", arm: "F32", model: "tiny-random-F32.gguf", policy: "llamacpp-cpu", device: "CPU", group,
+        steady_bytes: bytes, peak_bytes: bytes, predicted_steady_bytes: predicted, predicted_peak_bytes: predicted });
+    }
     run.provenance.load.push({ label: "concurrency 1", mode: { kind: "closed", concurrency: 1 }, stopped_by: "requests",
       summary: { outputTokensPerSecond: 30, tokensPerSecondPerUser: 30, ttftMs: { median: 80, p90: 95, p99: 100 }, tpotMs: { median: 8, p90: 9, p99: 10 }, errors: {}, validity: null } });
     const verdicts: GateVerdict[] = [

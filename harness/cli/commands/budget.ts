@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { computeBudget } from "../../budget/arithmetic.js";
 import { formatBudget } from "../../budget/format.js";
 import { measureLlamaCpp } from "../../budget/measure-llamacpp.js";
-import { llamaCppAllocations, memoryGate } from "../../budget/memory-gate.js";
+import { llamaCppDeviceAllocations, memoryGate } from "../../budget/memory-gate.js";
 import { modelShape } from "../../budget/model-shape.js";
 import { budgetFile, loadDevice, loadPolicy } from "../../budget/policy.js";
 import { resolveModel } from "../../fixtures/registry.js";
@@ -54,7 +54,7 @@ export function registerBudget(program: Command): void {
       let gatePassed = true;
       if (options.measure === true) {
         const measured = await measureLlamaCpp(path, { contextSize: options.context, sequences: options.slots, batchSize: options.batch, kvCacheType: "F32", flashAttention: false, threads: 1 });
-        const gate = memoryGate(budget.perDevice, [llamaCppAllocations(measured.buffers)], options.tolerance);
+        const gate = memoryGate(budget.perDevice, llamaCppDeviceAllocations(measured.lines), options.tolerance, budget.usablePerDevice);
         say(gate.summary);
         gatePassed = gate.status === "pass";
       }
