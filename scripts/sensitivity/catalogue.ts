@@ -4,7 +4,7 @@
  * (the reference runner's sized faults, behind-identity.ts, and its capture faults, trace-faults.ts; an arm setting; our own server's FAULT
  * switch; a FAKE kernel plugin) or in a scratch copy of a fixture, which identity fails on its own.
  */
-import { SERVER_FAULT_ENV } from "../../server/faults.js";
+import { SERVER_FAULT_ENV, SERVER_FAULTS } from "../../server/faults.js";
 import { buildFakePlugin } from "../../test/helpers/fake-plugin.js";
 import { TINY_RANDOM_SHAPE } from "../../harness/fixtures/tiny-random.js";
 import {
@@ -39,6 +39,9 @@ export interface FaultFamily {
   readonly control?: FaultSize;
   readonly sizes: readonly FaultSize[];
 }
+
+/** The planted sampler faults (server/faults.ts): each the sampler wrong in one way the sampling suite must catch. */
+const SAMPLER_FAULTS = SERVER_FAULTS.filter((fault) => fault.startsWith("sample-"));
 
 const LAYERS = Array.from({ length: TINY_RANDOM_SHAPE.blockCount }, (_, layer) => layer);
 
@@ -127,6 +130,13 @@ export function catalogue(noiseSizes: readonly number[]): FaultFamily[] {
         { label: "llama (parity16 server F32)", prepare: async (_scratch, promptArgs) => ({ args: ["--suite", "parity16", "--arm", "server F32", ...promptArgs], env: { [SERVER_FAULT_ENV]: "skip-slot-clear" } }) },
         { label: "qwen35 (zoo qwen35 server F32)", prepare: async (_scratch, promptArgs) => ({ args: ["--suite", "zoo", "--arm", "qwen35 server F32", ...promptArgs], env: { [SERVER_FAULT_ENV]: "skip-slot-clear" } }) },
       ],
+    },
+    {
+      name: "sampler server",
+      graded: false,
+      what: `our server with ${SERVER_FAULT_ENV} set to a planted sampler fault (sampling suite, the whole-answer arm of our server)`,
+      control: { label: "clean", prepare: async () => ({ args: ["--suite", "sampling", "--arm", "bench serve"] }) },
+      sizes: SAMPLER_FAULTS.map((fault) => ({ label: fault, prepare: async () => ({ args: ["--suite", "sampling", "--arm", "bench serve"], env: { [SERVER_FAULT_ENV]: fault } }) })),
     },
     {
       name: "fp16-accumulating kernel",
