@@ -1,6 +1,7 @@
 import type { TokenId } from "../harness/sut/types.js";
 import type { ServerFault } from "./faults.js";
-import type { Token } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { sequenceIdOf } from "../harness/sut/llamacpp-native-context.js";
 import { acceptToken } from "./next-token.js";
 import { relabelRecurrentPosition, reusePrefix, SlotCache, type ReachedNative, type StateKind } from "./prompt-cache.js";
 import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
@@ -40,6 +41,8 @@ export interface SpeculationOutcome {
 
 /** The draft context's sequence for one target sequence, and what it holds. */
 interface DraftSequence {
+  /** Held while its id is used: node-llama-cpp clears a collected sequence's memory (sequenceIdOf). */
+  readonly sequence: LlamaContextSequence;
   readonly sequenceId: number;
   readonly cache: SlotCache;
 }
@@ -57,19 +60,20 @@ interface DraftSequence {
  */
 export class DraftSpeculator {
   private readonly draftOf = new Map<number, DraftSequence>();
-  private readonly freeDraftSequences: number[];
+  /** The draft context's sequences not yet given to a target sequence, held as those in draftOf are. */
+  private readonly freeDraftSequences: LlamaContextSequence[];
 
   constructor(
     private readonly target: ReachedNative,
     private readonly targetKind: StateKind,
     private readonly draft: ReachedNative,
     private readonly draftKind: StateKind,
-    draftSequenceIds: readonly number[],
+    draftSequences: readonly LlamaContextSequence[],
     readonly settings: SpeculationSettings,
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault: ServerFault | undefined,
   ) {
-    this.freeDraftSequences = [...draftSequenceIds];
+    this.freeDraftSequences = [...draftSequences];
   }
 
   /** One speculative step for each slot, verified in one target batch. Throws with the state of every slot unknown: the caller fails them. */
@@ -182,9 +186,9 @@ export class DraftSpeculator {
   private draftSequence(targetSequence: number): DraftSequence {
     let sequence = this.draftOf.get(targetSequence);
     if (sequence === undefined) {
-      const id = this.freeDraftSequences.shift();
-      if (id === undefined) throw new Error("speculation: the draft context has fewer sequences than the target has slots");
-      sequence = { sequenceId: id, cache: new SlotCache() };
+      const free = this.freeDraftSequences.shift();
+      if (free === undefined) throw new Error("speculation: the draft context has fewer sequences than the target has slots");
+      sequence = { sequence: free, sequenceId: sequenceIdOf(free), cache: new SlotCache() };
       this.draftOf.set(targetSequence, sequence);
     }
     return sequence;

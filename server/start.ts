@@ -160,7 +160,7 @@ async function openDraft(
     await dispose();
     throw refuse(`the draft's context is out of reach (${native.reason})`, "npm run build:native");
   }
-  // Held for the server's life: node-llama-cpp hands each sequence id out once.
-  const sequenceIds = Array.from({ length: shape.sequences }, () => (context.getSequence() as unknown as { _sequenceId: number })._sequenceId);
-  return { speculator: new DraftSpeculator(target, targetKind, native, stateKind(native.memoryKind), sequenceIds, settings, options.fault), dispose };
+  // The speculator holds them for the server's life: node-llama-cpp clears a sequence whose object is collected.
+  const sequences = Array.from({ length: shape.sequences }, () => context.getSequence());
+  return { speculator: new DraftSpeculator(target, targetKind, native, stateKind(native.memoryKind), sequences, settings, options.fault), dispose };
 }
