@@ -133,9 +133,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 
 /**
  * The draft model in a context of its own, as large as the target's (a sequence per slot), and the
- * speculator over both. Speculation runs through our llama-context addon, on targets whose state
- * can be cut back to a shorter prefix (attention KV, or recurrent state restored from a checkpoint);
- * anything else is refused at boot, never left to run plain behind a flag that says otherwise.
+ * speculator over both. Speculation runs through our llama-context addon (where it cannot be
+ * reached, speculation is refused at boot, never left to run plain behind a flag that says
+ * otherwise), on any target: attention KV is cut back, recurrent state and a sliding window
+ * restored from a checkpoint (speculation.ts).
  */
 async function openDraft(
   llama: Awaited<ReturnType<typeof llamaRuntime>>, draftModelPath: string, target: ReturnType<typeof reachNativeContext>,
@@ -143,8 +144,6 @@ async function openDraft(
 ): Promise<{ speculator: DraftSpeculator; dispose: () => Promise<void> }> {
   const refuse = (why: string, fix: string) => new BenchError(`cannot speculate: ${why}`, { file: draftModelPath, field: "--draft-model", fix });
   if (!target.reached) throw refuse(`the target's context is out of reach (${target.reason})`, "npm run build:native, or serve without --draft-model");
-  const targetKind = stateKind(target.memoryKind);
-  if (targetKind === "sliding-window") throw refuse("the target keeps a sliding window, whose cells a verification batch can overwrite before a rejection", "serve this model without --draft-model");
   const model = await llama.loadModel({ modelPath: draftModelPath, gpuLayers: 0 });
   const context = await model.createContext({
     contextSize: shape.contextSize, sequences: shape.sequences, batchSize: shape.batchSize, threads: { ideal: shape.threads, min: shape.threads },
@@ -162,5 +161,5 @@ async function openDraft(
   }
   // The speculator holds them for the server's life: node-llama-cpp clears a sequence whose object is collected.
   const sequences = Array.from({ length: shape.sequences }, () => context.getSequence());
-  return { speculator: new DraftSpeculator(target, targetKind, native, stateKind(native.memoryKind), sequences, settings, options.fault), dispose };
+  return { speculator: new DraftSpeculator(target, stateKind(target.memoryKind), native, stateKind(native.memoryKind), sequences, settings, options.fault), dispose };
 }
