@@ -15,6 +15,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { openHttpSut } from "../harness/sut/http.js";
+import { atNearTie, departureFrom } from "../harness/load/near-tie.js";
 import { bench } from "./helpers/workspace.js";
 
 const DRAFT_MAX = 3;
@@ -94,7 +95,7 @@ test("the dialect probe finds speculativeGreedy on the server started with a dra
   assert.match(without.dialects.missing.speculativeGreedy ?? "", /openai: no token drafted in 8: the server does not speculate/);
 });
 
-test("gemma4 (a sliding window) drafted by its own Q4_K: drafts rejected and kept, and every answer the plain server's, alone and four at once", async () => {
+test("gemma4 (a sliding window) drafted by its own Q4_K: drafts rejected and kept, and every answer the plain server's (up to a near tie), alone and four at once", async () => {
   const target = (await resolveModel("gemma4-tiny:F32")).path;
   // Batch 64: the window cache is then small enough that verification batches take cells that left the window.
   const options = { slots: 4, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F32" as const, batchSize: 64, bootTimeoutS: 120 };
@@ -104,11 +105,14 @@ test("gemma4 (a sliding window) drafted by its own Q4_K: drafts rejected and kep
   ]);
   try {
     const prompts = [...PROMPTS, idRun(30, 45, 5)];
-    const reference = await Promise.all(prompts.map((p) => complete(windowPlain, p)));
     const single = [];
     for (const p of prompts) single.push(await complete(windowSpeculating, p));
     const together = await Promise.all(prompts.map((p) => complete(windowSpeculating, p)));
-    for (const [i, answer] of [...single, ...together].entries()) assert.equal(answer.ids, reference[i % prompts.length].ids, `answer ${i}`);
+    // gemma4-tiny computes a token in a batch of several ~1e-3 nats from alone: a verification batch may take a near tie the other way (docs/speculative.md).
+    for (const [i, answer] of [...single, ...together].entries()) {
+      const departure = await departureFrom(windowPlain.baseUrl, { prompt: prompts[i % prompts.length], temperature: 0, max_tokens: MAX_TOKENS, ignore_eos: true }, answer.ids);
+      assert.ok(departure === undefined || atNearTie(departure), `answer ${i} leaves the plain server's at token ${departure?.at} (top-2 gap ${departure?.gap} nats)`);
+    }
     const drafted = single.reduce((sum, a) => sum + a.timings.draft_n!, 0);
     const accepted = single.reduce((sum, a) => sum + a.timings.draft_n_accepted!, 0);
     assert.ok(accepted > 0 && accepted < drafted, `kept ${accepted} of ${drafted}: some rejections to roll back, some drafts kept`);
