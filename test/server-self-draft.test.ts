@@ -32,17 +32,18 @@ const CLIENTS = 4;
 const DRAFT_MAX = 3;
 
 /**
- * The sequence ids node-llama-cpp takes back into its pool, from any context of this process: its
- * FinalizationRegistry calls `_reclaimUnusedSequenceId` (internal; the version is pinned exactly)
- * when a sequence object is collected, and that clears the sequence in llama.cpp. Watched, not
- * changed: the original runs. Each context binds the method when it is made, so this is in place
- * before any server starts.
+ * The sequence ids node-llama-cpp takes back into its pool from a context still open, in this
+ * process: its FinalizationRegistry calls `_reclaimUnusedSequenceId` (internal; the version is
+ * pinned exactly) when a sequence object is collected, and that clears the sequence in llama.cpp
+ * (a disposed context's it ignores). Watched, not changed: the original runs. Each context binds
+ * the method when it is made, so this is in place before any server starts.
  */
 const reclaimed: number[] = [];
-const contextInternals = LlamaContext.prototype as unknown as { _reclaimUnusedSequenceId(sequenceId: number): unknown };
+type ContextInternals = { _disposed: boolean; _reclaimUnusedSequenceId(sequenceId: number): unknown };
+const contextInternals = LlamaContext.prototype as unknown as ContextInternals;
 const reclaim = contextInternals._reclaimUnusedSequenceId;
-contextInternals._reclaimUnusedSequenceId = function watched(this: unknown, sequenceId: number) {
-  reclaimed.push(sequenceId);
+contextInternals._reclaimUnusedSequenceId = function watched(this: ContextInternals, sequenceId: number) {
+  if (!this._disposed) reclaimed.push(sequenceId);
   return reclaim.call(this, sequenceId);
 };
 
