@@ -24,7 +24,7 @@ import { distribution } from "../harness/stats/distribution.js";
 import { conversationWorkload, type ConversationRequest } from "../harness/load/conversations.js";
 import { openStreamEndpoint, streamRequest } from "../harness/load/sse-request.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
-import { httpCall } from "../harness/sut/http-call.js";
+import { atNearTie, departureFrom, NEAR_TIE_BAND_NATS } from "../harness/load/near-tie.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startServerCommand } from "../harness/sut/server-command.js";
@@ -83,28 +83,16 @@ async function send(endpoint: ReturnType<typeof openStreamEndpoint>, request: Co
   return { request, ok: sample.status === "ok" && sample.usage?.completionTokens === OUTPUT_TOKENS, ids, cached, ttftMs: metrics?.ttftMs };
 }
 
-/**
- * The parity suites' near-tie band: where the cold server's top two tokens at the first differing
- * position lie within it, the hit took the other side of a near-tie (its state came from other
- * batches, and llama.cpp's numbers depend on the batch), not a wrong state.
- */
-const NEAR_TIE_BAND_NATS = 0.5;
-
 /** Our answers against our server with the cache off: how many differ, and how many of those only at a near-tie. */
 async function againstCold(cold: ManagedServer, answered: readonly Answered[]): Promise<{ differing: number; nearTies: number; gaps: number[] }> {
   const outcome = { differing: 0, nearTies: 0, gaps: [] as number[] };
   for (const a of answered) {
-    const response = await httpCall(`${cold.baseUrl}/v1/completions`, { body: { ...body(a.request.prompt, false), logprobs: 2 } });
-    if (response.status !== 200) throw new Error(`our cache-off server answered ${response.status}: ${response.text.slice(0, 200)}`);
-    const choice = (JSON.parse(response.text) as { choices: { token_ids: number[]; logprobs: { top_logprobs: Record<string, number>[] } }[] }).choices[0];
-    const at = choice.token_ids.findIndex((id, i) => id !== a.ids[i]);
-    if (at < 0 && choice.token_ids.length === a.ids.length) continue;
+    const departure = await departureFrom(cold.baseUrl, body(a.request.prompt, false), a.ids);
+    if (departure === undefined) continue;
     outcome.differing++;
-    const [first, second] = Object.values(choice.logprobs.top_logprobs[at] ?? {}).sort((x, y) => y - x);
-    const gap = first - second;
-    if (Number.isFinite(gap) && gap <= NEAR_TIE_BAND_NATS) {
+    if (atNearTie(departure)) {
       outcome.nearTies++;
-      outcome.gaps.push(gap);
+      outcome.gaps.push(departure.gap);
     }
   }
   return outcome;

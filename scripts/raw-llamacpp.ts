@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type LlamaContextSequence, type Token } from "node-llama-cpp";
-import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { reachNativeContext, releaseNativeContext, sequenceIdOf } from "../harness/sut/llamacpp-native-context.js";
 
 export interface RawSession {
   tokenize(text: string): Token[];
@@ -32,7 +32,7 @@ export async function openRaw(modelPath: string, options: { flashAttention?: boo
   // The same threading as the harness's embedded SUT, so the two sides differ only in the harness.
   const native = reachNativeContext(context, settings);
   const sequence: LlamaContextSequence = context.getSequence();
-  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId;
+  const sequenceId = sequenceIdOf(sequence);
   const next = { generateNext: { token: true } } as const;
   const distribution = { generateNext: { probabilities: true } } as const;
   return {

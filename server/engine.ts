@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import { randomInt } from "node:crypto";
 import type { LlamaContext, LlamaModel } from "node-llama-cpp";
-import type { NativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { sequenceIdOf, type NativeContext } from "../harness/sut/llamacpp-native-context.js";
 import type { ServerFault } from "./faults.js";
 import { EngineDrainingError, EngineFullError, type EngineObserver, type GenerationRequest, type GenerationResult } from "./generation.js";
 import { decodesInBatchStep, isPlainGreedy, stepBatch } from "./batch-step.js";
@@ -75,7 +75,7 @@ export class BatchEngine {
     this.shared = { model, native, observer, cacheSettings, stateKind: kind, prefillPlan: prefillPlan(cacheSettings, kind), hostCache, contextSize, fault, trace };
     this.slots = Array.from({ length: slotCount }, () => {
       const sequence = context.getSequence();
-      return { sequence, sequenceId: (sequence as unknown as { _sequenceId: number })._sequenceId, throughNode: false, cache: new SlotCache(), job: undefined };
+      return { sequence, sequenceId: sequenceIdOf(sequence), throughNode: false, cache: new SlotCache(), job: undefined };
     });
     this.loop = this.run();
   }

@@ -1,6 +1,7 @@
 import type { TokenId } from "../harness/sut/types.js";
 import type { ServerFault } from "./faults.js";
-import type { Token } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { sequenceIdOf } from "../harness/sut/llamacpp-native-context.js";
 import { acceptToken } from "./next-token.js";
 import { relabelRecurrentPosition, reusePrefix, SlotCache, type ReachedNative, type StateKind } from "./prompt-cache.js";
 import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
@@ -40,6 +41,8 @@ export interface SpeculationOutcome {
 
 /** The draft context's sequence for one target sequence, and what it holds. */
 interface DraftSequence {
+  /** Held while its id is used: node-llama-cpp clears a collected sequence's memory (sequenceIdOf). */
+  readonly sequence: LlamaContextSequence;
   readonly sequenceId: number;
   readonly cache: SlotCache;
 }
@@ -50,26 +53,30 @@ interface DraftSequence {
  * evaluates the slot's last token and every draft in one batch with an output at each position
  * (decodeVerify); the longest prefix of drafts equal to the target's argmax at their positions is
  * kept, and the target's own argmax after it is the step's last token. What was rejected leaves
- * both models' state: attention cells are removed; a recurrent target (GatedDeltaNet, Mamba) is
- * restored from the checkpoint taken before the batch and the kept tokens evaluated again, and a
- * recurrent draft is cut back through the prompt cache's checkpoints (reusePrefix). Greedy output
- * is then exactly the plain decoder's, whatever the draft proposes.
+ * both models' state: attention cells are removed; a recurrent target (GatedDeltaNet, Mamba) or
+ * one with a sliding window (whose batch may have overwritten cells that left the window) is
+ * restored from the checkpoint taken before the batch and the kept tokens evaluated again, and
+ * such a draft is cut back through the prompt cache's checkpoints (reusePrefix). Greedy output
+ * is then the plain decoder's, whatever the draft proposes, as far as llama.cpp computes a token
+ * the same in a batch of several as alone: where it does not quite (gemma4-tiny, ~1e-3 nats), a
+ * near tie can fall the other way (docs/speculative.md).
  */
 export class DraftSpeculator {
   private readonly draftOf = new Map<number, DraftSequence>();
-  private readonly freeDraftSequences: number[];
+  /** The draft context's sequences not yet given to a target sequence, held as those in draftOf are. */
+  private readonly freeDraftSequences: LlamaContextSequence[];
 
   constructor(
     private readonly target: ReachedNative,
     private readonly targetKind: StateKind,
     private readonly draft: ReachedNative,
     private readonly draftKind: StateKind,
-    draftSequenceIds: readonly number[],
+    draftSequences: readonly LlamaContextSequence[],
     readonly settings: SpeculationSettings,
     /** A planted FAULT (tests only); see faults.ts. */
     private readonly fault: ServerFault | undefined,
   ) {
-    this.freeDraftSequences = [...draftSequenceIds];
+    this.freeDraftSequences = [...draftSequences];
   }
 
   /** One speculative step for each slot, verified in one target batch. Throws with the state of every slot unknown: the caller fails them. */
@@ -103,7 +110,7 @@ export class DraftSpeculator {
     );
     drafting.forEach((d, j) => {
       d.sequence.cache.tokens = [...d.slot.context];
-      // The state after the context, for cutting a recurrent draft back past rejected drafts next step.
+      // The state after the context, for cutting a recurrent or sliding-window draft back past rejected drafts next step.
       if (this.draftKind !== "attention") d.sequence.cache.keep({ tokens: d.slot.context.length, data: this.draft.saveCheckpoint(d.sequence.sequenceId) });
       drafts[d.i].push(first[j]);
     });
@@ -123,8 +130,8 @@ export class DraftSpeculator {
 
   /** The target's verdict on every slot's drafts, in one batch, and each slot's state cut back to what it kept. */
   private verify(slots: readonly SpeculatingSlot[], drafts: readonly TokenId[][]): SpeculationOutcome[] {
-    const recurrent = this.targetKind === "recurrent";
-    const before = slots.map((slot, i) => (recurrent && drafts[i].length > 0 ? this.target.saveCheckpoint(slot.sequenceId) : undefined));
+    const checkpointed = this.targetKind !== "attention";
+    const before = slots.map((slot, i) => (checkpointed && drafts[i].length > 0 ? this.target.saveCheckpoint(slot.sequenceId) : undefined));
     const batches = slots.map((slot, i) => [slot.context[slot.context.length - 1], ...drafts[i]]);
     const verdict = this.target.decodeVerify(
       Int32Array.from(slots, (slot) => slot.sequenceId), Int32Array.from(batches, (b) => b.length),
@@ -156,18 +163,20 @@ export class DraftSpeculator {
 
   /**
    * The target sequence evaluated `batch` (the slot's last token and its drafts) from `start` and
-   * keeps its first kept + 1 tokens. Attention: the rest's cells go. Recurrent: the state from before
-   * the batch comes back and the kept tokens are evaluated again (the state cannot be cut).
+   * keeps its first kept + 1 tokens. Attention: the rest's cells go. Recurrent or sliding window: the
+   * state from before the batch comes back and the kept tokens are evaluated again (a recurrent
+   * state cannot be cut; a window's batch may have taken cells that left it, which the kept
+   * tokens' positions still see).
    */
   private cutTarget(slot: SpeculatingSlot, start: number, batch: readonly TokenId[], kept: number, before: Uint8Array | undefined): void {
     const keep = start + kept + 1;
     if (keep === start + batch.length) return;
     const id = slot.sequenceId;
-    if (this.targetKind !== "recurrent") {
+    if (this.targetKind === "attention") {
       if (!this.target.removeFrom(id, keep)) throw new Error(`speculation: llama.cpp would not remove sequence ${id}'s cells from position ${keep}`);
       return;
     }
-    if (this.fault === "spec-no-rollback") {
+    if (this.fault === "spec-no-rollback" && this.targetKind === "recurrent") {
       // FAULT: the recurrent state keeps the rejected drafts; only its position is set back to the kept tokens'.
       const after = relabelRecurrentPosition(this.target.saveCheckpoint(id), start + batch.length - 1, keep - 1, "FAULT spec-no-rollback");
       if (!this.target.restoreCheckpoint(id, after) || !this.target.removeFrom(id, keep)) throw new Error(`FAULT spec-no-rollback: sequence ${id} could not be set back to position ${keep}`);
@@ -182,9 +191,9 @@ export class DraftSpeculator {
   private draftSequence(targetSequence: number): DraftSequence {
     let sequence = this.draftOf.get(targetSequence);
     if (sequence === undefined) {
-      const id = this.freeDraftSequences.shift();
-      if (id === undefined) throw new Error("speculation: the draft context has fewer sequences than the target has slots");
-      sequence = { sequenceId: id, cache: new SlotCache() };
+      const free = this.freeDraftSequences.shift();
+      if (free === undefined) throw new Error("speculation: the draft context has fewer sequences than the target has slots");
+      sequence = { sequence: free, sequenceId: sequenceIdOf(free), cache: new SlotCache() };
       this.draftOf.set(targetSequence, sequence);
     }
     return sequence;

@@ -129,9 +129,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 
 /**
  * The draft model in a context of its own, as large as the target's (a sequence per slot), and the
- * speculator over both. Speculation runs through our llama-context addon, on targets whose state
- * can be cut back to a shorter prefix (attention KV, or recurrent state restored from a checkpoint);
- * anything else is refused at boot, never left to run plain behind a flag that says otherwise.
+ * speculator over both. Speculation runs through our llama-context addon (where it cannot be
+ * reached, speculation is refused at boot, never left to run plain behind a flag that says
+ * otherwise), on any target: attention KV is cut back, recurrent state and a sliding window
+ * restored from a checkpoint (speculation.ts).
  */
 async function openDraft(
   llama: Awaited<ReturnType<typeof llamaRuntime>>, draftModelPath: string, target: ReturnType<typeof reachNativeContext>,
@@ -139,8 +140,6 @@ async function openDraft(
 ): Promise<{ speculator: DraftSpeculator; dispose: () => Promise<void> }> {
   const refuse = (why: string, fix: string) => new BenchError(`cannot speculate: ${why}`, { file: draftModelPath, field: "--draft-model", fix });
   if (!target.reached) throw refuse(`the target's context is out of reach (${target.reason})`, "npm run build:native, or serve without --draft-model");
-  const targetKind = stateKind(target.memoryKind);
-  if (targetKind === "sliding-window") throw refuse("the target keeps a sliding window, whose cells a verification batch can overwrite before a rejection", "serve this model without --draft-model");
   const model = await loadModelInMemory(llama, draftModelPath);
   const context = await createLlamaCppContext(model, { ...options, ...shape });
   const native = reachNativeContext(context, shape);
@@ -153,7 +152,7 @@ async function openDraft(
     await dispose();
     throw refuse(`the draft's context is out of reach (${native.reason})`, "npm run build:native");
   }
-  // Held for the server's life: node-llama-cpp hands each sequence id out once.
-  const sequenceIds = Array.from({ length: shape.sequences }, () => (context.getSequence() as unknown as { _sequenceId: number })._sequenceId);
-  return { speculator: new DraftSpeculator(target, targetKind, native, stateKind(native.memoryKind), sequenceIds, settings, options.fault), dispose };
+  // The speculator holds them for the server's life: node-llama-cpp clears a sequence whose object is collected.
+  const sequences = Array.from({ length: shape.sequences }, () => context.getSequence());
+  return { speculator: new DraftSpeculator(target, stateKind(target.memoryKind), native, stateKind(native.memoryKind), sequences, settings, options.fault), dispose };
 }

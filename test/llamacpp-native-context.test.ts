@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
-import { reachNativeContext, releaseNativeContext } from "../harness/sut/llamacpp-native-context.js";
+import { reachNativeContext, releaseNativeContext, sequenceIdOf } from "../harness/sut/llamacpp-native-context.js";
 import { orderSampling } from "../server/sampling-order.js";
 
 const shape = { contextSize: 128, sequences: 2, batchSize: 256, threads: 2 };
@@ -51,7 +51,7 @@ test("the addon's teacher-forced top-k is node-llama-cpp's full distribution red
   assert.ok(native.reached, native.reached ? "" : native.reason);
   if (!native.reached) return;
   const sequence = context.getSequence();
-  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId;
+  const sequenceId = sequenceIdOf(sequence);
   const ids = [model.tokens.bos!, ...model.tokenize("the model runs fast, and then it stops")] as Token[];
   const firstScored = 5;
   const k = 20;

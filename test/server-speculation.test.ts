@@ -3,8 +3,11 @@
  * HTTP on loopback on tiny-random with its draft fixture: greedy answers equal the same server's
  * without a draft model, alone and two at once; every answer's `timings` and /metrics count what
  * was drafted and kept; sampling requests run plain; the dialect probe finds speculation only where
- * the server was started with it; a draft of another vocabulary is refused. The qwen35 target
- * (recurrent rollback) and the planted faults are run through the speculative suite: test/speculative.test.ts.
+ * the server was started with it; a draft of another vocabulary is refused. A sliding-window
+ * target (gemma4) drafted by its own Q4_K: rejections restore the window, answers equal the plain
+ * server's alone and four at once. The qwen35 target (recurrent rollback) and the planted faults
+ * are run through the speculative suite: test/speculative.test.ts; a draft identical to its target
+ * on every family: test/server-self-draft.test.ts.
  */
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -12,6 +15,7 @@ import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { openHttpSut } from "../harness/sut/http.js";
+import { atNearTie, departureFrom } from "../harness/load/near-tie.js";
 import { bench } from "./helpers/workspace.js";
 
 const DRAFT_MAX = 3;
@@ -94,6 +98,33 @@ test("the dialect probe finds speculativeGreedy on the server started with a dra
   const without = await openHttpSut(plain.baseUrl, { label: "plain" });
   assert.is(without.dialects.found.speculativeGreedy, undefined);
   assert.match(without.dialects.missing.speculativeGreedy ?? "", /openai: no token drafted in 8: the server does not speculate/);
+});
+
+test("gemma4 (a sliding window) drafted by its own Q4_K: drafts rejected and kept, and every answer the plain server's (up to a near tie), alone and four at once", async () => {
+  const target = (await resolveModel("gemma4-tiny:F32")).path;
+  // Batch 64: the window cache is then small enough that verification batches take cells that left the window.
+  const options = { slots: 4, queue: 4, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F32" as const, batchSize: 64, bootTimeoutS: 120 };
+  const [windowPlain, windowSpeculating] = await Promise.all([
+    startManagedServer({ ...options, modelPath: target }),
+    startManagedServer({ ...options, modelPath: target, draftModel: (await resolveModel("gemma4-tiny:Q4_K")).path, draftMax: DRAFT_MAX }),
+  ]);
+  try {
+    const prompts = [...PROMPTS, idRun(30, 45, 5)];
+    const single = [];
+    for (const p of prompts) single.push(await complete(windowSpeculating, p));
+    const together = await Promise.all(prompts.map((p) => complete(windowSpeculating, p)));
+    // gemma4-tiny computes a token in a batch of several ~1e-3 nats from alone: a verification batch may take a near tie the other way (docs/speculative.md).
+    for (const [i, answer] of [...single, ...together].entries()) {
+      const departure = await departureFrom(windowPlain.baseUrl, { prompt: prompts[i % prompts.length], temperature: 0, max_tokens: MAX_TOKENS, ignore_eos: true }, answer.ids);
+      assert.ok(departure === undefined || atNearTie(departure), `answer ${i} leaves the plain server's at token ${departure?.at} (top-2 gap ${departure?.gap} nats)`);
+    }
+    const drafted = single.reduce((sum, a) => sum + a.timings.draft_n!, 0);
+    const accepted = single.reduce((sum, a) => sum + a.timings.draft_n_accepted!, 0);
+    assert.ok(accepted > 0 && accepted < drafted, `kept ${accepted} of ${drafted}: some rejections to roll back, some drafts kept`);
+  } finally {
+    await stopManagedServer(windowPlain);
+    await stopManagedServer(windowSpeculating);
+  }
 });
 
 test("a draft model of another vocabulary, and --draft-max without --draft-model, are refused: exit 2 naming the flag", () => {

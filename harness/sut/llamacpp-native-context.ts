@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import type { LlamaContext } from "node-llama-cpp";
+import type { LlamaContext, LlamaContextSequence } from "node-llama-cpp";
 import { PACKAGE_ROOT } from "../paths.js";
 import type { TopK } from "./types.js";
 
@@ -104,6 +104,17 @@ export function greedyStepDistributions(step: GreedyTopKStep, topK: Int32Array):
     logprob: step.chosen[index],
     top: { ids: Array.from(step.ids.subarray(offsets[index], offsets[index + 1])), logprobs: Array.from(step.logprobs.subarray(offsets[index], offsets[index + 1])) },
   });
+}
+
+/**
+ * llama.cpp's id of a node-llama-cpp sequence, for the addon's calls (`_sequenceId` is private in
+ * its typings; the version is pinned exactly). Whoever uses the id must keep the sequence object
+ * referenced as long: node-llama-cpp clears a sequence whose object is garbage-collected (a
+ * FinalizationRegistry, llama_memory_seq_rm on the whole sequence) and hands its id out again, at
+ * whatever moment the collector runs.
+ */
+export function sequenceIdOf(sequence: LlamaContextSequence): number {
+  return (sequence as unknown as { _sequenceId: number })._sequenceId;
 }
 
 /** What kind of per-sequence state the model keeps: what a prompt cache may truncate and what it must checkpoint. */

@@ -9,7 +9,7 @@ import { readGguf } from "../gguf/read.js";
 import { validateLlamaMetadata } from "../gguf/llama-metadata.js";
 import { sha256File } from "../io/sha256.js";
 import { captureBufferLines, llamaCppAllocationReport } from "./llamacpp-buffer-capture.js";
-import { reachNativeContext, releaseNativeContext, teacherForceInEmptySequence, type NativeContext } from "./llamacpp-native-context.js";
+import { reachNativeContext, releaseNativeContext, sequenceIdOf, teacherForceInEmptySequence, type NativeContext } from "./llamacpp-native-context.js";
 import { topKFromProbabilities } from "./topk.js";
 import type { AllocationReport, GreedyRequest, SutProvenance, SystemUnderTest, TeacherForcedRequest, TokenId, TokenKind, TopK } from "./types.js";
 
@@ -342,8 +342,7 @@ function assertFits(settings: LlamaCppSettings, tokens: number): void {
  * than the forward pass). The sequence is empty for node-llama-cpp before and after.
  */
 function nativeTopK(native: Extract<NativeContext, { reached: true }>, sequence: LlamaContextSequence, input: readonly TokenId[], firstScored: number, k: number): TopK[] {
-  const sequenceId = (sequence as unknown as { _sequenceId: number })._sequenceId; // private in its typings; the version is pinned exactly
-  return teacherForceInEmptySequence(native, sequenceId, input, firstScored, k).rows;
+  return teacherForceInEmptySequence(native, sequenceIdOf(sequence), input, firstScored, k).rows;
 }
 
 /** Teacher forcing where the addon is not there: node-llama-cpp's full distribution per position, reduced here. */
