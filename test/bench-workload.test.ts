@@ -10,7 +10,7 @@ import type { RequestSample } from "../harness/load/sse-request.js";
 import { PACKAGE_ROOT } from "../harness/paths.js";
 import { builtLlamaServer } from "../harness/sut/llama-server-binary.js";
 import type { Distribution } from "../harness/stats/distribution.js";
-import { judgePoint, lossReason, sideFigures, UTF8_REFUSAL, workloadVerdict, type SideFigures } from "../scripts/workload-verdict.js";
+import { describeRatio, judgePoint, lossReason, sideFigures, UTF8_REFUSAL, workloadVerdict, type SideFigures } from "../scripts/workload-verdict.js";
 import { temporaryDirectory, withoutForceColor } from "./helpers/workspace.js";
 
 const work = temporaryDirectory("bench-workload");
@@ -82,6 +82,22 @@ test("a point meets the targets exactly at their bounds and misses each just pas
   assert.equal(judgePoint(side({ ttftMs: undefined, itlMs: undefined, peakRssBytes: undefined }), side()).misses, ["TTFT p99 not measured", "ITL p99 not measured", "peak RSS not measured"]);
 });
 
+test("an open loop's tok/s is reported and not judged: the arrival rate sets it; its latencies are", () => {
+  const slower = side({ outputTokensPerSecond: 90, ttftMs: dist(100, 2000) });
+  assert.equal(judgePoint(slower, side(), false).misses, ["TTFT p99 2.00×"]);
+  assert.equal(judgePoint(slower, side(), true).misses, ["tok/s 0.90×", "TTFT p99 2.00×"]);
+});
+
+test("a ratio that two digits would round onto its bound gets a third", () => {
+  assert.is(describeRatio(0.996, 1), "0.996×");
+  assert.is(describeRatio(1, 1), "1.00×");
+  assert.is(describeRatio(1.104, 1.1), "1.104×");
+  assert.is(describeRatio(0.93, 1), "0.93×");
+  assert.is(describeRatio(NaN), "n/a");
+  assert.is(describeRatio(2 / 0), "∞");
+  assert.equal(judgePoint(side({ outputTokensPerSecond: 99.6 }), side()).misses, ["tok/s 0.996×"]);
+});
+
 test("the verdict: exit 0 only when every point met every target, 1 otherwise (no point measured included), llama-server's losses said with their reason", () => {
   const rounds = { total: 4, repeated: 1, stillBusy: 0 };
   const point = (label: string, ours: SideFigures, theirs = side()) => ({ label, ours, theirs, judgement: judgePoint(ours, theirs) });
@@ -143,7 +159,8 @@ const llamaServerRequired = builtLlamaServer() !== undefined || process.env.BENC
     const row = lines.find((line) => line.startsWith(`| ${label} |`));
     assert.ok(row !== undefined, `table row for ${label}`);
     // Both sides streamed tokens and a peak RSS was read for each: figures, not "n/a".
-    assert.match(row!, /^\| [^|]+ \| \d+\.\d \/ \d+\.\d \(\d+\.\d\d×\) \| \d+ \/ \d+ \(\d+\.\d\d×\) \| \d+ \/ \d+ \(\d+\.\d\d×\) \| [\d.]+ \/ [\d.]+ \([^)]+\) \| \d+ \/ \d+ \| \d+ \/ \d+ of 4 \|$/, row);
+    const ratio = String.raw`(\d+\.\d{2,3}×|∞|n/a)`;
+    assert.match(row!, new RegExp(String.raw`^\| ${label} \| \d+\.\d / \d+\.\d \(${ratio}[^)]*\) \| \d+ / \d+ \(${ratio}\) \| \d+ / \d+ \(${ratio}\) \| [\d.]+ / [\d.]+ \([^)]+\) \| \d+ / \d+ \| \d+ / \d+ of 4 \| [^|]+ \|$`), row);
   }
   assert.match(verdict, /lost requests: ours \d+ of 8/);
 });
