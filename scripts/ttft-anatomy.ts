@@ -25,17 +25,11 @@ import { epochClock, epochMsOf, joinAnatomy, slowestRequests, stepGroups, ttftPa
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { parseStepTrace, promptKey, STEP_PHASES, type StepTrace } from "../server/step-trace.js";
+import { wholeNumberFromEnv } from "./bench-env.js";
 import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
 
 const WARMUP = 2;
 const SLOWEST = 10;
-
-function wholeNumberFromEnv(name: string, fallback: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === "") return fallback;
-  if (!/^[1-9]\d*$/.test(text)) throw new BenchError(`must be a whole number ≥ 1 (got ${JSON.stringify(text)})`, { field: name, fix: `unset it, or give e.g. ${name}=${fallback}` });
-  return Number(text);
-}
 
 const f = (ms: number) => ms.toFixed(2);
 const ladder = (d: Distribution) => `${f(d.median)} / ${f(d.p90)} / ${f(d.p99)}`;

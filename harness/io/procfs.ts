@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 
 /**
  * Linux /proc, read for the process and port bookkeeping that chaos runs and tests check: which
@@ -50,6 +50,20 @@ export function peakResidentBytes(pid: number): number | undefined {
     return kib === undefined ? undefined : Number(kib) * 1024;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Starts a process's peak resident memory over from its present size (writing 5 to
+ * /proc/<pid>/clear_refs, Linux ≥ 4.0), so the next peakResidentBytes is the peak of what ran since:
+ * one load point's, not the largest of every point before it. False where the kernel refused.
+ */
+export function resetPeakResident(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
   }
 }
 

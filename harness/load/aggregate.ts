@@ -5,6 +5,8 @@ import type { RequestSample, RequestStatus } from "./sse-request.js";
 export interface Slo {
   readonly ttftMs?: number;
   readonly tpotMs?: number;
+  /** A request meets it when the p99 of its own inter-chunk gaps is at most this: no stall a reader would see, which a mean (TPOT) hides. */
+  readonly interChunkP99Ms?: number;
 }
 
 /** One load point's aggregate (a perf table row): throughput over the measured wall time, latency distributions. */
@@ -34,14 +36,26 @@ export interface LoadPointSummary {
 }
 
 /** Pure: the reasons a point misses the SLO's p99 bounds (MLPerf's server-scenario latency constraint); none: VALID. */
-function sloValidity(slo: Slo, failed: number, ttft: Distribution | undefined, tpot: Distribution | undefined): LoadPointSummary["validity"] {
-  if (slo.ttftMs === undefined && slo.tpotMs === undefined) return undefined;
+function sloValidity(slo: Slo, failed: number, ttft: Distribution | undefined, tpot: Distribution | undefined, interChunk: Distribution | undefined): LoadPointSummary["validity"] {
+  if (!sloSet(slo)) return undefined;
   const reasons: string[] = [];
   if (failed > 0) reasons.push(`${failed} requests failed`);
   if (ttft === undefined) reasons.push("no request completed");
   if (slo.ttftMs !== undefined && ttft !== undefined && ttft.p99 > slo.ttftMs) reasons.push(`TTFT p99 ${ttft.p99.toFixed(1)} ms > ${slo.ttftMs} ms`);
   if (slo.tpotMs !== undefined && tpot !== undefined && tpot.p99 > slo.tpotMs) reasons.push(`TPOT p99 ${tpot.p99.toFixed(2)} ms > ${slo.tpotMs} ms`);
+  if (slo.interChunkP99Ms !== undefined && interChunk !== undefined && interChunk.p99 > slo.interChunkP99Ms) reasons.push(`inter-chunk p99 ${interChunk.p99.toFixed(1)} ms > ${slo.interChunkP99Ms} ms`);
   return { valid: reasons.length === 0, reasons };
+}
+
+function sloSet(slo: Slo): boolean {
+  return slo.ttftMs !== undefined || slo.tpotMs !== undefined || slo.interChunkP99Ms !== undefined;
+}
+
+/** Pure: whether one completed request meets every bound the SLO sets. */
+export function meetsSlo(slo: Slo, metrics: RequestMetrics): boolean {
+  return (slo.ttftMs === undefined || metrics.ttftMs <= slo.ttftMs)
+    && (slo.tpotMs === undefined || (metrics.tpotMs ?? 0) <= slo.tpotMs)
+    && (slo.interChunkP99Ms === undefined || (distribution(metrics.interChunkMs)?.p99 ?? 0) <= slo.interChunkP99Ms);
 }
 
 /** Pure: samples and their metrics → the aggregate. `durationS` is the measured phase's wall time. */
@@ -52,10 +66,10 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
   const output = ok.reduce((sum, m) => sum + m.outputTokens, 0);
   const prompt = ok.reduce((sum, m) => sum + (m.promptTokens ?? 0), 0);
   const perUser = ok.filter((m) => m.tpotMs !== undefined && m.tpotMs > 0).map((m) => 1000 / m.tpotMs!);
-  const sloSet = slo.ttftMs !== undefined || slo.tpotMs !== undefined;
   const ttftMs = distribution(ok.map((m) => m.ttftMs));
   const tpotMs = distribution(ok.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs])));
-  const good = ok.filter((m) => (slo.ttftMs === undefined || m.ttftMs <= slo.ttftMs) && (slo.tpotMs === undefined || (m.tpotMs ?? 0) <= slo.tpotMs)).length;
+  const good = ok.filter((m) => meetsSlo(slo, m)).length;
+  const interChunkMs = distribution(ok.flatMap((m) => m.interChunkMs));
   return {
     label,
     requests: samples.length,
@@ -67,13 +81,13 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
     outputTokensPerSecond: output / durationS,
     totalTokensPerSecond: (output + prompt) / durationS,
     tokensPerSecondPerUser: perUser.length === 0 ? undefined : perUser.reduce((a, b) => a + b, 0) / perUser.length,
-    goodputRequestsPerSecond: sloSet ? good / durationS : undefined,
+    goodputRequestsPerSecond: sloSet(slo) ? good / durationS : undefined,
     ttftMs,
     tpotMs,
-    interChunkMs: distribution(ok.flatMap((m) => m.interChunkMs)),
+    interChunkMs,
     e2eMs: distribution(ok.map((m) => m.e2eMs)),
     clientLagMs: distribution(samples.map((s) => Number(s.sentNs - s.scheduledNs) / 1e6)),
     tokenCountDiscrepancy: ok.reduce((sum, m) => sum + (m.tokenCountDiscrepancy ?? 0), 0),
-    validity: sloValidity(slo, samples.length - ok.length, ttftMs, tpotMs),
+    validity: sloValidity(slo, samples.length - ok.length, ttftMs, tpotMs, interChunkMs),
   };
 }

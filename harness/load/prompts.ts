@@ -14,9 +14,14 @@ const WORDS = ["the", "model", "runs", "fast", "on", "new", "silicon", "and", "e
  * the server's own tokenizer until the count is exact.
  */
 export async function randomPrompts(count: number, inputTokens: number, outputTokens: number, seed: number, tokenize: ((text: string) => Promise<number[]>) | undefined): Promise<LoadPrompt[]> {
+  return promptsOfLengths(Array.from({ length: count }, () => inputTokens), outputTokens, seed, tokenize);
+}
+
+/** randomPrompts with each prompt's own token length. */
+export async function promptsOfLengths(lengths: readonly number[], outputTokens: number, seed: number, tokenize: ((text: string) => Promise<number[]>) | undefined): Promise<LoadPrompt[]> {
   const random = new SeededRandom(seed);
   const prompts: LoadPrompt[] = [];
-  for (let i = 0; i < count; i++) {
+  for (const inputTokens of lengths) {
     let text = "";
     while (text.length < inputTokens * 8) text += `${WORDS[Math.floor(random.uniform() * WORDS.length)]} `;
     if (tokenize !== undefined) {
@@ -28,6 +33,16 @@ export async function randomPrompts(count: number, inputTokens: number, outputTo
     }
   }
   return prompts;
+}
+
+/**
+ * `count` prompt lengths from `min` to `max` tokens, log-uniform (as many prompts between 50 and 200
+ * tokens as between 1,000 and 4,000: short requests are common, long ones are what a slot must
+ * hold), seeded; the first two are `min` and `max`, so every set holds both ends.
+ */
+export function spreadPromptLengths(count: number, min: number, max: number, seed: number): number[] {
+  const random = new SeededRandom(seed);
+  return Array.from({ length: count }, (_, i) => (i === 0 ? min : i === 1 ? max : Math.round(min * Math.pow(max / min, random.uniform()))));
 }
 
 /** Prompts sharing a common prefix (prefix-cache behaviour): prefix + a short distinct tail. */
