@@ -66,7 +66,7 @@ test("a runner's allocations go through the protocol: held to the policy its arm
     label, model: "tiny-random:F32", sut: "stdio", command: ["python3", "{bench}/test/helpers/fake_runner.py", mode, "{model}"], gate: "required",
     memory: { gate: "required", policy: "tt-packed-chunked", device: "p150-32gb" },
   });
-  suite.arms = [runner("reports", "allocations-over"), runner("misreports", "bad-allocations"), runner("silent", "plain")];
+  suite.arms = [runner("reports", "allocations-over"), runner("misreports", "bad-allocations"), runner("silent", "plain"), runner("twin", "allocations-twin"), runner("leaks", "allocations-transient-held")];
   const path = join(work.path, "runners.json");
   writeFileSync(path, JSON.stringify(suite));
   const result = await runInProcess(runs, "runners", { suites: [path], prompts: [4, 15] });
@@ -77,6 +77,9 @@ test("a runner's allocations go through the protocol: held to the policy its arm
   assert.match(row(result, "memory", { arm: "misreports" }), /^required error runner allocations: result\.devices\[0\]\.steady\.kv must be one of the groups weights, kv_cache, recurrent_state, activations, trace_region \(got "kv"\)$/);
   assert.match(row(result, "memory", { arm: "silent" }), /^required skip not measured: silent cannot be asked for its allocations/);
   assert.is(summary("runners").memory.filter((m) => m.arm === "reports" && m.device === "tt0").length, 5, "every group of the device it reported, the ones it left out as null");
+  // A twin the policy says is packed, and a decode transient never freed: each fails naming its category.
+  assert.match(row(result, "memory", { arm: "twin" }), /^required fail .*FAIL tt0 weights \(steady\) /);
+  assert.match(row(result, "memory", { arm: "leaks" }), /^required fail .*FAIL tt0 activations \(steady\) 1024\.00 MiB > predicted /);
 });
 
 test("a server that answers GET /allocations with anything but 200 cannot be asked: not measured, with the status", () => {

@@ -30,6 +30,8 @@ The answer-fault modes wrap the whole reference forward and spoil one kind of an
   allocations-over     answers correctly, and allocations reports made-up bytes on one device "tt0" for 1 slot of
                        64 tokens: its weights at the F32 file's size, a KV cache of 1 GiB, no activations
   bad-allocations      answers correctly, and allocations names a group the memory gate does not know ("kv")
+  allocations-twin     answers correctly, and allocations reports the weights with a bf16 twin of each (1.5x the file)
+  allocations-transient-held  answers correctly, and allocations reports a 1 GiB decode transient held steady
   anonymous            answers correctly, but its hello does not say which model file it loaded
   error-on-prompt:N    greedy raises for the prompt whose ids are parity16's prompt N
   hang-on-prompt:N     greedy never answers a batch holding parity16's prompt N (a device call wedged by one
@@ -182,6 +184,14 @@ class Allocating(Faulty):
     @staticmethod
     def allocations(params):
         weights = os.path.getsize(model_path)
+        if mode == "allocations-twin":
+            # The F32 file's weights and a bf16 twin of each (half their bytes again) that the policy keeps packed.
+            held = {"weights": weights + weights // 2}
+            return {"devices": [{"device": "tt0", "steady": held, "peak": held}], "shape": {"context_size": 64, "slots": 1, "batch_size": 32}}
+        if mode == "allocations-transient-held":
+            # A 1 GiB decode transient still held between requests: steady activations, not only peak.
+            held = {"weights": weights, "activations": 1 << 30}
+            return {"devices": [{"device": "tt0", "steady": held, "peak": held}], "shape": {"context_size": 64, "slots": 1, "batch_size": 32}}
         kv = "kv" if mode == "bad-allocations" else "kv_cache"
         held = {"weights": weights, kv: 1 << 30}
         return {"devices": [{"device": "tt0", "steady": held, "peak": held}], "shape": {"context_size": 64, "slots": 1, "batch_size": 32}}
@@ -230,6 +240,6 @@ class PrintsEvidence:
         os._exit(1)
 
 
-modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, "allocations-over": Allocating, "bad-allocations": Allocating, **{name: PrintsEvidence for name in EVIDENCE}}
+modes = {"partial": Partial, "dies-in-greedy": DiesInGreedy, "hang": HangsInGreedy, "allocations-over": Allocating, "bad-allocations": Allocating, "allocations-twin": Allocating, "allocations-transient-held": Allocating, **{name: PrintsEvidence for name in EVIDENCE}}
 # They answer from the reference forward on MODEL, so they report its file: a FAKE of the answers, not of the artifact.
 serve(modes.get(mode, Faulty), f"fake runner ({mode})", model_path=None if mode == "anonymous" else model_path)
