@@ -19,7 +19,7 @@ import { distribution } from "../harness/stats/distribution.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { startServerCommand } from "../harness/sut/server-command.js";
+import { startLlamaServerBeside } from "./llama-server-beside.js";
 
 const MODEL = process.env.BENCH_MODEL ?? "gemma4-gemma3-vocab:F32";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -69,8 +69,7 @@ try {
   const ours = await startManagedServer({ modelPath: model.path, ...settings, queue: 4, flashAttention: false, kvCacheType: "F16", bootTimeoutS: 300 });
   let theirs: ManagedServer | undefined;
   try {
-    theirs = await startServerCommand([llamaServer, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
-      "-t", "1", "-tb", "1", "-fa", "off", "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 300 });
+    theirs = await startLlamaServerBeside(llamaServer, model.path, { slots: SLOTS, contextPerSlot: CONTEXT_PER_SLOT, threads: 1, bootTimeoutS: 300 });
     const results = { ours: await side(ours), "llama-server": await side(theirs) };
     console.log(`machine: ${describeMachine(machineInfo())}, load average after ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
     console.log(`${model.id}: a greedy request of ${TOKENS} tokens, median of ${ROUNDS}, alone and beside one sampled request (temperature 0.8, top_p 0.95; llama-server adds its default top_k 40 and min_p 0.05)`);

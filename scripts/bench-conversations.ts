@@ -27,7 +27,7 @@ import { requestMetrics } from "../harness/load/request-metrics.js";
 import { atNearTie, departureFrom, NEAR_TIE_BAND_NATS } from "../harness/load/near-tie.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { startServerCommand } from "../harness/sut/server-command.js";
+import { startLlamaServerBeside } from "./llama-server-beside.js";
 
 const MODELS = (process.env.BENCH_MODELS ?? "tiny-random:F32,qwen35-tiny:F32,qwen35moe-tiny:F32,gemma4-tiny:F32,nemotron-h-moe-tiny:F32").split(",");
 const USERS = Number(process.env.BENCH_USERS ?? 32);
@@ -129,8 +129,7 @@ async function benchFamily(modelId: string, llamaServerBin: string, servers: Man
   };
   const common = { modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16" as const, bootTimeoutS: 120 };
   const ours = await start(startManagedServer(common));
-  const llama = await start(startServerCommand([llamaServerBin, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
-    "-t", String(THREADS), "-tb", String(THREADS), "-fa", "off", "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 120 }));
+  const llama = await start(startLlamaServerBeside(llamaServerBin, model.path, { slots: SLOTS, contextPerSlot: CONTEXT_PER_SLOT, threads: THREADS, bootTimeoutS: 120 }));
   const rounds = conversationWorkload(SHAPE);
   const oursResult = await drive(ours, rounds);
   const llamaResult = await drive(llama, rounds);

@@ -37,10 +37,10 @@ import { runLoadPoint } from "../harness/load/run-load.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { startServerCommand } from "../harness/sut/server-command.js";
 import { decodeFloors, describeFloors } from "./decode-floor.js";
 import { describeSpread, quietRound } from "./quiet-rounds.js";
 import { BATCH, CONTEXT_PER_SLOT, INPUT_TOKENS, OUTPUT_TOKENS, PROMPT_CACHE, SLOTS, THREADS } from "./server-load-settings.js";
+import { startLlamaServerBeside } from "./llama-server-beside.js";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -139,9 +139,7 @@ try {
   const llamaServerBin = buildLlamaServer();
   const model = await resolveModel("tiny-random:F32");
   servers.ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: 64, contextSize: CONTEXT_PER_SLOT, threads: THREADS, flashAttention: false, kvCacheType: "F16", batchSize: BATCH, promptCache: PROMPT_CACHE, bootTimeoutS: 120 });
-  // llama-server with our server's settings; its context is shared by the slots, ours is per slot.
-  servers["llama-server"] = await startServerCommand([llamaServerBin, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
-    "-t", String(THREADS), "-tb", String(THREADS), "-fa", "off", "-b", String(BATCH), "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 120 });
+  servers["llama-server"] = await startLlamaServerBeside(llamaServerBin, model.path, { slots: SLOTS, contextPerSlot: CONTEXT_PER_SLOT, threads: THREADS, batch: BATCH, bootTimeoutS: 120 });
   await benchmark(servers as Record<Side, ManagedServer>);
   verdict = verdictLine();
 } catch (error) {

@@ -36,9 +36,9 @@ import type { ParitySuite } from "../harness/suites/parity-suite.js";
 import { httpCall } from "../harness/sut/http-call.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
-import { startServerCommand } from "../harness/sut/server-command.js";
 import { openRaw, type RawSession } from "./raw-llamacpp.js";
 import { batteryTask, describeRatios, sideBySide, type SideBySide } from "./side-by-side.js";
+import { startLlamaServerBeside } from "./llama-server-beside.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const LOGPROBS = Number(process.env.BENCH_LOGPROBS ?? 0);
@@ -135,8 +135,7 @@ async function serverRow(model: ModelRef, llamaServer: string): Promise<Record<"
   const ours = await startManagedServer({ modelPath: model.path, slots: SLOTS, queue: REQUESTS, contextSize: CONTEXT_PER_SLOT, threads: SERVER_THREADS, flashAttention: false, kvCacheType: "F16", batchSize: 512, bootTimeoutS: 300 });
   let theirs: ManagedServer | undefined;
   try {
-    theirs = await startServerCommand([llamaServer, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(SLOTS), "-c", String(CONTEXT_PER_SLOT * SLOTS),
-      "-t", String(SERVER_THREADS), "-tb", String(SERVER_THREADS), "-fa", "off", "-b", "512", "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 300 });
+    theirs = await startLlamaServerBeside(llamaServer, model.path, { slots: SLOTS, contextPerSlot: CONTEXT_PER_SLOT, threads: SERVER_THREADS, batch: 512, bootTimeoutS: 300 });
     const tokenize = async (text: string) => (JSON.parse((await httpCall(`${ours.baseUrl}/tokenize`, { body: { content: text, add_special: true } })).text) as { tokens: number[] }).tokens;
     const prompts = await randomPrompts(REQUESTS + SLOTS, INPUT_TOKENS, OUTPUT_TOKENS, 1, tokenize);
     const rounds = { ours: [] as ServerFigures[], "llama-server": [] as ServerFigures[] };

@@ -51,10 +51,10 @@ import { distribution, type Distribution } from "../harness/stats/distribution.j
 import { httpCall } from "../harness/sut/http-call.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
-import { startServerCommand } from "../harness/sut/server-command.js";
 import { numberListFromEnv, positiveNumberFromEnv, wholeNumberFromEnv } from "./bench-env.js";
 import { quietRound } from "./quiet-rounds.js";
 import { describeLosses, describeRatio, judgePoint, lostCount, sideFigures, TARGETS, workloadVerdict, type JudgedPoint, type SideFigures } from "./workload-verdict.js";
+import { startLlamaServerBeside } from "./llama-server-beside.js";
 
 const REAL_VOCABULARIES: Readonly<Record<string, string>> = { gemma3: "gemma4-gemma3-vocab:F32", qwen3: "qwen35-qwen3-vocab:F32", llama3: "llama-llama3-vocab:F32" };
 const SIDES = ["ours", "llama-server"] as const;
@@ -218,9 +218,7 @@ try {
   servers.ours = await started("ours", () => startManagedServer({ modelPath: model.path, slots: settings.slots, queue: mostInFlight, contextSize: settings.contextPerSlot, threads: settings.threads,
     flashAttention: false, kvCacheType: "F16", batchSize: BATCH, traceSteps: settings.traceSteps, bootTimeoutS: 300 }));
   const llamaServerBin = buildLlamaServer();
-  // llama-server's context is shared by its slots, ours is per slot: the same cells per slot.
-  servers["llama-server"] = await started("llama-server", () => startServerCommand([llamaServerBin, "-m", model.path, "--host", "127.0.0.1", "--port", "{port}", "-np", String(settings.slots), "-c", String(settings.contextPerSlot * settings.slots),
-    "-t", String(settings.threads), "-tb", String(settings.threads), "-fa", "off", "-b", String(BATCH), "-ctk", "f16", "-ctv", "f16", "--no-warmup"], { label: "llama-server", bootTimeoutS: 300 }));
+  servers["llama-server"] = await started("llama-server", () => startLlamaServerBeside(llamaServerBin, model.path, { slots: settings.slots, contextPerSlot: settings.contextPerSlot, threads: settings.threads, batch: BATCH, bootTimeoutS: 300 }));
   const oursUrl = servers.ours.baseUrl;
   const tokenize = async (text: string) => (JSON.parse((await httpCall(`${oursUrl}/tokenize`, { body: { content: text, add_special: true } })).text) as { tokens: number[] }).tokens;
   console.log(`machine: ${describeMachine(machineInfo())}; load average ${loadAverage()}`);
