@@ -23,7 +23,7 @@ import * as assert from "uvu/assert";
 import { LlamaContext } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall } from "../harness/sut/http-call.js";
-import { SELF_DRAFT_FAMILIES, selfDraftPass, selfDraftProblems, type SelfDraftShape } from "../harness/load/self-draft.js";
+import { judgeSelfDraft, SELF_DRAFT_FAMILIES, selfDraftPass, type SelfDraftShape } from "../harness/load/self-draft.js";
 import { startServer, type RunningServer } from "../server/start.js";
 
 const SHAPE: SelfDraftShape = { conversations: 8, sharedPrefix: 40, ownTokens: 10, maxTokens: 32 };
@@ -113,7 +113,7 @@ for (const family of SELF_DRAFT_FAMILIES) {
 
   familyTest(`${model}: a self-draft keeps every draft at ${CLIENTS} clients, a collection between turns, the same counts in both passes; answers equal the server's without a draft`, async () => {
     const passes = [await selfDraftPass(speculating.baseUrl, SHAPE, CLIENTS, collectGarbage), await selfDraftPass(speculating.baseUrl, SHAPE, CLIENTS, collectGarbage)];
-    const problems = await selfDraftProblems(family, passes, plain.baseUrl, SHAPE.maxTokens);
+    const { problems } = await judgeSelfDraft(family, passes, plain.baseUrl, SHAPE.maxTokens);
     assert.equal(problems, [], problems.join("; "));
     for (const [p, pass] of passes.entries()) {
       // The scenario happened: second turns continued from cached state (their slot's, or the host cache's).

@@ -123,25 +123,31 @@ export function passTotals(pass: SelfDraftPass): { readonly drafted: number; rea
   return { drafted: all.reduce((sum, a) => sum + a.drafted, 0), accepted: all.reduce((sum, a) => sum + a.accepted, 0) };
 }
 
+/** A family's passes judged: what falls short of its bar, and what its bar forgave (a family not held exactly). */
+export interface SelfDraftVerdict {
+  readonly problems: readonly string[];
+  readonly forgiven: readonly string[];
+}
+
 /**
- * What is wrong with a family's passes (none: met). Every answer is held to the plain server's cold
- * answer to its prompt (`plainUrl`, cache bypassed): equal, or for a family not held exactly, apart
- * only from a near tie on. Every answer drafted; every draft kept and the same counts in every pass,
- * or for a family not held exactly, at most NOISE_REJECTED_SHARE of a pass's drafts rejected.
+ * A family's passes against its bar. Every answer is held to the plain server's cold answer to its
+ * prompt (`plainUrl`, cache bypassed): equal, or for a family not held exactly, apart only from a
+ * near tie on. Every answer drafted; every draft kept and the same counts in every pass, or for a
+ * family not held exactly, at most NOISE_REJECTED_SHARE of a pass's drafts rejected.
  */
-export async function selfDraftProblems(family: SelfDraftFamily, passes: readonly SelfDraftPass[], plainUrl: string, maxTokens: number): Promise<string[]> {
+export async function judgeSelfDraft(family: SelfDraftFamily, passes: readonly SelfDraftPass[], plainUrl: string, maxTokens: number): Promise<SelfDraftVerdict> {
   const problems: string[] = [];
+  const forgiven: string[] = [];
+  const file = (fault: boolean, line: string) => (fault ? problems : forgiven).push(line);
   for (const [p, pass] of passes.entries()) {
     for (const [i, answer] of answersOf(pass).entries()) {
       if (answer.drafted === 0) problems.push(`pass ${p}, request ${i}: nothing drafted`);
       const departure = await departureFrom(plainUrl, { ...greedyBody(answer.prompt, maxTokens), cache_prompt: false }, answer.ids);
-      if (departure !== undefined && (family.exact || !atNearTie(departure))) {
-        problems.push(`pass ${p}, request ${i}: leaves the plain server's answer at token ${departure.at} (its top-2 gap there ${departure.gap.toFixed(4)} nats)`);
-      }
+      if (departure !== undefined) file(family.exact || !atNearTie(departure), `pass ${p}, request ${i}: leaves the plain server's answer at token ${departure.at} (its top-2 gap there ${departure.gap.toFixed(4)} nats)`);
     }
     const { drafted, accepted } = passTotals(pass);
-    if (family.exact ? accepted !== drafted : drafted - accepted > NOISE_REJECTED_SHARE * drafted) problems.push(`pass ${p}: kept ${accepted} of ${drafted} drafts (${countsOf(pass)})`);
+    if (accepted !== drafted) file(family.exact || drafted - accepted > NOISE_REJECTED_SHARE * drafted, `pass ${p}: kept ${accepted} of ${drafted} drafts (${countsOf(pass)})`);
   }
-  if (family.exact && passes.some((pass) => countsOf(pass) !== countsOf(passes[0]))) problems.push(`per-request counts differ between passes: ${passes.map(countsOf).join(" | ")}`);
-  return problems;
+  if (passes.some((pass) => countsOf(pass) !== countsOf(passes[0]))) file(family.exact, "per-request counts differ between passes");
+  return { problems, forgiven };
 }
