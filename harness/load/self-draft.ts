@@ -31,8 +31,9 @@ export const SELF_DRAFT_FAMILIES: readonly SelfDraftFamily[] = [
 ];
 
 /**
- * The most of a pass's drafts a family not held exactly may reject: 1%, ten times the measured
- * noise; a draft state out of step with its target kept 83% and less (docs/speculative.md).
+ * The most of a pass's drafts a family not held exactly may reject: 1%, five times the most the
+ * noise rejected in a measured pass (1 of 561); a draft state out of step with its target kept
+ * 83% and less (docs/speculative.md).
  */
 const NOISE_REJECTED_SHARE = 0.01;
 
