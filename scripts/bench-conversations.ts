@@ -24,7 +24,7 @@ import { distribution } from "../harness/stats/distribution.js";
 import { conversationWorkload, type ConversationRequest } from "../harness/load/conversations.js";
 import { openStreamEndpoint, streamRequest } from "../harness/load/sse-request.js";
 import { requestMetrics } from "../harness/load/request-metrics.js";
-import { atNearTie, departureFrom, NEAR_TIE_BAND_NATS } from "../harness/load/near-tie.js";
+import { departureFrom, NEAR_TIE_BAND_NATS, nearTie } from "../harness/load/near-tie.js";
 import { startManagedServer, stopManagedServer, type ManagedServer } from "../harness/sut/managed-server.js";
 import { buildLlamaServer } from "../harness/sut/llama-server-binary.js";
 import { startLlamaServerBeside } from "./llama-server-beside.js";
@@ -90,7 +90,7 @@ async function againstCold(cold: ManagedServer, answered: readonly Answered[]): 
     const departure = await departureFrom(cold.baseUrl, body(a.request.prompt, false), a.ids);
     if (departure === undefined) continue;
     outcome.differing++;
-    if (atNearTie(departure)) {
+    if (nearTie(departure.gap)) {
       outcome.nearTies++;
       outcome.gaps.push(departure.gap);
     }

@@ -23,13 +23,12 @@ import * as assert from "uvu/assert";
 import { LlamaContext } from "node-llama-cpp";
 import { resolveModel } from "../harness/fixtures/registry.js";
 import { httpCall } from "../harness/sut/http-call.js";
-import { SELF_DRAFT_FAMILIES, selfDraftPass, selfDraftProblems, type SelfDraftShape } from "../harness/load/self-draft.js";
+import { judgeSelfDraft, rejectedAt, SELF_DRAFT_FAMILIES, selfDraftPass, type SelfDraftShape } from "../harness/load/self-draft.js";
 import { startServer, type RunningServer } from "../server/start.js";
 
-const SHAPE: SelfDraftShape = { conversations: 8, sharedPrefix: 40, ownTokens: 10, maxTokens: 32 };
+const SHAPE: SelfDraftShape = { conversations: 8, sharedPrefix: 40, ownTokens: 10, maxTokens: 32, draftMax: 3 };
 const SLOTS = 4;
 const CLIENTS = 4;
-const DRAFT_MAX = 3;
 
 /**
  * The sequence ids node-llama-cpp takes back into its pool from a context still open, in this
@@ -84,7 +83,7 @@ async function serveInProcess(modelPath: string, draft: boolean): Promise<{ serv
     host: "127.0.0.1", port: 0, modelId: "self-draft", maxPromptTokens: 256, maxTokensCap: SHAPE.maxTokens, validation: { validated: false, note: "test" },
     modelPath, slots: SLOTS, maxQueue: 16, contextSize: 256, threads: 1, flashAttention: false, kvCacheType: "F16", batchSize: 512,
     promptCache: true, prefillChunk: 512, hostCacheMiB: 64, simulateBootSeconds: 0,
-    ...(draft ? { speculation: { draftModelPath: modelPath, draftMax: DRAFT_MAX } } : {}),
+    ...(draft ? { speculation: { draftModelPath: modelPath, draftMax: SHAPE.draftMax } } : {}),
   });
   // A server that fails to boot still listens: shut it, or this process would never end.
   await server.ready.catch(async (error: unknown) => {
@@ -93,6 +92,19 @@ async function serveInProcess(modelPath: string, draft: boolean): Promise<{ serv
   });
   return { server, baseUrl: `http://127.0.0.1:${server.port}` };
 }
+
+const placing = suite("rejected drafts placed");
+placing("a step that kept fewer drafts than it could ask for ends in a rejection; one short of max_tokens asks for fewer", () => {
+  const shape = { ...SHAPE, maxTokens: 10, draftMax: 3 };
+  const answer = (acceptedPositions: number[]) => ({ prompt: [], ids: Array.from({ length: 10 }, (_, i) => i), drafted: 0, accepted: acceptedPositions.length, acceptedPositions, cached: 0 });
+  // Steps: 1-3 kept, 4 the target's; 5 kept, 6 the target's (a rejection); 7-8 kept, 9 the target's (room for 2 only).
+  assert.equal(rejectedAt(answer([1, 2, 3, 5, 7, 8]), shape), [6]);
+  // Every step kept all it asked for; the last token's step had no room to draft.
+  assert.equal(rejectedAt(answer([1, 2, 3, 5, 6, 7]), shape), []);
+  // Nothing kept: every step with room for a draft rejected it.
+  assert.equal(rejectedAt(answer([]), shape), [1, 2, 3, 4, 5, 6, 7, 8]);
+});
+placing.run();
 
 for (const family of SELF_DRAFT_FAMILIES) {
   const { model } = family;
@@ -113,7 +125,7 @@ for (const family of SELF_DRAFT_FAMILIES) {
 
   familyTest(`${model}: a self-draft keeps every draft at ${CLIENTS} clients, a collection between turns, the same counts in both passes; answers equal the server's without a draft`, async () => {
     const passes = [await selfDraftPass(speculating.baseUrl, SHAPE, CLIENTS, collectGarbage), await selfDraftPass(speculating.baseUrl, SHAPE, CLIENTS, collectGarbage)];
-    const problems = await selfDraftProblems(family, passes, plain.baseUrl, SHAPE.maxTokens);
+    const { problems } = await judgeSelfDraft(family, passes, plain.baseUrl, SHAPE);
     assert.equal(problems, [], problems.join("; "));
     for (const [p, pass] of passes.entries()) {
       // The scenario happened: second turns continued from cached state (their slot's, or the host cache's).
