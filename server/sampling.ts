@@ -91,72 +91,119 @@ function nativeSampleRow(): NativeSampleRow | undefined {
 /**
  * sampleToken's draw in JavaScript: where the addon did not build (a machine without a compiler)
  * and as the statement the native draw (row_sampler.cc) is held to — the same candidates in the
- * same order with the same double-precision weights, so either path gives a seed the same tokens
- * (test/row-sampler.test.ts). The native one is several times faster on a real vocabulary.
+ * same order, the same double-precision weights from the same exp (negativeExp) summed in the same
+ * order, so either path gives a seed the same tokens (test/row-sampler.test.ts). The native one
+ * vectorizes and is several times faster on a real vocabulary.
  */
 export function sampleTokenInJs(row: LogitsRow, params: SamplingParams, random: SamplingRandom): TokenId {
   const best = rowArgmax(row);
   if (params.temperature === 0) return best;
   const top = row[best];
   if (!(top > -Infinity && top < Infinity)) throw new Error(`the distribution's most likely token has logit ${top}`);
-  // top_k's k by falling value (ties: lower id first), else every token in id order; only those of positive weight.
-  const order = params.topK > 0 ? rankedIds(row, params.topK) : undefined;
-  const size = order?.length ?? row.length;
-  const { ids, weights, slices } = scratch(size);
-  let count = 0;
-  let total = 0;
-  let low = top;
-  for (let i = 0; i < size; i++) {
-    const id = order === undefined ? i : order[i];
-    const exponent = (row[id] - top) / params.temperature;
-    // exp underflows to 0 below -745: no token, and no exp to compute (a NaN fails the test too).
-    if (!(exponent > -746)) continue;
-    const weight = Math.exp(exponent);
-    // The top token weighs 1, so min-p's cut is on the weight itself.
-    if (weight === 0 || weight < params.minP) continue;
-    ids[count] = id;
-    weights[count++] = weight;
-    total += weight;
-    if (row[id] < low) low = row[id];
-  }
+  // The candidates in order: top_k's k by falling value (ties: lower id first), else every token in id order.
+  const ids = params.topK > 0 ? rankedIds(row, params.topK) : undefined;
+  const count = ids?.length ?? row.length;
+  const { values, weights } = scratch(count);
+  for (let i = 0; i < count; i++) values[i] = row[ids === undefined ? i : ids[i]];
+  const { total, low } = weigh(count, top, 1 / params.temperature, params.minP);
   // With a top-p cut, the candidates kept are those whose slice is below the cut's.
-  const cut = params.topP < 1 ? nucleus(row, count, params.topP, total, low, top) : undefined;
+  const cut = params.topP < 1 ? nucleus(ids, count, params.topP, total, low, top) : undefined;
   let draw = random.uniform() * (cut?.mass ?? total);
   let last = best;
   for (let i = 0; i < count; i++) {
-    if (cut !== undefined && slices[i] >= cut.below) continue;
-    last = ids[i];
+    if (!(weights[i] > 0) || (cut !== undefined && buffers.slices[i] >= cut.below)) continue;
+    last = ids === undefined ? i : ids[i];
     draw -= weights[i];
-    if (draw <= 0) return ids[i];
+    if (draw <= 0) return last;
   }
   return last;
 }
 
 /** At most this many slices of the candidates' value range, over which top-p sums its mass before ranking any token (nucleus). */
 const NUCLEUS_SLICES = 4096;
+/** Below this exponent a weight would be under the smallest normal double (e^-708 ≈ 3e-308): no candidate, as one of probability 0. */
+const LOWEST_EXPONENT = -708;
+/** The candidates' weights are summed in this many interleaved lanes (what a vector unit adds at once), then the lanes pairwise. */
+const SUM_LANES = 8;
 
 /**
- * Candidates' ids, weights and nucleus slices, reused by every draw (a draw is synchronous, so one
+ * Candidates' values, weights and nucleus slices, reused by every draw (a draw is synchronous, so one
  * at a time): allocated per token at a 262k vocabulary they were much of the garbage collector's work.
  */
-let buffers = { ids: new Int32Array(0), weights: new Float64Array(0), slices: new Int32Array(0) };
+let buffers = { values: new Float64Array(0), weights: new Float64Array(0), slices: new Int32Array(0) };
 
 function scratch(size: number): typeof buffers {
-  if (buffers.ids.length < size) buffers = { ids: new Int32Array(size), weights: new Float64Array(size), slices: new Int32Array(size) };
+  if (buffers.values.length < size) buffers = { values: new Float64Array(size), weights: new Float64Array(size), slices: new Int32Array(size) };
   return buffers;
 }
 
+/** 2^-k for k from 0 to 1022, exact (halving a power of two is). */
+const NEGATIVE_POWERS_OF_TWO = (() => {
+  const powers = new Float64Array(1023);
+  for (let k = 0, power = 1; k < powers.length; k++, power /= 2) powers[k] = power;
+  return powers;
+})();
+
 /**
- * The top-p nucleus of the first `count` candidates in the scratch buffers (weights positive):
- * the fewest of the highest-valued whose weights reach top_p of the total, equal values taken
- * lower id first — what a sort by falling value and a running sum would keep. Found in linear time: the value range is cut into slices, a slice's tokens all
- * rank below the slices above it, so summing each slice's weight finds the slice where the nucleus
- * ends, and only that slice's tokens are sorted. Leaves each candidate's slice in the scratch,
- * those kept from the boundary slice moved one above it; returns the first slice not kept, and
- * the kept candidates' weight. `total` is their weight, `low` and `high` their lowest and highest value.
+ * e^x for x in [LOWEST_EXPONENT, 0], within 4e-16 relative: x = k ln 2 + r with |r| ≤ ln 2 / 2,
+ * e^r by its Taylor series to r^12 (the next term is under 2e-16 there), times 2^k. Not Math.exp,
+ * so that the native draw can compute the same bits in vector registers: each step is one IEEE
+ * double operation, rounded the same in both languages.
  */
-function nucleus(row: LogitsRow, count: number, topP: number, total: number, low: number, high: number): { readonly below: number; readonly mass: number } {
-  const { ids, weights, slices } = buffers;
+export function negativeExp(x: number): number {
+  // Adding 1.5 * 2^52 rounds x / ln 2 to the nearest integer (ties to even), as the native code's bit trick reads it.
+  const shifted = x * 1.4426950408889634 + 6755399441055744;
+  const k = shifted - 6755399441055744;
+  const r = (x - k * 6.9314718036912381649e-1) - k * 1.90821492927058770002e-10;
+  let p = 1 / 479001600;
+  p = p * r + 1 / 39916800;
+  p = p * r + 1 / 3628800;
+  p = p * r + 1 / 362880;
+  p = p * r + 1 / 40320;
+  p = p * r + 1 / 5040;
+  p = p * r + 1 / 720;
+  p = p * r + 1 / 120;
+  p = p * r + 1 / 24;
+  p = p * r + 1 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1;
+  p = p * r + 1;
+  return p * NEGATIVE_POWERS_OF_TWO[-k];
+}
+
+/**
+ * The weights of the first `count` values in the scratch buffers: e^((value - top) / T) where that
+ * is a candidate (exponent not under LOWEST_EXPONENT, weight at least min_p), else 0. The top token
+ * weighs 1, so min-p's cut is on the weight itself. Returns their sum (SUM_LANES lanes, added in a
+ * fixed tree) and the lowest candidate value.
+ */
+function weigh(count: number, top: number, inverseTemperature: number, minP: number): { readonly total: number; readonly low: number } {
+  const { values, weights } = buffers;
+  const lanes = new Float64Array(SUM_LANES);
+  const lows = new Float64Array(SUM_LANES).fill(top);
+  for (let i = 0; i < count; i++) {
+    const exponent = (values[i] - top) * inverseTemperature;
+    // A NaN fails the test too: no token.
+    const weight = exponent >= LOWEST_EXPONENT ? negativeExp(exponent) : 0;
+    weights[i] = weight >= minP ? weight : 0;
+    lanes[i % SUM_LANES] += weights[i];
+    if (weights[i] > 0 && values[i] < lows[i % SUM_LANES]) lows[i % SUM_LANES] = values[i];
+  }
+  return { total: ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])), low: Math.min(...lows) };
+}
+
+/**
+ * The top-p nucleus of the first `count` candidates in the scratch buffers: the fewest of the
+ * highest-valued whose weights reach top_p of the total, equal values taken lower id first — what
+ * a sort by falling value and a running sum would keep. Found in linear time: the value range is
+ * cut into slices, a slice's tokens all rank below the slices above it, so summing each slice's
+ * weight finds the slice where the nucleus ends, and only that slice's tokens are sorted. Leaves
+ * each candidate's slice in the scratch (past every slice for a weight of 0), those kept from the
+ * boundary slice moved one above it; returns the first slice not kept, and the kept candidates'
+ * weight. `total` is their weight, `low` and `high` their lowest and highest value.
+ */
+function nucleus(ids: Int32Array | undefined, count: number, topP: number, total: number, low: number, high: number): { readonly below: number; readonly mass: number } {
+  const { values, weights, slices } = buffers;
   const target = topP * total;
   // Slice 0 holds the highest values. Subtraction and scaling keep the order of values (never
   // reverse it), so a higher value never lands in a later slice, and equal values share one.
@@ -164,15 +211,17 @@ function nucleus(row: LogitsRow, count: number, topP: number, total: number, low
   const scale = high > low ? (sliceCount - 1) / (high - low) : 0;
   const mass = new Float64Array(sliceCount);
   for (let i = 0; i < count; i++) {
-    slices[i] = Math.floor((high - row[ids[i]]) * scale);
-    mass[slices[i]] += weights[i];
+    // Never negative, so truncation is the floor.
+    slices[i] = weights[i] > 0 ? Math.trunc((high - values[i]) * scale) : sliceCount;
+    if (weights[i] > 0) mass[slices[i]] += weights[i];
   }
   let above = 0;
   let boundary = 0;
   while (boundary < sliceCount - 1 && above + mass[boundary] < target) above += mass[boundary++];
+  const idOf = (i: number) => (ids === undefined ? i : ids[i]);
   const ranked: number[] = [];
   for (let i = 0; i < count; i++) if (slices[i] === boundary) ranked.push(i);
-  ranked.sort((a, b) => row[ids[b]] - row[ids[a]] || ids[a] - ids[b]);
+  ranked.sort((a, b) => values[b] - values[a] || idOf(a) - idOf(b));
   for (const i of ranked) {
     if (above >= target) break;
     slices[i] = boundary - 1;

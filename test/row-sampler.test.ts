@@ -11,7 +11,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SeededRandom } from "../harness/fixtures/seeded-random.js";
 import { contextAccessAddon } from "../harness/sut/llamacpp-native-context.js";
-import { sampleToken, sampleTokenInJs, SamplingRandom, type SamplingParams } from "../server/sampling.js";
+import { negativeExp, sampleToken, sampleTokenInJs, SamplingRandom, type SamplingParams } from "../server/sampling.js";
 
 const addon = contextAccessAddon();
 
@@ -82,6 +82,16 @@ test("the same on a 152k vocabulary, with the draws spread over many tokens", ()
   }
   // Draws that all land on one token would compare nothing of the weights.
   assert.ok(drawn.size > 20, `${drawn.size} distinct tokens drawn`);
+});
+
+test("the draws' own exp is e^x to within 4e-16 over its whole range, and exactly 1 at 0", () => {
+  assert.is(negativeExp(0), 1);
+  let worst = 0;
+  for (let i = 0; i <= 200000; i++) {
+    const x = -708 * (i / 200000) ** 2;
+    worst = Math.max(worst, Math.abs(negativeExp(x) / Math.exp(x) - 1));
+  }
+  assert.ok(worst < 4e-16, `largest relative error ${worst}`);
 });
 
 test("both refuse a row whose most likely entry is not finite", () => {

@@ -10,7 +10,7 @@
         "llama-headers/ggml/include"
       ],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
-      "cflags_cc": ["-std=c++17"],
+      "cflags_cc": ["-std=c++17", "-ffp-contract=off", "-fno-trapping-math"],
       "libraries": ["-ldl"]
     }
   ]
