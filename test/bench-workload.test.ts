@@ -30,7 +30,7 @@ test("prompt lengths spread log-uniformly over the range, both ends in every set
   assert.not.equal(spreadPromptLengths(20, 50, 4000, 8), lengths.slice(0, 20));
 });
 
-const metrics = (ttftMs: number, gaps: number[]): RequestMetrics => ({ ttftMs, e2eMs: ttftMs + gaps.reduce((a, b) => a + b, 0), tpotMs: gaps.reduce((a, b) => a + b, 0) / gaps.length, interChunkMs: gaps, outputTokens: gaps.length + 1, promptTokens: 10, tokenCountDiscrepancy: 0, clientLagMs: 0 });
+const metrics = (ttftMs: number, gaps: number[]): RequestMetrics => ({ ttftMs, e2eMs: ttftMs + gaps.reduce((a, b) => a + b, 0), tpotMs: gaps.reduce((a, b) => a + b, 0) / gaps.length, interChunkMs: gaps, outputTokens: gaps.length + 1, promptTokens: 10, cachedPromptTokens: undefined, tokenCountDiscrepancy: 0, clientLagMs: 0 });
 
 test("a request meets the SLO's ITL bound by the p99 of its own gaps: one stall fails it where its mean (TPOT) would not", () => {
   const steady = Array.from({ length: 31 }, () => 20);

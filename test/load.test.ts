@@ -240,4 +240,27 @@ test("real load against our server: a closed-loop sweep, parity prompts keep the
   }
 });
 
+test("conversations: every user's turns through one closed-loop point, the server's prompt cache reported (tokens cached and evaluated, TTFT on hits and misses), bad combinations refused in one line", () => {
+  for (const [extra, field] of [[["--rate", "2"], "--rate"], [["--concurrency", "1,2"], "--concurrency"], [["--concurrency", "7"], "--concurrency"], [["--requests", "5"], "--requests"], [["--warmup", "0"], "--warmup"], [["--endpoint", "chat"], "--endpoint"]] as const) {
+    const refused = bench(["load", "--url", "http://127.0.0.1:1", "--conversations", "6", ...extra, "--runs-dir", runs]);
+    assert.is(refused.status, 2, `${extra.join(" ")}: ${refused.stdout}${refused.stderr}`);
+    assert.match(refused.stderr, field);
+  }
+  const result = bench(["load", "--model", "tiny-random", "--conversations", "6", "--turns", "3", "--concurrency", "2", "--output-tokens", "4", "--no-parity", "--runs-dir", runs, "--run-id", "conversations"]);
+  assert.is(result.status, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, /^concurrency 2: prompt cache: \d+ prompt tokens, \d+ cached \([\d.]+%\), \d+ evaluated; \d+ of 18 requests reused some; TTFT on hits p50 [\d.]+ \/ p99 [\d.]+ ms \(\d+\), on misses/m);
+  const samples = tableFromIPC(readFileSync(join(runs, "conversations", "samples.arrow"))).toArray().map((r) => r.toJSON());
+  assert.is(samples.length, 18, "6 users × 3 turns, no warm-up");
+  // Round by round: a user's prompt holds their previous turn, so it grows from round to round (an edit drops the last message and reply, then adds one).
+  const byIndex = [...samples].sort((a, b) => a.index - b.index);
+  for (let i = 6; i < 18; i++) assert.ok(byIndex[i].prompt_tokens > byIndex[i - 6].prompt_tokens - 40 - 1, `request ${i}: ${byIndex[i].prompt_tokens} tokens after ${byIndex[i - 6].prompt_tokens}`);
+  const cache = JSON.parse(readFileSync(join(runs, "conversations", "summary.json"), "utf8")).load[0].summary.promptCache;
+  assert.is(cache.hits + cache.misses, 18);
+  assert.is(cache.unreported, 0);
+  assert.is(cache.evaluatedTokens, cache.promptTokens - cache.cachedTokens);
+  assert.is(cache.cachedTokens, byIndex.reduce((sum, s) => sum + s.cached_prompt_tokens, 0), "samples.arrow carries each request's cached tokens");
+  // Every first turn shares the system prompt: past the first round, most requests reuse something.
+  assert.ok(cache.hits >= 12, `${cache.hits} hits`);
+});
+
 test.run();

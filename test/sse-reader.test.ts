@@ -30,6 +30,17 @@ test("a stream cut one byte at a time reads the same as in one piece", () => {
   assert.is(reader.doneNs, BigInt(whole.indexOf("data: [DONE]")));
 });
 
+test("usage's cached prompt tokens are read where the server gives them (prompt_tokens_details.cached_tokens), and left out where it does not or gives no number", () => {
+  const read = (usage: unknown) => {
+    const reader = new OpenAiSseReader();
+    reader.push(Buffer.from(event({ choices: [], usage }) + "data: [DONE]\n\n"), 1n);
+    return reader.usage;
+  };
+  assert.equal(read({ prompt_tokens: 9, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 7 } }), { promptTokens: 9, completionTokens: 2, cachedTokens: 7 });
+  assert.equal(read({ prompt_tokens: 9, completion_tokens: 2, prompt_tokens_details: { cached_tokens: "7" } }), { promptTokens: 9, completionTokens: 2 });
+  assert.equal(read({ prompt_tokens: 9, completion_tokens: 2, prompt_tokens_details: null }), { promptTokens: 9, completionTokens: 2 });
+});
+
 test("CRLF line ends, comments, event/id/retry fields and multi-line data are SSE; role-only and empty chunks are not content", () => {
   const payloads: string[] = [];
   const reader = new OpenAiSseReader((payload) => payloads.push(payload));

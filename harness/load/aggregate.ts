@@ -33,6 +33,38 @@ export interface LoadPointSummary {
   readonly tokenCountDiscrepancy: number;
   /** MLPerf-style: with an SLO, the point is VALID when every request succeeded and TTFT p99 and TPOT p99 are within it. */
   readonly validity: { readonly valid: boolean; readonly reasons: readonly string[] } | undefined;
+  /** What the server's prompt cache did, where it reported cached tokens for at least one completed request. */
+  readonly promptCache: PromptCacheSummary | undefined;
+}
+
+/** A point's prompt cache as the server reported it per request (usage.prompt_tokens_details.cached_tokens). */
+export interface PromptCacheSummary {
+  /** Prompt tokens over the completed requests that reported cached tokens. */
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  /** Prompt tokens the server computed: prompt − cached. */
+  readonly evaluatedTokens: number;
+  /** Completed requests that reused at least one token (hits), and those that reused none (misses). */
+  readonly hits: number;
+  readonly misses: number;
+  /** Completed requests whose usage said nothing of the cache (counted in neither). */
+  readonly unreported: number;
+  readonly ttftHitsMs: Distribution | undefined;
+  readonly ttftMissesMs: Distribution | undefined;
+}
+
+/** Pure: the prompt cache's part of a point, from the completed requests' metrics; undefined where none reported it. */
+export function summarizePromptCache(ok: readonly RequestMetrics[]): PromptCacheSummary | undefined {
+  const reported = ok.filter((m) => m.cachedPromptTokens !== undefined && m.promptTokens !== undefined);
+  if (reported.length === 0) return undefined;
+  const promptTokens = reported.reduce((sum, m) => sum + m.promptTokens!, 0);
+  const cachedTokens = reported.reduce((sum, m) => sum + m.cachedPromptTokens!, 0);
+  const hits = reported.filter((m) => m.cachedPromptTokens! > 0);
+  const misses = reported.filter((m) => m.cachedPromptTokens === 0);
+  return {
+    promptTokens, cachedTokens, evaluatedTokens: promptTokens - cachedTokens, hits: hits.length, misses: misses.length, unreported: ok.length - reported.length,
+    ttftHitsMs: distribution(hits.map((m) => m.ttftMs)), ttftMissesMs: distribution(misses.map((m) => m.ttftMs)),
+  };
 }
 
 /** Pure: the reasons a point misses the SLO's p99 bounds (MLPerf's server-scenario latency constraint); none: VALID. */
@@ -89,5 +121,6 @@ export function summarizeLoadPoint(label: string, samples: readonly RequestSampl
     clientLagMs: distribution(samples.map((s) => Number(s.sentNs - s.scheduledNs) / 1e6)),
     tokenCountDiscrepancy: ok.reduce((sum, m) => sum + (m.tokenCountDiscrepancy ?? 0), 0),
     validity: sloValidity(slo, samples.length - ok.length, ttftMs, tpotMs, interChunkMs),
+    promptCache: summarizePromptCache(ok),
   };
 }

@@ -1,5 +1,6 @@
 import { EXIT, type ExitCode } from "../results/exit-code.js";
-import type { LoadPointSummary } from "./aggregate.js";
+import type { Distribution } from "../stats/distribution.js";
+import type { LoadPointSummary, PromptCacheSummary } from "./aggregate.js";
 import type { PointMeasurement } from "./measure-point.js";
 import type { PointOutcome } from "./point-outcome.js";
 import type { ClientLoad } from "./run-load.js";
@@ -46,8 +47,19 @@ export function pointLines(row: string, measurement: PointMeasurement, outcome: 
     ...failureLines(label, result.samples),
     ...(summary.retriedOnFreshConnection > 0 ? [`${label}: ${summary.retriedOnFreshConnection} request(s) sent again on a fresh connection (the server closed a kept-alive connection as they went out; docs/load-client.md); each counted once`] : []),
     ...(summary.validity?.valid === false ? [`${label}: INVALID under --slo: ${summary.validity.reasons.join("; ")}`] : []),
+    ...(summary.promptCache === undefined ? [] : [promptCacheLine(label, summary.promptCache)]),
     ...(outcome.parityLine === undefined ? [] : [outcome.parityLine]),
   ];
+}
+
+const latency = (d: Distribution | undefined) => (d === undefined ? "none" : `p50 ${fmt(d.median)} / p99 ${fmt(d.p99)} ms (${d.n})`);
+
+/** What the server's prompt cache held over a point: tokens computed against reused, and TTFT on hits against misses. */
+export function promptCacheLine(label: string, cache: PromptCacheSummary): string {
+  const share = cache.promptTokens === 0 ? "–" : `${fmt((100 * cache.cachedTokens) / cache.promptTokens)}%`;
+  return `${label}: prompt cache: ${cache.promptTokens} prompt tokens, ${cache.cachedTokens} cached (${share}), ${cache.evaluatedTokens} evaluated; `
+    + `${cache.hits} of ${cache.hits + cache.misses} requests reused some; TTFT on hits ${latency(cache.ttftHitsMs)}, on misses ${latency(cache.ttftMissesMs)}`
+    + (cache.unreported > 0 ? `; ${cache.unreported} request(s) without cached_tokens in their usage` : "");
 }
 
 /** Event-loop utilization above which a load point's latencies may be the client's own. */

@@ -13,6 +13,8 @@ export interface RequestMetrics {
   readonly interChunkMs: readonly number[];
   readonly outputTokens: number;
   readonly promptTokens: number | undefined;
+  /** The prompt tokens the server reused from its cache (undefined: it did not say). */
+  readonly cachedPromptTokens: number | undefined;
   /** Client-counted minus server-reported output tokens. */
   readonly tokenCountDiscrepancy: number | undefined;
   /** How late the client sent it relative to its schedule. */
@@ -35,6 +37,7 @@ export function requestMetrics(sample: RequestSample): RequestMetrics | undefine
     interChunkMs: sample.contentEventsNs.slice(1).map((t, i) => ms(t - sample.contentEventsNs[i])),
     outputTokens,
     promptTokens: sample.usage?.promptTokens,
+    cachedPromptTokens: sample.usage?.cachedTokens,
     tokenCountDiscrepancy: sample.usage === null ? undefined : sample.clientTokens - sample.usage.completionTokens,
     clientLagMs: ms(sample.sentNs - sample.scheduledNs),
   };

@@ -26,6 +26,7 @@ export function encodeSamplesArrow(rows: readonly SampleRow[]): Uint8Array {
     e2e_ms: float((r) => r.metrics?.e2eMs),
     output_tokens: int((r) => r.metrics?.outputTokens),
     prompt_tokens: int((r) => r.metrics?.promptTokens),
+    cached_prompt_tokens: int((r) => r.metrics?.cachedPromptTokens),
     client_tokens: int((r) => r.sample.clientTokens),
     content_events: int((r) => r.sample.contentEventsNs.length),
   }), "file");

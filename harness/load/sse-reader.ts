@@ -34,7 +34,7 @@ export class OpenAiSseReader {
   readonly contentEventsNs: bigint[] = [];
   /** Tokens the client counted itself (token_ids when the server sends them, else content events). */
   clientTokens = 0;
-  usage: { promptTokens: number; completionTokens: number } | null = null;
+  usage: { promptTokens: number; completionTokens: number; cachedTokens?: number } | null = null;
   /** Arrival of `data: [DONE]`; null until then. */
   doneNs: bigint | null = null;
   /** Set once the stream broke the protocol or reported an error; nothing more is read after it. */
@@ -128,7 +128,9 @@ export class OpenAiSseReader {
     if (json.usage !== undefined && json.usage !== null) {
       const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = json.usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
       if (typeof promptTokens !== "number" || typeof completionTokens !== "number") return this.malformed(`an event whose usage lacks token counts: ${JSON.stringify(payload.slice(0, 80))}`);
-      this.usage = { promptTokens, completionTokens };
+      // How much of the prompt the server's cache held (OpenAI's usage.prompt_tokens_details; llama-server and ours report it).
+      const cached = (json.usage as { prompt_tokens_details?: { cached_tokens?: unknown } | null }).prompt_tokens_details?.cached_tokens;
+      this.usage = typeof cached === "number" ? { promptTokens, completionTokens, cachedTokens: cached } : { promptTokens, completionTokens };
     }
   }
 

@@ -20,7 +20,8 @@ export interface RequestSample {
   /** Arrival of every event that carried content (never the role-only chunk). */
   readonly contentEventsNs: readonly bigint[];
   readonly doneNs: bigint | null;
-  readonly usage: { readonly promptTokens: number; readonly completionTokens: number } | null;
+  /** The server's usage event; cachedTokens where it said how much of the prompt its cache held. */
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number; readonly cachedTokens?: number } | null;
   /** Tokens the client counted itself (token_ids when the server sends them, else content events). */
   readonly clientTokens: number;
   /**

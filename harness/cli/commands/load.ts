@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { wholeNumber } from "../option-parsers.js";
 import type { Slo } from "../../load/aggregate.js";
 import { runLoad } from "../../load/load-run.js";
-import { planLoad, type LoadOptions } from "../../load/plan.js";
+import { DEFAULT_REQUESTS, DEFAULT_WARMUP, planLoad, type LoadOptions } from "../../load/plan.js";
 import { RUNS_DIR } from "../../paths.js";
 import { EXIT } from "../../results/exit-code.js";
 import { newRunId, RunDirectory } from "../../results/run-directory.js";
@@ -66,13 +66,15 @@ export function registerLoad(program: Command): void {
     .option("--concurrency <list>", "closed loop: clients in flight, e.g. 1,2,4,8", list)
     .option("--rate <list>", "open loop: requests per second, e.g. 2,4,8", list)
     .option("--burstiness <b>", "open loop: gamma shape of the arrival gaps (1 = Poisson)", positive, 1)
-    .option("--requests <n>", "measured requests per load point", wholeNumber, 32)
-    .option("--warmup <n>", "warm-up requests per point, not measured; a closed loop sends at least one per client, at once, so every connection is open before measuring (0: none)", wholeNumber, 2)
+    .option("--requests <n>", `measured requests per load point (default ${DEFAULT_REQUESTS})`, wholeNumber)
+    .option("--warmup <n>", `warm-up requests per point, not measured; a closed loop sends at least one per client, at once, so every connection is open before measuring (0: none; default ${DEFAULT_WARMUP})`, wholeNumber)
     .option("--duration <seconds>", "stop sending after this long (per point)", positive)
     .option("--input-tokens <n>", "random prompts of exactly this many tokens", wholeNumber, 32)
     .option("--output-tokens <n>", "tokens to generate per request (ignore_eos)", wholeNumber, 32)
     .option("--dataset <file.jsonl>", "prompts from a JSONL file instead: {\"prompt\": ..., \"max_tokens\": ...}")
     .option("--shared-prefix <text>", "prompts sharing this prefix (prefix-cache behaviour)")
+    .option("--conversations <users>", "the prompt cache at scale: this many simulated users, each conversation (a shared system prompt, a message and a reply a turn, one turn in seven an edit) coming back after all the others; one closed-loop point of at most as many clients as users", wholeNumber)
+    .option("--turns <n>", "with --conversations: turns per user", wholeNumber, 6)
     .option("--slo <ttft=MS,tpot=MS>", "goodput (requests meeting every SLO, per second), and each point VALID only when TTFT p99 and TPOT p99 meet it and no request failed (MLPerf); informational, the exit code does not change", parseSlo)
     .option("--max-error-rate <fraction>", "stop a point (exit 1) when more requests than this fail", positive, 0.5)
     .option("--stall-timeout <ms>", "a request whose server is silent this long (before its headers or between chunks) fails as a timeout; 0: never", positive, 60_000)
