@@ -4,7 +4,8 @@ import { readNextRankedRow } from "./faults.js";
 import type { GenerationRequest } from "./generation.js";
 import { acceptToken, type TokenDistribution } from "./next-token.js";
 import { keepCheckpointAt, prefillStops, type PrefillStop, type ReachedNative } from "./prompt-cache.js";
-import { failSlot, liveSlots, type EngineShared, type Slot } from "./slot.js";
+import { isSamplerFault } from "./sampling-faults.js";
+import { failSlot, liveSlots, type EngineShared, type Job, type Slot } from "./slot.js";
 import { PieceRenderer } from "./token-text.js";
 
 /**
@@ -25,17 +26,27 @@ import { PieceRenderer } from "./token-text.js";
  */
 const OFF_THREAD_TOKENS = 256;
 
-/** The step's ask for a sampled request's token: keep the output's whole logits row (stepRow) to draw from. */
+/** The step's asks for a sampled request's token: keep the output's whole logits row (stepRow) to draw from in JavaScript, or draw it in the step. */
 const KEEP_ROW = -1;
+const DRAW_HERE = -2;
 
 /**
  * What the step asks of the output that becomes a request's token: a greedy request's top
- * log-probs (1 where it asked for its tokens' own only: greedy's token is the top-1), or a sampled
- * request's row (its log-probs, if asked, come from that row).
+ * log-probs (1 where it asked for its tokens' own only: greedy's token is the top-1); a sampled
+ * request's token drawn in the step from llama.cpp's row, where `drawsInStep` (no copy of the
+ * row, no hop back to JavaScript: on a 262k vocabulary the two copies and the second argmax were
+ * most of what a sampled token cost beyond a greedy one); else, or where the row is read again
+ * (its log-probs asked), the row kept for the draw in JavaScript.
  */
-export function stepAsk(request: GenerationRequest): number {
-  if (request.sampling.temperature > 0) return KEEP_ROW;
+export function stepAsk(request: GenerationRequest, drawsInStep = false): number {
+  if (request.sampling.temperature > 0) return drawsInStep && !request.tokenLogprobs ? DRAW_HERE : KEEP_ROW;
   return request.logprobs > 0 ? request.logprobs : request.tokenLogprobs ? 1 : 0;
+}
+
+/** A DRAW_HERE entry's five numbers for the addon (decodeGreedyTopK's draws): the request's sampling and its generator's next uniform number, taken now as the JavaScript draw would take it. */
+function drawOf(job: Job): number[] {
+  const { temperature, topK, topP, minP } = job.request.sampling;
+  return [temperature, topK, topP, minP, job.random.uniform()];
 }
 
 /** A greedy request without log-probs: what a draft model may speculate (a drafted token has no distribution to report). */
@@ -59,9 +70,11 @@ interface Stretch {
   readonly prefilling: boolean;
 }
 
-/** The decode's answer: each stretch's argmax, and its log-probs where its greedy request asked for them (a sampled request's row is read with stepRow). */
+/** The decode's answer: each stretch's argmax (its drawn token where it asked DRAW_HERE), and its log-probs where its greedy request asked for them (a kept row is read with stepRow). */
 interface StepAnswer {
   readonly decoded: Int32Array;
+  /** What each stretch asked (stepAsk; 0 for a stretch whose output is no token). */
+  readonly asks: Int32Array | undefined;
   readonly distributions: ((index: number) => TokenDistribution | undefined) | undefined;
 }
 
@@ -115,15 +128,18 @@ async function decodeStretches(shared: EngineShared, native: ReachedNative, stre
   ] as const;
   const offThread = stretches.reduce((sum, e) => sum + e.piece.length, 0) >= OFF_THREAD_TOKENS;
   // Only an output that becomes a token (not a prompt stretch short of the prompt's end) is ranked or kept.
-  const topK = Int32Array.from(stretches, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : stepAsk(e.slot.job!.request)));
+  // A FAKE sampler fault is planted in the JavaScript draw: those servers keep the row.
+  const drawsInStep = native.drawsInStep && !isSamplerFault(shared.fault);
+  const topK = Int32Array.from(stretches, (e) => (e.prefilling && e.slot.job!.prefill.length > 1 ? 0 : stepAsk(e.slot.job!.request, drawsInStep)));
+  const draws = topK.includes(DRAW_HERE) ? Float64Array.from(stretches.flatMap((e, i) => (topK[i] === DRAW_HERE ? drawOf(e.slot.job!) : [0, 0, 0, 0, 0]))) : undefined;
   shared.trace?.decodeStarted(stretches, offThread);
   let answer: StepAnswer;
   if (topK.some((k) => k !== 0)) {
-    const result = await native.decodeGreedyTopK(...step, topK, offThread);
+    const result = await native.decodeGreedyTopK(...step, topK, offThread, draws);
     const distributions = greedyStepDistributions(result, topK);
-    answer = { decoded: result.next, distributions: shared.fault === "logprobs-other-row" ? readNextRankedRow(distributions, topK) : distributions };
+    answer = { decoded: result.next, asks: topK, distributions: shared.fault === "logprobs-other-row" ? readNextRankedRow(distributions, topK) : distributions };
   } else {
-    answer = { decoded: offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step), distributions: undefined };
+    answer = { decoded: offThread ? await native.decodeGreedyOffThread(...step) : native.decodeGreedy(...step), asks: undefined, distributions: undefined };
   }
   shared.trace?.phaseEnded("decode");
   return answer;
@@ -140,8 +156,8 @@ function settle(shared: EngineShared, native: ReachedNative, e: Stretch, answer:
     if (e.prefilling) job.prefill.shift();
     // A stretch short of the prompt's end gives no token yet.
     if (e.prefilling && job.prefill.length > 0) return;
-    const sampled = job.request.sampling.temperature > 0;
-    acceptToken(shared, e.slot, sampled ? { next: { confidence: native.stepRow(e.index) } } : { next: { token: answer.decoded[e.index] as Token }, native: answer.distributions?.(e.index) });
+    const keptRow = answer.asks?.[e.index] === KEEP_ROW;
+    acceptToken(shared, e.slot, keptRow ? { next: { confidence: native.stepRow(e.index) } } : { next: { token: answer.decoded[e.index] as Token }, native: answer.distributions?.(e.index) });
   } catch (error) {
     failSlot(shared, e.slot, error);
   }

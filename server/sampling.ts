@@ -91,105 +91,128 @@ function nativeSampleRow(): NativeSampleRow | undefined {
 /**
  * sampleToken's draw in JavaScript: where the addon did not build (a machine without a compiler)
  * and as the statement the native draw (row_sampler.cc) is held to — the same candidates in the
- * same order, the same double-precision weights from the same exp (negativeExp) summed in the same
- * order, so either path gives a seed the same tokens (test/row-sampler.test.ts). The native one
- * vectorizes and is several times faster on a real vocabulary.
+ * same order, the same single-precision weights from the same exp (negativeExp) summed in double
+ * precision in the same order, so either path gives a seed the same tokens
+ * (test/row-sampler.test.ts). Every single-precision step here is rounded with Math.fround, which
+ * gives exactly what the native code's float operation gives. The native one vectorizes and is
+ * several times faster on a real vocabulary.
  */
 export function sampleTokenInJs(row: LogitsRow, params: SamplingParams, random: SamplingRandom): TokenId {
   const best = rowArgmax(row);
   if (params.temperature === 0) return best;
-  const top = row[best];
-  if (!(top > -Infinity && top < Infinity)) throw new Error(`the distribution's most likely token has logit ${top}`);
+  const top = Math.fround(row[best]);
+  if (!(top > -Infinity && top < Infinity)) throw new Error(`the distribution's most likely token has logit ${row[best]}`);
   // The candidates in order: top_k's k by falling value (ties: lower id first), else every token in id order.
   const ids = params.topK > 0 ? rankedIds(row, params.topK) : undefined;
   const count = ids?.length ?? row.length;
-  const { values, weights } = scratch(count);
+  const { values, weights, slices } = scratch(count);
+  // A Float32Array rounds what it stores, as the native code reads a row as floats.
   for (let i = 0; i < count; i++) values[i] = row[ids === undefined ? i : ids[i]];
-  const { total, low } = weigh(count, top, 1 / params.temperature, params.minP);
-  // With a top-p cut, the candidates kept are those whose slice is below the cut's.
-  const cut = params.topP < 1 ? nucleus(ids, count, params.topP, total, low, top) : undefined;
-  let draw = random.uniform() * (cut?.mass ?? total);
-  let last = best;
-  for (let i = 0; i < count; i++) {
-    if (!(weights[i] > 0) || (cut !== undefined && buffers.slices[i] >= cut.below)) continue;
-    last = ids === undefined ? i : ids[i];
-    draw -= weights[i];
-    if (draw <= 0) return last;
+  const inverseTemperature = Math.fround(Math.min(1 / params.temperature, FLOAT_MAX));
+  const total = weigh(count, top, inverseTemperature, params.minP);
+  // The slices span the values a weight can have: down to the exponent's lowest (a bound, not the lowest candidate, which would cost a pass).
+  const cut = params.topP < 1 ? nucleus(ids, count, params.topP, total, top + LOWEST_EXPONENT / inverseTemperature, top) : undefined;
+  // Kept: a positive weight, and with a top-p cut a slice below the cut's.
+  const kept = (i: number) => (cut === undefined ? weights[i] > 0 : slices[i] < cut.below);
+  // The walk: whole blocks skipped while the draw lies past them, then candidate by candidate.
+  let remaining = random.uniform() * (cut?.mass ?? total);
+  let i = 0;
+  for (; i + WALK_BLOCK <= count; i += WALK_BLOCK) {
+    const block = blockWeight(i, cut?.below);
+    if (!(remaining - block > 0)) break;
+    remaining -= block;
   }
-  return last;
+  for (; i < count; i++) {
+    if (!kept(i)) continue;
+    remaining -= weights[i];
+    if (remaining <= 0) return ids === undefined ? i : ids[i];
+  }
+  // Rounding left a sliver: the last kept candidate.
+  for (let j = count - 1; j >= 0; j--) if (kept(j)) return ids === undefined ? j : ids[j];
+  return best;
 }
 
 /** At most this many slices of the candidates' value range, over which top-p sums its mass before ranking any token (nucleus). */
 const NUCLEUS_SLICES = 4096;
-/** Below this exponent a weight would be under the smallest normal double (e^-708 ≈ 3e-308): no candidate, as one of probability 0. */
-const LOWEST_EXPONENT = -708;
-/** The candidates' weights are summed in this many interleaved lanes (what a vector unit adds at once), then the lanes pairwise. */
+/** Below this exponent a weight (e^-86 ≈ 4e-38 of the top token's) would come near the smallest normal float: no candidate, as one of probability 0. */
+const LOWEST_EXPONENT = -86;
+/** Sums run in this many interleaved lanes (what a vector unit adds at once), then the lanes pairwise. */
 const SUM_LANES = 8;
+/** The draw's walk skips whole blocks of this many candidates while the draw lies past them. */
+const WALK_BLOCK = 64;
+/** The nucleus's slice masses are summed in this many interleaved histograms, then pairwise. */
+const HISTOGRAMS = 4;
+const FLOAT_MAX = 3.4028234663852886e38;
 
 /**
  * Candidates' values, weights and nucleus slices, reused by every draw (a draw is synchronous, so one
  * at a time): allocated per token at a 262k vocabulary they were much of the garbage collector's work.
  */
-let buffers = { values: new Float64Array(0), weights: new Float64Array(0), slices: new Int32Array(0) };
+let buffers = { values: new Float32Array(0), weights: new Float32Array(0), slices: new Int32Array(0) };
 
 function scratch(size: number): typeof buffers {
-  if (buffers.values.length < size) buffers = { values: new Float64Array(size), weights: new Float64Array(size), slices: new Int32Array(size) };
+  if (buffers.values.length < size) buffers = { values: new Float32Array(size), weights: new Float32Array(size), slices: new Int32Array(size) };
   return buffers;
 }
 
-/** 2^-k for k from 0 to 1022, exact (halving a power of two is). */
+const f = Math.fround;
+/** 2^-k for k from 0 to 126, exact (halving a power of two is). */
 const NEGATIVE_POWERS_OF_TWO = (() => {
-  const powers = new Float64Array(1023);
+  const powers = new Float64Array(127);
   for (let k = 0, power = 1; k < powers.length; k++, power /= 2) powers[k] = power;
   return powers;
 })();
+// Each constant a double rounded once to single precision, as the native code's static_cast<float>.
+const LOG2_E = f(1.4426950408889634);
+const LN2_HIGH = f(0.693359375);
+const LN2_LOW = f(-2.1219444e-4);
+const ROUND = 12582912;
+const TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1, 1].map(f);
 
 /**
- * e^x for x in [LOWEST_EXPONENT, 0], within 4e-16 relative: x = k ln 2 + r with |r| ≤ ln 2 / 2,
- * e^r by its Taylor series to r^12 (the next term is under 2e-16 there), times 2^k. Not Math.exp,
- * so that the native draw can compute the same bits in vector registers: each step is one IEEE
- * double operation, rounded the same in both languages.
+ * e^x for x in [LOWEST_EXPONENT, 0] in single precision, within 3e-7 relative: x = k ln 2 + r with
+ * |r| ≤ ln 2 / 2, e^r by its Taylor series to r^7 (the next term is under 6e-9 there), times 2^k.
+ * Not Math.exp: each step is one IEEE single-precision operation, which the native code does in
+ * vector registers and this does in double precision rounded by Math.fround — the same bits, since
+ * a double holds a float sum, difference, product or quotient exactly enough to round it once.
  */
 export function negativeExp(x: number): number {
-  // Adding 1.5 * 2^52 rounds x / ln 2 to the nearest integer (ties to even), as the native code's bit trick reads it.
-  const shifted = x * 1.4426950408889634 + 6755399441055744;
-  const k = shifted - 6755399441055744;
-  const r = (x - k * 6.9314718036912381649e-1) - k * 1.90821492927058770002e-10;
-  let p = 1 / 479001600;
-  p = p * r + 1 / 39916800;
-  p = p * r + 1 / 3628800;
-  p = p * r + 1 / 362880;
-  p = p * r + 1 / 40320;
-  p = p * r + 1 / 5040;
-  p = p * r + 1 / 720;
-  p = p * r + 1 / 120;
-  p = p * r + 1 / 24;
-  p = p * r + 1 / 6;
-  p = p * r + 0.5;
-  p = p * r + 1;
-  p = p * r + 1;
-  return p * NEGATIVE_POWERS_OF_TWO[-k];
+  // Adding 1.5 * 2^23 rounds x / ln 2 to the nearest integer (ties to even), as the native code's bit trick reads it.
+  const shifted = f(f(x * LOG2_E) + ROUND);
+  const k = f(shifted - ROUND);
+  const r = f(f(x - f(k * LN2_HIGH)) - f(k * LN2_LOW));
+  let p = TAYLOR[0];
+  for (let term = 1; term < TAYLOR.length; term++) p = f(f(p * r) + TAYLOR[term]);
+  return f(p * NEGATIVE_POWERS_OF_TWO[-k]);
 }
 
 /**
  * The weights of the first `count` values in the scratch buffers: e^((value - top) / T) where that
- * is a candidate (exponent not under LOWEST_EXPONENT, weight at least min_p), else 0. The top token
- * weighs 1, so min-p's cut is on the weight itself. Returns their sum (SUM_LANES lanes, added in a
- * fixed tree) and the lowest candidate value.
+ * is a candidate (exponent not under LOWEST_EXPONENT, weight at least min_p), else 0. The top
+ * token weighs 1, so min-p's cut is on the weight itself. Returns their sum in double precision
+ * (SUM_LANES lanes, added in a fixed tree).
  */
-function weigh(count: number, top: number, inverseTemperature: number, minP: number): { readonly total: number; readonly low: number } {
+function weigh(count: number, top: number, inverseTemperature: number, minP: number): number {
   const { values, weights } = buffers;
   const lanes = new Float64Array(SUM_LANES);
-  const lows = new Float64Array(SUM_LANES).fill(top);
   for (let i = 0; i < count; i++) {
-    const exponent = (values[i] - top) * inverseTemperature;
+    const exponent = f(f(values[i] - top) * inverseTemperature);
     // A NaN fails the test too: no token.
     const weight = exponent >= LOWEST_EXPONENT ? negativeExp(exponent) : 0;
-    weights[i] = weight >= minP ? weight : 0;
+    weights[i] = weight > 0 && weight >= minP ? weight : 0;
     lanes[i % SUM_LANES] += weights[i];
-    if (weights[i] > 0 && values[i] < lows[i % SUM_LANES]) lows[i % SUM_LANES] = values[i];
   }
-  return { total: ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])), low: Math.min(...lows) };
+  return sumOfLanes(lanes);
+}
+
+const sumOfLanes = (lanes: Float64Array): number => ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+
+/** The weight of the kept candidates (slice below `below`; without a cut, every weight) among WALK_BLOCK from `start`, in SUM_LANES lanes added in a fixed tree. */
+function blockWeight(start: number, below: number | undefined): number {
+  const { weights, slices } = buffers;
+  const lanes = new Float64Array(SUM_LANES);
+  for (let i = 0; i < WALK_BLOCK; i++) if (below === undefined || slices[start + i] < below) lanes[i % SUM_LANES] += weights[start + i];
+  return sumOfLanes(lanes);
 }
 
 /**
@@ -200,7 +223,8 @@ function weigh(count: number, top: number, inverseTemperature: number, minP: num
  * weight finds the slice where the nucleus ends, and only that slice's tokens are sorted. Leaves
  * each candidate's slice in the scratch (past every slice for a weight of 0), those kept from the
  * boundary slice moved one above it; returns the first slice not kept, and the kept candidates'
- * weight. `total` is their weight, `low` and `high` their lowest and highest value.
+ * weight. `total` is their weight, `high` their highest value and `low` a bound under every one
+ * (the last slice also holds whatever rounding puts below it).
  */
 function nucleus(ids: Int32Array | undefined, count: number, topP: number, total: number, low: number, high: number): { readonly below: number; readonly mass: number } {
   const { values, weights, slices } = buffers;
@@ -209,12 +233,14 @@ function nucleus(ids: Int32Array | undefined, count: number, topP: number, total
   // reverse it), so a higher value never lands in a later slice, and equal values share one.
   const sliceCount = Math.min(NUCLEUS_SLICES, count);
   const scale = high > low ? (sliceCount - 1) / (high - low) : 0;
-  const mass = new Float64Array(sliceCount);
-  for (let i = 0; i < count; i++) {
-    // Never negative, so truncation is the floor.
-    slices[i] = weights[i] > 0 ? Math.trunc((high - values[i]) * scale) : sliceCount;
-    if (weights[i] > 0) mass[slices[i]] += weights[i];
-  }
+  // Never negative, so truncation is the floor.
+  for (let i = 0; i < count; i++) slices[i] = weights[i] > 0 ? Math.min(Math.trunc((high - values[i]) * scale), sliceCount - 1) : sliceCount;
+  // Each slice's weight in interleaved histograms, then pairwise (the native code's order).
+  const stride = sliceCount + 1;
+  const partial = new Float64Array(stride * HISTOGRAMS);
+  for (let i = 0; i < count; i++) partial[(i % HISTOGRAMS) * stride + slices[i]] += weights[i];
+  const mass = new Float64Array(stride);
+  for (let s = 0; s < stride; s++) mass[s] = (partial[s] + partial[stride + s]) + (partial[2 * stride + s] + partial[3 * stride + s]);
   let above = 0;
   let boundary = 0;
   while (boundary < sliceCount - 1 && above + mass[boundary] < target) above += mass[boundary++];

@@ -84,14 +84,14 @@ test("the same on a 152k vocabulary, with the draws spread over many tokens", ()
   assert.ok(drawn.size > 20, `${drawn.size} distinct tokens drawn`);
 });
 
-test("the draws' own exp is e^x to within 4e-16 over its whole range, and exactly 1 at 0", () => {
+test("the draws' own exp is e^x in single precision to within 3e-7 over its whole range, and exactly 1 at 0", () => {
   assert.is(negativeExp(0), 1);
   let worst = 0;
   for (let i = 0; i <= 200000; i++) {
-    const x = -708 * (i / 200000) ** 2;
+    const x = Math.fround(-86 * (i / 200000) ** 2);
     worst = Math.max(worst, Math.abs(negativeExp(x) / Math.exp(x) - 1));
   }
-  assert.ok(worst < 4e-16, `largest relative error ${worst}`);
+  assert.ok(worst < 3e-7, `largest relative error ${worst}`);
 });
 
 test("both refuse a row whose most likely entry is not finite", () => {

@@ -53,6 +53,19 @@ test("a 4,000-token prompt answers sampled (temperature 0.7; temperature omitted
   assert.equal(lp.token_ids, [...longPrompt, greedyIds[0]]);
 });
 
+test("a seed draws the same tokens whether the step draws them (the addon, from llama.cpp's row) or the row comes back to be drawn (a request that also asks its log-probs)", async () => {
+  for (const [temperature, extra] of [[0.9, {}], [1.3, { top_p: 0.8 }], [0.7, { top_k: 20, min_p: 0.05 }]] as const) {
+    const body = { prompt: "In the beginning", max_tokens: 24, temperature, seed: 11, ignore_eos: true, ...extra };
+    const inStep = await complete(body);
+    const keptRow = await complete({ ...body, logprobs: 1 });
+    assert.is(inStep.status, 200, inStep.text);
+    assert.is(keptRow.status, 200, keptRow.text);
+    assert.equal(inStep.choice!.token_ids, keptRow.choice!.token_ids, `temperature ${temperature} ${JSON.stringify(extra)}`);
+    assert.is(keptRow.choice!.logprobs!.token_logprobs.length, 24, "the kept row's path really ran (it reports log-probs)");
+    assert.not.equal(inStep.choice!.token_ids, (await complete({ ...body, seed: 12 })).choice!.token_ids, "another seed draws other tokens");
+  }
+});
+
 test("temperature 0.0001, 1e-5 and 1e-6 give greedy's tokens on every seed (they gave token 0)", async () => {
   const ask = (extra: Record<string, unknown>) => complete({ prompt: "In the beginning", max_tokens: 8, ignore_eos: true, ...extra });
   const greedy = (await ask({ temperature: 0 })).choice!.token_ids;

@@ -15,11 +15,13 @@ interface ContextAccessAddon {
   logitsRow(handle: number, batchLogitIndex: number, into?: Float32Array): Float32Array;
   stepRow(handle: number, entry: number, into?: Float32Array): Float32Array;
   decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Int32Array;
-  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): GreedyTopKStep;
+  decodeGreedy(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, draws?: Float64Array): GreedyTopKStep;
   decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number): Promise<Int32Array>;
-  decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array): Promise<GreedyTopKStep>;
+  decodeGreedyOffThread(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, draws?: Float64Array): Promise<GreedyTopKStep>;
   /** Present (true) where decodeGreedy takes topK. */
   readonly greedyTopK?: boolean;
+  /** Present (true) where a topK of -2 with draws draws a sampled token in the step. */
+  readonly drawsInStep?: boolean;
   decodeVerify(handle: number, sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array): VerifiedBatch;
   teacherForcedTopK(handle: number, sequence: number, tokens: Int32Array, firstScored: number, k: number): NativeTopKRows;
   clearSequence(handle: number, sequence: number): void;
@@ -170,8 +172,16 @@ export type NativeContext =
     readonly decodeGreedy: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Int32Array;
     /** decodeGreedy's step on a worker thread, the event loop going on meanwhile (a hop each way: worth it for a step that carries prompt tokens); until it settles, every other call here throws. */
     readonly decodeGreedyOffThread: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number) => Promise<Int32Array>;
-    /** decodeGreedy, and each sequence's top-topK[i] next-token log-probs where topK[i] > 0 (a greedy request that asked for log-probs), or its whole logits row kept for stepRow where topK[i] is -1, on this thread or a worker's. */
-    readonly decodeGreedyTopK: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, offThread: boolean) => GreedyTopKStep | Promise<GreedyTopKStep>;
+    /**
+     * decodeGreedy, and each sequence's top-topK[i] next-token log-probs where topK[i] > 0 (a greedy
+     * request that asked for log-probs), its whole logits row kept for stepRow where topK[i] is -1,
+     * or where it is -2 its sampled token drawn from the row in the step (`next`), with draws[5i..5i+4]
+     * = temperature, top_k, top_p, min_p and the request's uniform number (server/sampling.ts's
+     * draw, row_sampler.cc), on this thread or a worker's.
+     */
+    readonly decodeGreedyTopK: (sequences: Int32Array, counts: Int32Array, tokens: Int32Array, starts: Int32Array, maxPerDecode: number, topK: Int32Array, offThread: boolean, draws?: Float64Array) => GreedyTopKStep | Promise<GreedyTopKStep>;
+    /** Whether decodeGreedyTopK draws sampled tokens in the step (this checkout's addon does; an older build keeps rows for stepRow only). */
+    readonly drawsInStep: boolean;
     /**
      * As decodeGreedy, but with an output at every token (a speculative verification: the target
      * checks a sequence's drafted tokens in one evaluation): each one's argmax, and by how much the
@@ -268,9 +278,10 @@ export function reachNativeContext(context: LlamaContext, shape: ContextShape): 
         },
         decodeGreedy: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode),
         decodeGreedyOffThread: (sequences, counts, tokens, starts, maxPerDecode) => loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode),
-        decodeGreedyTopK: (sequences, counts, tokens, starts, maxPerDecode, topK, offThread) => (offThread
-          ? loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode, topK)
-          : loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode, topK)),
+        decodeGreedyTopK: (sequences, counts, tokens, starts, maxPerDecode, topK, offThread, draws) => (offThread
+          ? loaded.decodeGreedyOffThread(handle, sequences, counts, tokens, starts, maxPerDecode, topK, draws)
+          : loaded.decodeGreedy(handle, sequences, counts, tokens, starts, maxPerDecode, topK, draws)),
+        drawsInStep: loaded.drawsInStep === true,
         decodeVerify: (sequences, counts, tokens, starts) => loaded.decodeVerify(handle, sequences, counts, tokens, starts),
         teacherForcedTopK: (sequence, tokens, firstScored, k) => loaded.teacherForcedTopK(handle, sequence, tokens, firstScored, k),
         clearSequence: (sequence) => loaded.clearSequence(handle, sequence),

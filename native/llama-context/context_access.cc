@@ -193,12 +193,7 @@ Handle* handleAt(const Napi::CallbackInfo& info) {
 int32_t argmaxRow(llama_context* ctx, int32_t batchIndex) {
   const float* logits = symbols.getLogitsIth(ctx, batchIndex);
   if (logits == nullptr) return -1;
-  const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx)));
-  int32_t best = 0;
-  for (int32_t id = 1; id < vocab; id++) {
-    if (logits[id] > logits[best]) best = id;
-  }
-  return best;
+  return firstArgmax(logits, symbols.vocabSize(symbols.modelVocab(symbols.getModel(ctx))));
 }
 
 /**
@@ -380,16 +375,24 @@ struct DecodeStep {
   std::vector<int32_t> starts;
   /** At most this many tokens per llama_decode. */
   int32_t capacity;
-  /** Per sequence, how many of its most likely next tokens to report with their log-probs (0: none; -1: keep its whole logits row for stepRow); empty: none for any. */
+  /** Per sequence, how many of its most likely next tokens to report with their log-probs (0: none; kKeepRow: keep its whole logits row for stepRow; kDrawHere: draw its sampled token from the row here, by `draws`); empty: none for any. */
   std::vector<int32_t> topK;
+  /** Per sequence, what a kDrawHere entry draws with (unread for the others). */
+  std::vector<SamplingDraw> draws;
 };
 
-/** What a greedy step gives: each sequence's argmax, and where asked (DecodeStep::topK) its top-k rows, flat in sequence order, and the argmax's own log-prob. */
+/** DecodeStep::topK's asks other than a count: keep the output's row for stepRow, or draw the sampled token from it in the step. */
+constexpr int32_t kKeepRow = -1;
+constexpr int32_t kDrawHere = -2;
+
+/** What a greedy step gives: each sequence's argmax (its drawn token where it asked kDrawHere), and where asked (DecodeStep::topK) its top-k rows, flat in sequence order, and the argmax's own log-prob. */
 struct GreedyOutputs {
   std::vector<int32_t> next;
   std::vector<int32_t> ids;
   std::vector<double> logprobs;
   std::vector<double> chosen;
+  /** Why a draw failed ("" when none did). */
+  std::string drawFailure;
 };
 
 /**
@@ -450,23 +453,32 @@ std::string runGreedyStep(Handle& handle, const DecodeStep& step, GreedyOutputs&
   for (size_t e = 0; e < step.topK.size(); e++) {
     rowAt[e] = rows;
     rows += static_cast<size_t>(std::max(step.topK[e], 0));
-    if (step.topK[e] < 0) handle.stepRowOf[e] = kept++;
+    if (step.topK[e] == kKeepRow) handle.stepRowOf[e] = kept++;
   }
   handle.stepRows.resize(static_cast<size_t>(kept) * vocab);
   out.ids.assign(rows, -1);
   out.logprobs.assign(rows, NAN);
   out.chosen.assign(step.topK.empty() ? 0 : entries, NAN);
   std::vector<int32_t> order;
-  return decodeInBatches(handle, step, [&](size_t e, int32_t t) { return t == step.counts[e] - 1; }, [&](size_t e, size_t, int32_t index) {
+  const std::string failed = decodeInBatches(handle, step, [&](size_t e, int32_t t) { return t == step.counts[e] - 1; }, [&](size_t e, size_t, int32_t index) {
+    const int32_t k = step.topK.empty() ? 0 : step.topK[e];
+    if (k == kDrawHere) {
+      // Straight from llama.cpp's row, on whichever thread runs the step: no copy, no hop to JavaScript.
+      const float* logits = symbols.getLogitsIth(handle.ctx, index);
+      if (logits == nullptr) return false;
+      out.next[e] = drawToken(logits, static_cast<int32_t>(vocab), step.draws[e]);
+      if (out.next[e] < 0) out.drawFailure = "the distribution's most likely token has a logit that is not finite";
+      return out.next[e] >= 0;
+    }
     out.next[e] = argmaxRow(handle.ctx, index);
     if (out.next[e] < 0) return false;
-    const int32_t k = step.topK.empty() ? 0 : step.topK[e];
-    if (k < 0) {
+    if (k == kKeepRow) {
       std::memcpy(handle.stepRows.data() + static_cast<size_t>(handle.stepRowOf[e]) * vocab, symbols.getLogitsIth(handle.ctx, index), sizeof(float) * vocab);
       return true;
     }
     return k == 0 || topKRow(handle.ctx, index, k, order, out.ids.data() + rowAt[e], out.logprobs.data() + rowAt[e], out.next[e], out.chosen.data() + e);
   });
+  return out.drawFailure.empty() ? failed : out.drawFailure;
 }
 
 /** A greedy step's result for JavaScript: the argmax ids, or with top-k asked {next, ids, logprobs, chosen}. */
@@ -565,16 +577,35 @@ bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& 
   // A prefill chunk smaller than the batch: at most that many tokens per llama_decode.
   const int32_t asked = info.Length() > 5 && info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : batchSize;
   std::vector<int32_t> topK;
+  std::vector<SamplingDraw> draws;
   if (info.Length() > 6 && info[6].IsTypedArray()) {
     const auto asks = info[6].As<Napi::Int32Array>();
     const int32_t vocab = symbols.vocabSize(symbols.modelVocab(symbols.getModel(handle->ctx)));
     bool valid = asks.ElementLength() == entries;
-    for (size_t e = 0; valid && e < entries; e++) valid = asks[e] >= -1 && asks[e] <= vocab;
+    bool drawing = false;
+    for (size_t e = 0; valid && e < entries; e++) {
+      valid = asks[e] >= kDrawHere && asks[e] <= vocab;
+      drawing = drawing || asks[e] == kDrawHere;
+    }
     if (!valid) {
-      Napi::RangeError::New(env, std::string(usage) + ": topK needs one count per sequence, each from -1 (keep the row) to the vocabulary size").ThrowAsJavaScriptException();
+      Napi::RangeError::New(env, std::string(usage) + ": topK needs one count per sequence, each from -2 (draw here) or -1 (keep the row) to the vocabulary size").ThrowAsJavaScriptException();
       return false;
     }
     topK.assign(asks.Data(), asks.Data() + entries);
+    // Five numbers per sequence: temperature, top_k, top_p, min_p, uniform.
+    const bool given = info.Length() > 7 && info[7].IsTypedArray() && info[7].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array
+        && info[7].As<Napi::Float64Array>().ElementLength() == entries * 5;
+    if (drawing && !given) {
+      Napi::RangeError::New(env, std::string(usage) + ": a topK of -2 (draw here) needs draws, a Float64Array of 5 numbers per sequence").ThrowAsJavaScriptException();
+      return false;
+    }
+    if (given) {
+      const auto numbers = info[7].As<Napi::Float64Array>();
+      for (size_t e = 0; e < entries; e++) {
+        const double* d = numbers.Data() + e * 5;
+        draws.push_back({d[0], static_cast<int32_t>(d[1]), d[2], d[3], d[4]});
+      }
+    }
   }
   step = DecodeStep{
       {sequences.Data(), sequences.Data() + entries},
@@ -583,6 +614,7 @@ bool readDecodeStep(const Napi::CallbackInfo& info, const char* usage, Handle*& 
       {starts.Data(), starts.Data() + entries},
       asked > 0 && asked < batchSize ? asked : batchSize,
       std::move(topK),
+      std::move(draws),
   };
   return true;
 }
@@ -884,6 +916,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("decodeGreedy", Napi::Function::New(env, DecodeGreedy));
   // decodeGreedy and decodeGreedyOffThread take topK: an older build would ignore it, so say so.
   exports.Set("greedyTopK", Napi::Boolean::New(env, true));
+  // ...and a topK of -2 with draws (a sampled token drawn in the step): an older build refuses it.
+  exports.Set("drawsInStep", Napi::Boolean::New(env, true));
   exports.Set("decodeGreedyOffThread", Napi::Function::New(env, DecodeGreedyOffThread));
   exports.Set("decodeVerify", Napi::Function::New(env, DecodeVerify));
   exports.Set("teacherForcedTopK", Napi::Function::New(env, TeacherForcedTopK));
