@@ -60,6 +60,9 @@ import { BenchError } from "../harness/errors.js";
  * `sample-llama-order`: top_k, top_p and min_p cut the raw distribution and the temperature acts
  * last (llama.cpp's chain), while the server declares the OpenAI order.
  * `sample-unseeded`: a request's seed is ignored; every request draws from a fresh random seed.
+ * `sample-small-temperature-underflow`: the weights are p^(1/T) of the probabilities themselves,
+ * which underflow to 0 for every token at a small temperature, and a draw over weights of 0 takes
+ * the first candidate, id 0 (what the server once did at temperature 0.0001).
  * `sample-params-ignored` (requests.ts): logit_bias, the penalties and n are accepted and ignored,
  * and so is min_p, as the server once answered them: 200 with the tokens of a request without them.
  *
@@ -73,7 +76,8 @@ import { BenchError } from "../harness/errors.js";
 export const SERVER_FAULTS = ["skip-slot-clear", "restore-one-early", "restore-other-slot", "swa-past-window", "chunk-drops-conv", "report-hits-no-reuse", "reuse-not-reported", "host-restore-other",
   "spec-accept-near-tie", "spec-accept-past-mismatch", "spec-no-rollback", "chat-template-own", "echo-one-late", "logprobs-other-row", "crash-at-shutdown", "kv-extra-slots",
   "text-by-detokenize",
-  "sample-temperature-twice", "sample-top-p-one-short", "sample-top-p-one-extra", "sample-top-k-unstable-ties", "sample-min-p-wrong-max", "sample-llama-order", "sample-unseeded", "sample-params-ignored"] as const;
+  "sample-temperature-twice", "sample-top-p-one-short", "sample-top-p-one-extra", "sample-top-k-unstable-ties", "sample-min-p-wrong-max", "sample-llama-order", "sample-unseeded", "sample-params-ignored",
+  "sample-small-temperature-underflow"] as const;
 export type ServerFault = (typeof SERVER_FAULTS)[number];
 
 export const SERVER_FAULT_ENV = "BENCH_SERVER_FAULT";

@@ -66,6 +66,19 @@ function minP(values: Float64Array, ids: number[], p: number, fault: SamplerFaul
   return ids.filter((id) => values[id] - values[ids[0]] >= Math.log(p));
 }
 
+/**
+ * FAULT sample-small-temperature-underflow: p^(1/T) from the probabilities, in linear space, as
+ * a sampler that never works in log space computes them; where every weight underflows to 0, all
+ * of the draw goes to the first candidate in id order.
+ */
+function powerWeights(values: Float64Array, ids: readonly number[], temperature: number): number[] {
+  const powered = softmax(values, ids).map((p) => p ** (1 / temperature));
+  const total = powered.reduce((a, b) => a + b, 0);
+  if (total > 0) return powered.map((w) => w / total);
+  const first = Math.min(...ids);
+  return ids.map((id) => (id === first ? 1 : 0));
+}
+
 /** Draws one token as sampling.ts's sampleToken does, with the planted fault's deviation. */
 export function sampleWithFault(row: LogitsRow, params: SamplingParams, random: SamplingRandom, fault: SamplerFault): TokenId {
   const temperature = fault === "sample-temperature-twice" ? params.temperature * params.temperature : params.temperature;
@@ -82,7 +95,7 @@ export function sampleWithFault(row: LogitsRow, params: SamplingParams, random: 
   } else {
     ids = nucleus(cutOn, minP(cutOn, ids, params.minP, fault), params.topP, fault);
   }
-  const probabilities = softmax(tempered, ids);
+  const probabilities = fault === "sample-small-temperature-underflow" ? powerWeights(raw, ids, temperature) : softmax(tempered, ids);
   let draw = random.uniform();
   for (let i = 0; i < ids.length; i++) {
     draw -= probabilities[i];

@@ -25,6 +25,7 @@ const NUCLEUS = 4;
 const PARTING = 2;
 const MIN_P = 5;
 const NARROWEST = 8;
+const TINY_TEMPERATURE = 9;
 
 /** Each fault, the settings it is drawn at, and the check that must fail. */
 const FAULTS: readonly { fault: string; settings: number[]; check: "sampling_fit" | "seeds" | "parameters"; parameters?: SamplingArm["parameters"] }[] = [
@@ -36,6 +37,7 @@ const FAULTS: readonly { fault: string; settings: number[]; check: "sampling_fit
   { fault: "sample-llama-order", settings: [PARTING], check: "sampling_fit" },
   { fault: "sample-unseeded", settings: [PLAIN], check: "seeds" },
   { fault: "sample-params-ignored", settings: [PLAIN], check: "parameters", parameters: ["logit_bias", "frequency_penalty", "min_p"] },
+  { fault: "sample-small-temperature-underflow", settings: [TINY_TEMPERATURE], check: "sampling_fit" },
 ];
 
 const arm = (base: SamplingArm, extra: Partial<SamplingArm>): SamplingArm => ({ ...base, parameters: ["min_p"], ...extra });
@@ -45,7 +47,7 @@ test("every planted sampler fault makes the run exit 1 naming the setting and th
   try {
     const withLlamaServer = builtLlamaServer() !== undefined;
     const arms: SamplingArm[] = [
-      arm(ours, { label: "clean", settings: [PARTING, NUCLEUS, MIN_P, NARROWEST] }),
+      arm(ours, { label: "clean", settings: [PARTING, NUCLEUS, MIN_P, NARROWEST, TINY_TEMPERATURE] }),
       ...FAULTS.map(({ fault, settings, parameters }) => arm(ours, { label: fault, settings, command: ["env", `BENCH_SERVER_FAULT=${fault}`, ...ours.command], ...(parameters === undefined ? {} : { parameters }) })),
       arm(ours, { label: "ours declared llama.cpp", convention: "llama.cpp", settings: [PARTING] }),
       ...(withLlamaServer ? [arm(theirs, { label: "llama-server declared openai", convention: "openai", settings: [PARTING] })] : []),
@@ -82,7 +84,7 @@ test("a setting index that names no setting is refused before any server starts:
     writeFileSync(path, JSON.stringify(suite));
     const result = bench(["run", "--suite", path, "--runs-dir", directory.path]);
     assert.is(result.status, 2, result.stdout + result.stderr);
-    assert.ok(result.stderr.includes(`${path}: arms.0.settings: setting index 99 names no setting (there are 9) (fix: use indices from 0 to 8)`), result.stderr);
+    assert.ok(result.stderr.includes(`${path}: arms.0.settings: setting index 99 names no setting (there are ${shipped.settings.length}) (fix: use indices from 0 to ${shipped.settings.length - 1})`), result.stderr);
   } finally {
     directory.remove();
   }

@@ -33,8 +33,9 @@ function fitLine(fit: FitResult): string {
  * the arm's declared convention transforms it, by a G-test at the suite's level: one cell per
  * (prompt, setting), naming the setting, the statistic and its p-value. A setting whose cuts the
  * oracle's numbers leave unsettled is SKIPPED for that prompt (a SUT could honestly keep or drop
- * the token at the cut); a grid whose every case is unsettled or has one possible token is a
- * SKIPPED check.
+ * the token at the cut); a grid whose every case is unsettled is a SKIPPED check. A setting that
+ * leaves one possible token (a small temperature) is tested all the same: every draw must be that
+ * token, and one elsewhere lies outside the support (p = 0).
  */
 export const samplingFitCheck: SamplingCheck<"sampling_fit"> = {
   kind: "sampling",
@@ -57,9 +58,8 @@ export const samplingFitCheck: SamplingCheck<"sampling_fit"> = {
       const fields = { prompt: c.prompt.index, prompt_class: `setting ${c.setting}` };
       const selector = ` --prompt ${c.prompt.index}`;
       const expected = expectedDistribution(logprobs, setting, arm.convention);
-      if (expected.unsettled !== undefined || expected.support < 2) {
-        const why = expected.unsettled ?? "one token is possible, so the draws can only agree";
-        await context.emit({ kind: "cells", cells: [makeCell(context, "sampling_fit", gate, { ...fields, status: "skip", detail: `${where}: not tested: ${why}` }, selector)] });
+      if (expected.unsettled !== undefined) {
+        await context.emit({ kind: "cells", cells: [makeCell(context, "sampling_fit", gate, { ...fields, status: "skip", detail: `${where}: not tested: ${expected.unsettled}` }, selector)] });
         continue;
       }
       const counts = await drawFirstTokens(context.server, {
@@ -76,7 +76,7 @@ export const samplingFitCheck: SamplingCheck<"sampling_fit"> = {
       if (worst === undefined || fit.pValue < worst.p) worst = { p: fit.pValue, line };
       await context.emit({ kind: "cells", cells: [makeCell(context, "sampling_fit", gate, { ...fields, status: pass ? "pass" : "fail", detail: `${line}; level ${suite.level}` }, selector)] });
     }
-    if (tested === 0) return { status: "skip", reason: `no (prompt, setting) of ${cases.length} could fail: every one was unsettled at a cut or had one possible token` };
+    if (tested === 0) return { status: "skip", reason: `no (prompt, setting) of ${cases.length} could fail: every one was unsettled at a cut` };
     state.summaryLine = `${arm.label} sampling fit (${arm.convention} convention): ${tested - failed}/${tested} settings fit at level ${suite.level}; lowest p ${worst!.p.toExponential(2)}`;
     return {
       status: failed === 0 ? "pass" : "fail",
