@@ -80,7 +80,7 @@ test("our server's sampler draws what the OpenAI order says at every setting of 
 
 test("each planted sampler fault fails the fit at the suite's level at some setting of the grid (sample-unseeded is the seeds check's, sample-params-ignored the parameters check's)", () => {
   const faults = SERVER_FAULTS.filter(isSamplerFault);
-  assert.equal(faults.length, 6);
+  assert.equal(faults.length, 7);
   const row = Float32Array.from(logits);
   const caught = (fault: SamplerFault, convention: SamplerConvention) => GRID.some((s) => {
     const random = new SamplingRandom(3);
