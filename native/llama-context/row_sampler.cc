@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #define VECTORIZED __attribute__((target_clones("avx512f", "avx2", "default")))
