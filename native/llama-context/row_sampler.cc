@@ -18,7 +18,12 @@
 #include <tuple>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__GNUC__)
 #define VECTORIZED __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+// Elsewhere the compiler's own vector width for the target (NEON on aarch64).
+#define VECTORIZED
+#endif
 
 namespace {
 
