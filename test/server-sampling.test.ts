@@ -78,6 +78,9 @@ test("temperature 0.0001, 1e-5 and 1e-6 give greedy's tokens on every seed (they
   }
 });
 
+/** How far a log-prob may move between two batch compositions of the same position (see its use). */
+const BATCH_NOISE = 1e-4;
+
 test("a sampled token's log-prob and top-k, from its logits row, are what echo scores at that position (the addon's double-precision log-softmax)", async () => {
   const prompt = Array.from({ length: 12 }, (_, i) => longPrompt[i]);
   const sampled = await complete({ prompt, max_tokens: 6, temperature: 1.2, seed: 9, logprobs: 3, ignore_eos: true });
@@ -87,9 +90,11 @@ test("a sampled token's log-prob and top-k, from its logits row, are what echo s
   for (const [i, logprob] of generated.token_logprobs.entries()) {
     const at = prompt.length + i;
     assert.equal(generated.top_token_ids[i], echoed.top_token_ids[at], `token ${i}: the same top-3`);
-    // Float32 logits move in their last digits with a batch's composition: within 1e-5.
-    assert.ok(Math.abs(logprob! - echoed.token_logprobs[at]!) <= 1e-5, `token ${i}: ${logprob} sampled, ${echoed.token_logprobs[at]} echoed`);
-    for (const [j, value] of generated.top_token_logprobs[i]!.entries()) assert.ok(Math.abs(value - echoed.top_token_logprobs[at]![j]) <= 1e-5);
+    // Float32 logits move in their last digits with a batch's composition (a decode of one token against the echo's prompt
+    // batch): up to 1.7e-5 measured over seeds 9-12 under zen4, haswell, sandybridge and piledriver (0 under x64). A row read
+    // at the wrong position is off by whole nats.
+    assert.ok(Math.abs(logprob! - echoed.token_logprobs[at]!) <= BATCH_NOISE, `token ${i}: ${logprob} sampled, ${echoed.token_logprobs[at]} echoed`);
+    for (const [j, value] of generated.top_token_logprobs[i]!.entries()) assert.ok(Math.abs(value - echoed.top_token_logprobs[at]![j]) <= BATCH_NOISE, `token ${i}, top ${j}: ${value} sampled, ${echoed.top_token_logprobs[at]![j]} echoed`);
   }
 });
 
