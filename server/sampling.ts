@@ -70,6 +70,8 @@ export interface SamplingParams {
  * 262k entries): top-k keeps its k in one pass (rankedIds), top-p sums slices of the value range to
  * find where its nucleus ends (nucleus), and the draw walks the candidates in the order they are
  * kept — which tokens may be drawn, and with what weights, is all that decides the distribution.
+ * The decode step draws most sampled tokens itself, the same way in native code (batch-step.ts,
+ * stepAsk); this is the draw from a row JavaScript holds (a request that also asks its log-probs).
  */
 export function sampleToken(row: LogitsRow, params: SamplingParams, random: SamplingRandom): TokenId {
   if (params.temperature === 0) return rowArgmax(row);
